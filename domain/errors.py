@@ -1,0 +1,29 @@
+"""Domain errors: each maps to one clear client-facing reason."""
+
+
+class DomainError(Exception):
+    """Base: bad input or a rule the request broke. Nothing is written when one is raised."""
+
+    status_code = 422
+
+
+class UnknownEventType(DomainError):
+    status_code = 422
+
+
+class InvalidPayload(DomainError):
+    status_code = 422
+
+
+class ConcurrencyConflict(DomainError):
+    status_code = 409
+
+
+class NotFound(DomainError):
+    status_code = 404
+
+
+class NotCaughtUp(DomainError):
+    """Read-your-writes could not be honoured in the allowed wait."""
+
+    status_code = 503

@@ -1,0 +1,165 @@
+"""Event types: declared once here as typed, versioned schemas, with upcasters for old versions.
+
+Every event type has a current schema version. Events stored at an older version are upcast, one version
+at a time, when read, so projectors only ever see the current shape.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from domain.errors import InvalidPayload, UnknownEventType
+
+MEMORY_KINDS = ("observation", "fact", "principle", "correction", "decision", "guideline", "pitfall",
+                "process", "model", "message")
+MAX_TAGS = 64
+
+
+class EventSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MemoryRecorded(EventSchema):
+    """A producer wrote a memory. Stream: memory-<memory_id>."""
+
+    memory_id: uuid.UUID
+    content: str = Field(min_length=1)
+    kind: str = "observation"
+    agent_id: str | None = None
+    project: str | None = None
+    session_id: str | None = None
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecalledMemory(EventSchema):
+    memory_id: uuid.UUID
+    rank: int
+    score: float
+
+
+class RecallServed(EventSchema):
+    """The hit-log: one recall answered. Stream: recall-<recall_id>."""
+
+    recall_id: uuid.UUID
+    query: str
+    k: int
+    scope: dict[str, Any] = Field(default_factory=dict)
+    results: list[RecalledMemory] = Field(default_factory=list)
+    latency_ms: float
+
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class EventType:
+    name: str
+    version: int
+    schema: type[EventSchema]
+    # upcasters[v] turns a payload at version v into version v + 1
+    upcasters: dict[int, Upcaster] = field(default_factory=dict)
+
+    def upcast(self, version: int, data: dict[str, Any]) -> dict[str, Any]:
+        if version > self.version or version < 1:
+            raise InvalidPayload(f"{self.name} has no schema version {version} (current is {self.version})")
+        while version < self.version:
+            data = self.upcasters[version](data)
+            version += 1
+        return data
+
+
+def _memory_recorded_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    # v1 carried the text as `text` and the scope as one nested object.
+    data = dict(data)
+    data["content"] = data.pop("text")
+    scope = data.pop("scope", None) or {}
+    for key in ("agent_id", "project", "session_id"):
+        data.setdefault(key, scope.get(key))
+    return data
+
+
+EVENT_TYPES: dict[str, EventType] = {
+    t.name: t
+    for t in (
+        EventType("MemoryRecorded", 2, MemoryRecorded, {1: _memory_recorded_v1_to_v2}),
+        EventType("RecallServed", 1, RecallServed),
+    )
+}
+
+
+def event_type(name: str) -> EventType:
+    try:
+        return EVENT_TYPES[name]
+    except KeyError:
+        known = ", ".join(sorted(EVENT_TYPES))
+        raise UnknownEventType(f"unknown event type {name!r}; known types: {known}") from None
+
+
+def validate_payload(name: str, data: Any, schema_version: int | None = None) -> dict[str, Any]:
+    """Upcast and validate a payload; answer it in the current schema's JSON form."""
+    etype = event_type(name)
+    if not isinstance(data, dict):
+        raise InvalidPayload(f"{name}: data must be a JSON object")
+    data = etype.upcast(schema_version or etype.version, data)
+    try:
+        model = etype.schema.model_validate(data)
+    except ValidationError as exc:
+        reasons = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'data'}: {e['msg']}" for e in exc.errors())
+        raise InvalidPayload(f"{name}: {reasons}") from None
+    return model.model_dump(mode="json")
+
+
+def parse(name: str, schema_version: int, data: dict[str, Any]) -> EventSchema:
+    etype = event_type(name)
+    return etype.schema.model_validate(etype.upcast(schema_version, data))
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event about to be appended. `data` is already validated at the current schema version."""
+
+    type: str
+    stream_id: str
+    data: dict[str, Any]
+    occurred_at: datetime | None = None
+    expected_version: int | None = None
+    idempotency_key: str | None = None
+    event_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+    @property
+    def schema_version(self) -> int:
+        return event_type(self.type).version
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    position: int
+    event_id: uuid.UUID
+    tenant: str
+    stream_id: str
+    stream_version: int
+    type: str
+    schema_version: int
+    data: dict[str, Any]
+    metadata: dict[str, Any]
+    occurred_at: datetime
+    recorded_at: datetime
+    tx_id: int
+
+    def payload(self) -> EventSchema:
+        return parse(self.type, self.schema_version, self.data)
+
+
+def memory_stream(memory_id: uuid.UUID) -> str:
+    return f"memory-{memory_id}"
+
+
+def recall_stream(recall_id: uuid.UUID) -> str:
+    return f"recall-{recall_id}"

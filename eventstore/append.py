@@ -1,0 +1,100 @@
+"""Append a batch of events atomically, with optimistic concurrency and producer idempotency."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import IntegrityError
+
+from domain.errors import ConcurrencyConflict
+from domain.events import NewEvent
+
+_EXISTING_KEYS = text("""
+SELECT idempotency_key, position FROM events
+WHERE tenant = :tenant AND idempotency_key = ANY(:keys)
+""")
+
+_STREAM_HEADS = text("""
+SELECT stream_id, max(stream_version) AS version FROM events
+WHERE tenant = :tenant AND stream_id = ANY(:streams)
+GROUP BY stream_id
+""")
+
+# One round trip for the whole batch; unnest keeps the batch order, so positions follow it.
+_INSERT = text("""
+INSERT INTO events (event_id, tenant, stream_id, stream_version, type, schema_version, data, metadata,
+                    occurred_at, idempotency_key)
+SELECT b.event_id, :tenant, b.stream_id, b.stream_version, b.type, b.schema_version, b.data, :metadata,
+       b.occurred_at, b.idempotency_key
+FROM unnest(CAST(:event_ids AS uuid[]), CAST(:stream_ids AS text[]), CAST(:versions AS bigint[]),
+            CAST(:types AS text[]), CAST(:schema_versions AS int[]), CAST(:datas AS jsonb[]),
+            CAST(:occurred AS timestamptz[]), CAST(:keys AS text[]))
+     WITH ORDINALITY AS b(event_id, stream_id, stream_version, type, schema_version, data, occurred_at,
+                          idempotency_key, ord)
+ORDER BY b.ord
+RETURNING event_id, position
+""")
+
+
+def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: dict[str, Any]) -> list[int]:
+    """Append `events` in the caller's transaction and answer their positions, in order.
+
+    An event whose idempotency key was already appended for this tenant is not written again; its
+    original position is answered instead. A batch either has all its keys already appended (a retry)
+    or none of them; a mix is a conflict, because part of it was appended under other content.
+    """
+    if not events:
+        return []
+    keys = [e.idempotency_key for e in events if e.idempotency_key]
+    if keys:
+        existing = dict(conn.execute(_EXISTING_KEYS, {"tenant": tenant, "keys": keys}).all())
+        if existing:
+            if len(existing) == len(keys) == len(events):
+                return [existing[e.idempotency_key] for e in events]  # type: ignore[index]
+            raise ConcurrencyConflict(
+                f"{len(existing)} of {len(events)} idempotency keys were already appended in another batch")
+
+    streams = sorted({e.stream_id for e in events})
+    heads = dict(conn.execute(_STREAM_HEADS, {"tenant": tenant, "streams": streams}).all())
+    versions: list[int] = []
+    next_version = dict(heads)
+    for e in events:
+        current = next_version.get(e.stream_id, 0)
+        if e.expected_version is not None and e.expected_version != current:
+            raise ConcurrencyConflict(
+                f"stream {e.stream_id!r} is at version {current}, expected {e.expected_version}")
+        next_version[e.stream_id] = current + 1
+        versions.append(current + 1)
+
+    now = datetime.now(UTC)
+    params = {
+        "tenant": tenant,
+        "metadata": json.dumps(metadata),
+        "event_ids": [e.event_id for e in events],
+        "stream_ids": [e.stream_id for e in events],
+        "versions": versions,
+        "types": [e.type for e in events],
+        "schema_versions": [e.schema_version for e in events],
+        "datas": [json.dumps(e.data) for e in events],
+        "occurred": [e.occurred_at or now for e in events],
+        "keys": [e.idempotency_key for e in events],
+    }
+    try:
+        with conn.begin_nested():
+            rows = conn.execute(_INSERT, params).all()
+    except IntegrityError as exc:
+        constraint = getattr(getattr(exc.orig, "diag", None), "constraint_name", "")
+        if constraint == "events_idempotency" and keys:
+            # A concurrent producer appended the same keys first: answer its positions.
+            existing = dict(conn.execute(_EXISTING_KEYS, {"tenant": tenant, "keys": keys}).all())
+            if len(existing) == len(events):
+                return [existing[e.idempotency_key] for e in events]  # type: ignore[index]
+        if constraint in ("events_stream_version", "events_idempotency"):
+            raise ConcurrencyConflict(f"a concurrent append won the race ({constraint}); retry") from None
+        raise
+    by_id = {row.event_id: row.position for row in rows}
+    return [by_id[e.event_id] for e in events]

@@ -1,0 +1,40 @@
+"""The one database access layer: a SQLAlchemy engine over psycopg 3, used with plain SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+
+from sqlalchemy import Connection, Engine, create_engine, text
+
+from infra.settings import get_settings
+
+
+def normalise_url(url: str) -> str:
+    """Accept postgres:// and postgresql:// URLs and pin the psycopg 3 driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+@lru_cache(maxsize=4)
+def engine_for(url: str, pool_size: int = 10) -> Engine:
+    if not url:
+        raise RuntimeError("no database: set DATABASE_URL or start the stack with `engramlog up`")
+    return create_engine(normalise_url(url), pool_size=pool_size, max_overflow=20, pool_pre_ping=True,
+                         future=True)
+
+
+def get_engine() -> Engine:
+    return engine_for(get_settings().database_url)
+
+
+@contextmanager
+def transaction(engine: Engine | None = None) -> Iterator[Connection]:
+    with (engine or get_engine()).begin() as conn:
+        yield conn
+
+
+__all__ = ["Connection", "Engine", "engine_for", "get_engine", "normalise_url", "text", "transaction"]

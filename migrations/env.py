@@ -1,0 +1,12 @@
+"""Alembic environment: plain-SQL migrations against DATABASE_URL (or the running stack's database)."""
+
+from alembic import context
+
+from infra.db import engine_for
+from infra.settings import get_settings
+
+url = context.config.get_main_option("sqlalchemy.url") or get_settings().database_url
+with engine_for(url).connect() as connection:
+    context.configure(connection=connection, target_metadata=None, transactional_ddl=True)
+    with context.begin_transaction():
+        context.run_migrations()

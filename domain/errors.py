@@ -27,3 +27,7 @@ class NotCaughtUp(DomainError):
     """Read-your-writes could not be honoured in the allowed wait."""
 
     status_code = 503
+
+
+class ContentTooLarge(DomainError):
+    status_code = 413

@@ -1,0 +1,77 @@
+"""Operators' endpoints: projection status and rebuild, health, Prometheus metrics."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import Engine, text
+
+from api.context import Caller, caller, engine
+from domain.errors import NotFound
+from infra.broker import broker
+from infra.settings import get_settings
+from projections.rebuild import rebuild
+from projections.registry import PROJECTORS
+from projections.runner import status
+from workers.heartbeat import HEARTBEAT_PREFIX
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/v1/projections")
+def get_projections(who: Annotated[Caller, Depends(caller)],
+                    db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
+    with db.connect() as conn:
+        return {"projections": [asdict(status(conn, p)) for p in PROJECTORS.values()]}
+
+
+@router.post("/v1/projections/{name}/rebuild")
+def post_rebuild(name: str, who: Annotated[Caller, Depends(caller)],
+                 db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
+    if name not in PROJECTORS:
+        raise NotFound(f"unknown projection {name!r}; known: {', '.join(PROJECTORS)}")
+    checkpoint = rebuild(db, PROJECTORS[name], get_settings().projection_batch_size)
+    return {"projection": name, "rebuilt_to_position": checkpoint.position}
+
+
+@router.get("/healthz")
+def healthz(db: Annotated[Engine, Depends(engine)]) -> JSONResponse:
+    down: dict[str, str] = {}
+    try:
+        with db.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        down["database"] = type(exc).__name__
+    try:
+        broker.client.ping()
+        if not next(broker.client.scan_iter(f"{HEARTBEAT_PREFIX}*", count=100), None):
+            down["worker"] = "no worker heartbeat"
+    except Exception as exc:
+        down["redis"] = type(exc).__name__
+        down["worker"] = "unknown while Redis is down"
+    if down:
+        return JSONResponse({"status": "down", "down": down}, status_code=503)
+    return JSONResponse({"status": "ok"})
+
+
+@router.get("/metrics")
+def metrics(db: Annotated[Engine, Depends(engine)]) -> Response:
+    lines = [generate_latest().decode()]
+    try:
+        with db.connect() as conn:
+            lines.append("# HELP engramlog_projection_lag_events Events not yet applied by a projection\n"
+                         "# TYPE engramlog_projection_lag_events gauge\n")
+            seconds = ["# HELP engramlog_projection_lag_seconds Age of the oldest unapplied event\n"
+                       "# TYPE engramlog_projection_lag_seconds gauge\n"]
+            for p in PROJECTORS.values():
+                s = status(conn, p)
+                lines.append(f'engramlog_projection_lag_events{{projection="{p.name}"}} {s.lag_events}\n')
+                seconds.append(f'engramlog_projection_lag_seconds{{projection="{p.name}"}} {s.lag_seconds}\n')
+            lines.extend(seconds)
+    except Exception:
+        pass  # the database being down must not hide this process's own metrics
+    return Response("".join(lines), media_type=CONTENT_TYPE_LATEST)

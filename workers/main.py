@@ -1,0 +1,64 @@
+"""Worker entry point: `dramatiq workers.main`. Adds the poll fallback and the liveness heartbeat."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+import dramatiq
+import structlog
+from dramatiq.middleware import Middleware
+
+from infra.logging import configure_logging
+from infra.settings import get_settings
+from workers import actors  # noqa: F401 - registers the actors
+from workers.actors import catch_up_all
+from workers.heartbeat import heartbeat_key
+
+log = structlog.get_logger(__name__)
+
+
+class PollAndHeartbeat(Middleware):
+    """Per worker process: catch projections up every poll interval (even with Redis down), and
+    keep a heartbeat key in Redis that /healthz reads."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        settings = get_settings()
+        configure_logging(settings.log_level)
+        self.threads = [threading.Thread(target=self._poll, args=(settings.poll_interval_s,), daemon=True),
+                        threading.Thread(target=self._beat, args=(broker, settings.worker_heartbeat_s), daemon=True)]
+        for t in self.threads:
+            t.start()
+        log.info("worker.started", pid=os.getpid())
+
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        self.stop.set()
+
+    def _poll(self, interval: float) -> None:
+        while not self.stop.wait(interval):
+            try:
+                applied = catch_up_all()
+                if applied:
+                    log.info("projections.polled", applied=applied)
+            except Exception as exc:
+                log.warning("projections.poll_failed", error=str(exc))
+
+    def _beat(self, broker: dramatiq.Broker, interval: float) -> None:
+        key = heartbeat_key()
+        while True:
+            try:
+                broker.client.set(key, "1", ex=int(interval * 3) + 1)
+            except Exception as exc:
+                log.warning("worker.heartbeat_failed", error=str(exc))
+            if self.stop.wait(interval):
+                break
+        with contextlib.suppress(Exception):
+            broker.client.delete(key)
+
+
+dramatiq.get_broker().add_middleware(PollAndHeartbeat())

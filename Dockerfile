@@ -1,0 +1,8 @@
+FROM python:3.11-slim
+WORKDIR /app
+ENV HF_HUB_OFFLINE=1 PIP_NO_CACHE_DIR=1
+COPY pyproject.toml README.md ./
+COPY . .
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu && pip install .
+EXPOSE 8000
+CMD ["uvicorn", "api.main:app", "--host", "0.0.0.0", "--port", "8000"]

@@ -78,8 +78,12 @@ class EventType:
 def _memory_recorded_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     # v1 carried the text as `text` and the scope as one nested object.
     data = dict(data)
+    if "text" not in data:
+        raise InvalidPayload("MemoryRecorded (schema version 1): text: Field required")
     data["content"] = data.pop("text")
     scope = data.pop("scope", None) or {}
+    if not isinstance(scope, dict):
+        raise InvalidPayload("MemoryRecorded (schema version 1): scope: must be a JSON object")
     for key in ("agent_id", "project", "session_id"):
         data.setdefault(key, scope.get(key))
     return data
@@ -107,7 +111,7 @@ def validate_payload(name: str, data: Any, schema_version: int | None = None) ->
     etype = event_type(name)
     if not isinstance(data, dict):
         raise InvalidPayload(f"{name}: data must be a JSON object")
-    data = etype.upcast(schema_version or etype.version, data)
+    data = etype.upcast(etype.version if schema_version is None else schema_version, data)
     try:
         model = etype.schema.model_validate(data)
     except ValidationError as exc:

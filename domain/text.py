@@ -45,18 +45,24 @@ def _cjk_bigrams(run: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Terms of a text, in order, with repeats."""
     text = unicodedata.normalize("NFKC", text).lower()
-    words: list[str] = []
     terms: list[str] = []
+    latin: list[int] = []  # indexes in `terms` of words still to be stemmed (in one call, at the end)
     for match in _WORD.finditer(text):
         token = match.group()
         pos = 0
         for cjk in _CJK.finditer(token):
-            words.extend(_split_latin(token[pos:cjk.start()]))
+            for word in _split_latin(token[pos:cjk.start()]):
+                latin.append(len(terms))
+                terms.append(word)
             terms.extend(_cjk_bigrams(cjk.group()))
             pos = cjk.end()
-        words.extend(_split_latin(token[pos:]))
-    stems = _stemmer().stemWords(words) if words else []
-    return [*stems, *terms]
+        for word in _split_latin(token[pos:]):
+            latin.append(len(terms))
+            terms.append(word)
+    if latin:
+        for i, stem in zip(latin, _stemmer().stemWords([terms[i] for i in latin]), strict=True):
+            terms[i] = stem
+    return terms
 
 
 def _split_latin(token: str) -> list[str]:

@@ -30,6 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("ENGRAMLOG_POLL_INTERVAL_S", "0.5")
     os.environ.setdefault("ENGRAMLOG_WORKER_HEARTBEAT_S", "1")
+    os.environ.setdefault("ENGRAMLOG_MIN_POSITION_WAIT_S", "30")  # a cold worker on a slow CI machine
     data_dir = Path(tempfile.mkdtemp(prefix="engramlog-test-"))
     _STATE["data_dir"] = data_dir
     os.environ["ENGRAMLOG_DATA_DIR"] = str(data_dir)

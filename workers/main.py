@@ -10,6 +10,7 @@ import dramatiq
 import structlog
 from dramatiq.middleware import Middleware
 
+from infra.embedding import get_embedder
 from infra.logging import configure_logging
 from infra.settings import get_settings
 from workers import actors  # noqa: F401 - registers the actors
@@ -30,6 +31,8 @@ class PollAndHeartbeat(Middleware):
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         settings = get_settings()
         configure_logging(settings.log_level)
+        # Load the embedding model before projecting, so the first batch is not held up by it.
+        get_embedder(settings.embedding_model).warm()
         self.threads = [threading.Thread(target=self._poll, args=(settings.poll_interval_s,), daemon=True),
                         threading.Thread(target=self._beat, args=(broker, settings.worker_heartbeat_s), daemon=True)]
         for t in self.threads:

@@ -21,6 +21,7 @@ class Caller:
     actor: str
     correlation_id: str
     causation_id: str | None
+    operator: bool = False
 
     def metadata(self, source: str = "http") -> dict[str, Any]:
         return {"actor": self.actor, "correlation_id": self.correlation_id, "causation_id": self.causation_id,
@@ -32,13 +33,14 @@ def caller(request: Request, authorization: str | None = Header(default=None),
     keys = get_settings().api_keys
     correlation_id = request.state.correlation_id
     if not keys:
-        return Caller(DEFAULT_TENANT, "anonymous", correlation_id, x_causation_id)
+        return Caller(DEFAULT_TENANT, "anonymous", correlation_id, x_causation_id, operator=True)
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise HTTPException(401, "missing 'Authorization: Bearer <key>'", headers={"WWW-Authenticate": "Bearer"})
     for key, tenant in keys.items():
         if secrets.compare_digest(key, token):
-            return Caller(tenant, f"api-key:{key[:4]}…", correlation_id, x_causation_id)
+            operator = key in get_settings().operator_keys
+            return Caller(tenant, f"api-key:{key[:4]}…", correlation_id, x_causation_id, operator)
     raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "Bearer"})
 
 

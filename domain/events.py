@@ -10,19 +10,32 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from domain.errors import InvalidPayload, UnknownEventType
 
-MEMORY_KINDS = ("observation", "fact", "principle", "correction", "decision", "guideline", "pitfall",
-                "process", "model", "message")
+# The seven governed types (AWM / SwarmAI), plus the raw kinds producers write before classification.
+MEMORY_TYPES = ("principle", "correction", "decision", "guideline", "pitfall", "process", "model")
+MEMORY_KINDS = (*MEMORY_TYPES, "observation", "fact", "message")
 MAX_TAGS = 64
+SYSTEM_ACTOR = "system:governor"
+Disposition = Literal["active", "staging", "discard"]
+Route = Literal["agent", "knowledge", "project"]
+MemoryStatus = Literal["pending", "active", "staging", "discarded", "superseded", "dormant", "archived", "merged"]
 
 
 class EventSchema(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WriteSignals(EventSchema):
+    surprise: float | None = Field(default=None, ge=0, le=1)
+    decision: float | None = Field(default=None, ge=0, le=1)
+    causal: float | None = Field(default=None, ge=0, le=1)
+    effort: float | None = Field(default=None, ge=0, le=1)
+    correction: bool | None = None
 
 
 class MemoryRecorded(EventSchema):
@@ -36,6 +49,12 @@ class MemoryRecorded(EventSchema):
     session_id: str | None = None
     tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Governance inputs (all optional): a must-keep write bypasses the salience gate; producer signals
+    # in [0, 1] replace the text heuristics; `supersedes` names the memory this one corrects.
+    must_keep: bool = False
+    signals: WriteSignals | None = None
+    supersedes: uuid.UUID | None = None
+    reason: str | None = None
 
 
 class RecalledMemory(EventSchema):
@@ -53,6 +72,91 @@ class RecallServed(EventSchema):
     scope: dict[str, Any] = Field(default_factory=dict)
     results: list[RecalledMemory] = Field(default_factory=list)
     latency_ms: float
+
+
+class MemoryAdmitted(EventSchema):
+    """System decision: the salience gate's verdict on a recorded memory, with every input it used."""
+
+    memory_id: uuid.UUID
+    disposition: Disposition
+    salience: float
+    kind: str
+    route: Route
+    reason: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryReinforced(EventSchema):
+    """System decision: an observation repeated an existing memory's concept and reinforced it instead."""
+
+    memory_id: uuid.UUID
+    observation_id: uuid.UUID
+    similarity: float
+    merged_content: str
+    confidence: float
+
+
+class MemorySuperseded(EventSchema):
+    """A correction: `superseded_by` replaces `memory_id`; the old value stays in history."""
+
+    memory_id: uuid.UUID
+    superseded_by: uuid.UUID
+    reason: str
+    trigger: Literal["explicit", "correction_signal"]
+    similarity: float | None = None
+
+
+class MemoryStatusChanged(EventSchema):
+    """System decision taken with a clock (decay, staging sweep, promotion): replays reproduce it exactly."""
+
+    memory_id: uuid.UUID
+    from_status: MemoryStatus
+    to_status: MemoryStatus
+    reason: str
+    clock: datetime
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+class FeedbackItem(EventSchema):
+    memory_id: uuid.UUID
+    verdict: Literal["used", "not_useful"]
+
+
+class RecallFeedbackGiven(EventSchema):
+    """A client said which recalled memories it used. Stream: recall-<recall_id>."""
+
+    recall_id: uuid.UUID
+    items: list[FeedbackItem] = Field(min_length=1, max_length=100)
+
+
+class MemoriesMerged(EventSchema):
+    """System decision (consolidation): near-duplicates folded into `memory_id`; nothing is lost."""
+
+    memory_id: uuid.UUID
+    merged_ids: list[uuid.UUID] = Field(min_length=1)
+    similarity: float
+    merged_content: str
+    clock: datetime
+
+
+class EdgeAdjusted(EventSchema):
+    """System decision (consolidation): an association edge created, strengthened, weakened or capped."""
+
+    source_id: uuid.UUID
+    target_id: uuid.UUID
+    edge_kind: Literal["semantic", "temporal", "causal", "entity", "hebbian"]
+    weight: float
+    reason: str
+    clock: datetime
+
+
+class ConsolidationCompleted(EventSchema):
+    """System: one sleep cycle ran with this clock and changed what its report says."""
+
+    run_id: uuid.UUID
+    tenant_scope: dict[str, Any] = Field(default_factory=dict)
+    clock: datetime
+    report: dict[str, Any] = Field(default_factory=dict)
 
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
@@ -94,6 +198,14 @@ EVENT_TYPES: dict[str, EventType] = {
     for t in (
         EventType("MemoryRecorded", 2, MemoryRecorded, {1: _memory_recorded_v1_to_v2}),
         EventType("RecallServed", 1, RecallServed),
+        EventType("MemoryAdmitted", 1, MemoryAdmitted),
+        EventType("MemoryReinforced", 1, MemoryReinforced),
+        EventType("MemorySuperseded", 1, MemorySuperseded),
+        EventType("MemoryStatusChanged", 1, MemoryStatusChanged),
+        EventType("RecallFeedbackGiven", 1, RecallFeedbackGiven),
+        EventType("MemoriesMerged", 1, MemoriesMerged),
+        EventType("EdgeAdjusted", 1, EdgeAdjusted),
+        EventType("ConsolidationCompleted", 1, ConsolidationCompleted),
     )
 }
 

@@ -32,6 +32,9 @@ class Settings:
     host: str = field(default_factory=lambda: _env("ENGRAMLOG_HOST", "127.0.0.1"))
     port: int = field(default_factory=lambda: int(_env("ENGRAMLOG_PORT", "8000")))
     api_keys: dict[str, str] = field(default_factory=lambda: _parse_api_keys(_env("ENGRAMLOG_API_KEYS", "")))
+    # Keys allowed to run operators' actions over HTTP (rebuild touches every tenant's read models).
+    operator_keys: tuple[str, ...] = field(
+        default_factory=lambda: tuple(k for k in _env("ENGRAMLOG_OPERATOR_KEYS", "").split(",") if k))
     log_level: str = field(default_factory=lambda: _env("ENGRAMLOG_LOG_LEVEL", "info"))
 
     # Embeddings

@@ -29,6 +29,15 @@ def _create_scratch(conn: Connection, schema: str, projector: Projector) -> None
         conn.execute(text(f'CREATE TABLE "{schema}".{table} (LIKE public.{table} INCLUDING ALL)'))
 
 
+# Each index of a table by its definition without its own name and table (the "shape"), to match copies.
+_INDEXES = text(r"""
+SELECT c.relname AS name,
+       regexp_replace(pg_get_indexdef(i.indexrelid), '^CREATE (UNIQUE )?INDEX \S+ ON \S+', '\1') AS shape
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = CAST(:table AS regclass)
+""")
+
+
 def _use(conn: Connection, schema: str) -> None:
     conn.execute(text(f'SET LOCAL search_path TO "{schema}", public'))
 
@@ -89,8 +98,14 @@ def rebuild(engine: Engine, projector: Projector, batch_size: int = 1000,
         conn.execute(text("SET LOCAL search_path TO public"))
         for table in projector.tables:
             conn.execute(text(f"LOCK TABLE public.{table} IN ACCESS EXCLUSIVE MODE"))
+            live_names = {r.shape: r.name for r in conn.execute(_INDEXES, {"table": f"public.{table}"})}
             conn.execute(text(f"DROP TABLE public.{table}"))
             conn.execute(text(f'ALTER TABLE "{schema}".{table} SET SCHEMA public'))
+            # LIKE ... INCLUDING ALL names the copied indexes itself: give them back the migrations' names.
+            for r in conn.execute(_INDEXES, {"table": f"public.{table}"}).all():
+                original = live_names.get(r.shape)
+                if original and original != r.name:
+                    conn.execute(text(f'ALTER INDEX public."{r.name}" RENAME TO "{original}"'))
         conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         save_checkpoint(conn, projector.name, checkpoint)
     log.info("projection.rebuilt", projection=projector.name, position=checkpoint.position)

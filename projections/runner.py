@@ -102,7 +102,8 @@ def status(conn: Connection, projector: Projector) -> ProjectionStatus:
 
 
 _CAUGHT_UP = text("""
-SELECT NOT EXISTS (
+SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
+   AND NOT EXISTS (
   SELECT 1 FROM events e LEFT JOIN projection_checkpoints c ON c.name = :name
   WHERE e.position <= :position AND e.type = ANY(:types)
     AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0)))
@@ -110,6 +111,7 @@ SELECT NOT EXISTS (
 
 
 def has_reached(conn: Connection, projector: Projector, position: int) -> bool:
-    """True when every event of the projector's types at or below `position` has been applied."""
+    """True when the log holds `position` and every event of the projector's types at or below it has been
+    applied. A position the log has not reached yet is not reached, however caught up the projection is."""
     return bool(conn.execute(_CAUGHT_UP, {"name": projector.name, "position": position,
                                           "types": list(projector.types)}).scalar_one())

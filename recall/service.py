@@ -17,13 +17,14 @@ from domain.ranking import Candidate, Scored, fuse
 from domain.text import tokenize
 from eventstore.append import append
 from infra.embedding import Embedder, to_pgvector
-from infra.metrics import RECALL_LATENCY
+from infra.metrics import EVENTS_APPENDED, RECALL_LATENCY
 from infra.settings import Settings
 from projections.registry import PROJECTORS
 from projections.runner import has_reached
 from recall.keyword import bm25_top
 from recall.scope import Scope
 from recall.vector import cosines_for, vector_top
+from services.append_events import has_nul
 
 log = structlog.get_logger(__name__)
 MAX_K = 100
@@ -66,6 +67,8 @@ def validate(request: RecallRequest) -> None:
         raise InvalidPayload(f"query is longer than {MAX_QUERY_CHARS} characters")
     if not 1 <= request.k <= MAX_K:
         raise InvalidPayload(f"k must be between 1 and {MAX_K}")
+    if has_nul([request.query, *request.scope.as_dict().values()]):
+        raise InvalidPayload("query and scope must not contain NUL (\\u0000) characters")
 
 
 def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
@@ -121,6 +124,7 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     with engine.begin() as conn:
         [position] = append(conn, scope.tenant, [NewEvent("RecallServed", recall_stream(recall_id), served,
                                                           expected_version=0)], metadata)
+    EVENTS_APPENDED.inc()  # the hit-log event is an append like any other
     log.info("recall.served", recall_id=str(recall_id), results=len(results), latency_ms=round(latency_ms, 1),
              candidates=len(candidates), vector_method=method)
     details = {"candidates": len(candidates), "keyword_candidates": len(bm25), "vector_method": method}

@@ -29,8 +29,21 @@ class EventInput:
     occurred_at: datetime | None = None
 
 
+def has_nul(value: object) -> bool:
+    """True when a string anywhere in `value` (keys included) holds NUL, which PostgreSQL text and jsonb refuse."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(has_nul(v) for v in value)
+    return False
+
+
 def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEvent:
     data = validate_payload(item.type, item.data, item.schema_version)
+    if has_nul([data, item.stream_id, item.idempotency_key, batch_key]):
+        raise InvalidPayload(f"{item.type}: text must not contain NUL (\\u0000) characters")
     limit = get_settings().max_content_chars
     content = data.get("content")
     if isinstance(content, str) and len(content) > limit:

@@ -38,7 +38,8 @@ def test_unknown_event_type_names_the_type_and_the_known_ones():
 def test_valid_payload_is_answered_in_current_json_form_with_defaults():
     data = validate_payload("MemoryRecorded", {"memory_id": str(MID), "content": "Alice moved to Lisbon"})
     assert data == {"memory_id": str(MID), "content": "Alice moved to Lisbon", "kind": "observation",
-                    "agent_id": None, "project": None, "session_id": None, "tags": [], "metadata": {}}
+                    "agent_id": None, "project": None, "session_id": None, "tags": [], "metadata": {},
+                    **GOVERNANCE_DEFAULTS}
 
 
 def test_metadata_any_json_object_kept_verbatim():
@@ -102,6 +103,7 @@ def test_current_version_explicitly_is_accepted():
     assert data["content"] == "x"
 
 
+GOVERNANCE_DEFAULTS = {"must_keep": False, "signals": None, "supersedes": None, "reason": None}
 V1 = {"memory_id": str(MID), "text": "Alice moved to Lisbon", "kind": "fact", "tags": ["move"],
       "scope": {"agent_id": "a1", "project": "p1", "session_id": "s1"}}
 
@@ -109,7 +111,8 @@ V1 = {"memory_id": str(MID), "text": "Alice moved to Lisbon", "kind": "fact", "t
 def test_upcast_memory_recorded_v1_to_v2():
     data = validate_payload("MemoryRecorded", V1, schema_version=1)
     assert data == {"memory_id": str(MID), "content": "Alice moved to Lisbon", "kind": "fact",
-                    "agent_id": "a1", "project": "p1", "session_id": "s1", "tags": ["move"], "metadata": {}}
+                    "agent_id": "a1", "project": "p1", "session_id": "s1", "tags": ["move"], "metadata": {},
+                    **GOVERNANCE_DEFAULTS}
     assert "text" in V1 and "scope" in V1  # the stored payload is not mutated
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-
 from conftest import ROOT, wait_until
 
 

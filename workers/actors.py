@@ -30,7 +30,14 @@ def run_projections() -> None:
         log.info("projections.caught_up", applied=applied)
 
 
-@dramatiq.actor(queue_name="ingest", max_retries=20, min_backoff=500, max_backoff=30_000)
+def _retry_transient(retries: int, exc: Exception) -> bool:
+    """Retry what may pass later (database or network down); bad input or a conflict never will."""
+    from domain.errors import DomainError
+
+    return retries < 20 and not isinstance(exc, DomainError)
+
+
+@dramatiq.actor(queue_name="ingest", retry_when=_retry_transient, min_backoff=500, max_backoff=30_000)
 def ingest_events(tenant: str, events: list[dict[str, Any]], metadata: dict[str, Any]) -> list[int]:
     """Append events a producer enqueued. Each carries an idempotency key, so redelivery never duplicates."""
     from services.append_events import EventInput, append_events

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, HTTPException, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import Engine, text
@@ -32,6 +32,8 @@ def get_projections(who: Annotated[Caller, Depends(caller)],
 @router.post("/v1/projections/{name}/rebuild")
 def post_rebuild(name: str, who: Annotated[Caller, Depends(caller)],
                  db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
+    if not who.operator:
+        raise HTTPException(403, "rebuilding a projection needs an operator key (ENGRAMLOG_OPERATOR_KEYS)")
     if name not in PROJECTORS:
         raise NotFound(f"unknown projection {name!r}; known: {', '.join(PROJECTORS)}")
     checkpoint = rebuild(db, PROJECTORS[name], get_settings().projection_batch_size)

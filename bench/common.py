@@ -1,0 +1,118 @@
+"""What every benchmark shares: the machine description, percentiles, results files, and an embedded stack.
+
+The project's settings are read once and cached (`get_settings()`), so `start_stack()` sets DATABASE_URL,
+REDIS_URL and ENGRAMLOG_DATA_DIR in the environment *before* anything imports infra.settings, infra.db or a
+projection module. Benchmarks therefore import project modules inside functions, after `start_stack()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict[str, Any]:
+    """CPU count, CPU model, memory, platform and Python version of the machine running the benchmark."""
+    info: dict[str, Any] = {"cpus": os.cpu_count(), "platform": platform.platform(),
+                            "python": platform.python_version(), "processor": platform.processor() or None}
+    with contextlib.suppress(Exception):  # psutil is a dependency; a missing figure must not fail a run
+        import psutil
+
+        info["memory_gib"] = round(psutil.virtual_memory().total / 2**30, 1)
+        info["cpus_physical"] = psutil.cpu_count(logical=False)
+    with contextlib.suppress(OSError):
+        info["loadavg_1m_5m_15m"] = [round(x, 2) for x in os.getloadavg()]  # other work sharing the CPUs
+    with contextlib.suppress(OSError, StopIteration):
+        info["cpu_model"] = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
+                                 .splitlines() if line.startswith("model name"))
+    return info
+
+
+def machine_line(info: dict[str, Any] | None = None) -> str:
+    info = info or machine()
+    return (f"machine: {info.get('cpus')} CPUs ({info.get('cpu_model') or info.get('processor')}), "
+            f"{info.get('memory_gib', '?')} GiB, {info['platform']}, Python {info['python']}, "
+            f"load average {info.get('loadavg_1m_5m_15m')}")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), q in [0, 100]."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    low, high = math.floor(pos), math.ceil(pos)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def wide(console: Any) -> Any:
+    """The console, or one 120 columns wide on the same file when output goes to a pipe or a log."""
+    from rich.console import Console
+
+    if console.is_terminal or console.width >= 120:
+        return console
+    return Console(file=console.file, width=120, no_color=console.no_color)
+
+
+def stamp() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+
+
+def save_result(name: str, result: dict[str, Any], output: Path | None = None) -> Path:
+    path = output or RESULTS_DIR / f"{name}-{stamp()}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1, default=str))
+    return path
+
+
+@contextlib.contextmanager
+def start_stack(with_redis: bool = True) -> Iterator[dict[str, str]]:
+    """An embedded PostgreSQL (+ pgvector) and Redis in a temp dir, migrated; or DATABASE_URL / REDIS_URL when
+    set. Yields {"database_url", "database", "redis"}. Redis is there so the service path's wake-up sends
+    succeed as in production; nothing consumes them (benchmarks run the projectors themselves)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("ENGRAMLOG_LOG_LEVEL", "warning")
+    data_dir = Path(tempfile.mkdtemp(prefix="engramlog-bench-"))
+    os.environ.setdefault("ENGRAMLOG_DATA_DIR", str(data_dir))  # never pick up a stack.json from ./.engramlog
+    servers: list[Any] = []
+    where = {"database": "DATABASE_URL (external)", "redis": "REDIS_URL (external)" if with_redis else "none"}
+    try:
+        from infra.logging import configure_logging
+
+        configure_logging(os.environ["ENGRAMLOG_LOG_LEVEL"])
+        from stack.postgres import EmbeddedPostgres
+        from stack.redis import EmbeddedRedis
+
+        if not os.environ.get("DATABASE_URL"):
+            pg = EmbeddedPostgres(data_dir)
+            servers.append(pg)
+            os.environ["DATABASE_URL"] = pg.start()
+            where["database"] = "embedded PostgreSQL + pgvector (temp dir)"
+        if with_redis and not os.environ.get("REDIS_URL"):
+            redis = EmbeddedRedis(data_dir)
+            servers.append(redis)
+            os.environ["REDIS_URL"] = redis.start()
+            where["redis"] = "embedded redis-server (temp dir)"
+        from migrations.runner import upgrade_to_head
+
+        upgrade_to_head(os.environ["DATABASE_URL"])
+        yield {"database_url": os.environ["DATABASE_URL"], **where}
+    finally:
+        with contextlib.suppress(Exception):
+            from infra.db import get_engine
+
+            get_engine().dispose()
+        for server in reversed(servers):
+            server.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class SignalsIn(Body):
+    """A producer's own salience signals, each in [0, 1]; `correction` marks a write that corrects another."""
+
+    surprise: float | None = Field(default=None, ge=0, le=1)
+    decision: float | None = Field(default=None, ge=0, le=1)
+    causal: float | None = Field(default=None, ge=0, le=1)
+    effort: float | None = Field(default=None, ge=0, le=1)
+    correction: bool | None = None
 
 
 class EventIn(Body):
@@ -42,6 +52,11 @@ class MemoryIn(Body):
     metadata: dict[str, Any] = Field(default_factory=dict)
     occurred_at: datetime | None = None
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    # Governance: bypass the salience gate; producer signals in [0, 1]; the memory this one supersedes.
+    must_keep: bool = False
+    signals: SignalsIn | None = None
+    supersedes: uuid.UUID | None = None
+    reason: str | None = Field(default=None, min_length=1, max_length=2000)
 
 
 class MemoriesIn(Body):
@@ -51,6 +66,13 @@ class MemoriesIn(Body):
 class RememberedOut(BaseModel):
     memory_id: uuid.UUID
     position: int
+    # The governor's decision: active | staging | discard, and why (reinforced / supersedes another memory).
+    disposition: str | None = None
+    salience: float | None = None
+    memory_type: str | None = None
+    route: str | None = None
+    reinforced: uuid.UUID | None = None
+    supersedes: uuid.UUID | None = None
 
 
 class RememberedManyOut(BaseModel):
@@ -80,6 +102,12 @@ class RecallIn(Body):
     session_id: str | None = None
     kinds: list[str] = Field(default_factory=list)
     min_position: int | None = Field(default=None, ge=0)
+    # Statuses beyond active and dormant: staging, superseded (history, score × 0.1), archived.
+    include_staging: bool = False
+    include_history: bool = False
+    include_archived: bool = False
+    # Answer the ids each funnel stage kept (details.trace), for the attribution study.
+    trace: bool = False
 
 
 class RecallResultOut(BaseModel):
@@ -98,6 +126,32 @@ class RecallOut(BaseModel):
     latency_ms: float
     position: int
     details: dict[str, Any]
+    # The funnel's explanation: clock, resolved query, per-stage timings, counts and knobs.
+    explanation: dict[str, Any] = Field(default_factory=dict)
+    # Set when the abstention gate returned nothing: {reason, channels}.
+    abstained: dict[str, Any] | None = None
+
+
+class RecalledOut(BaseModel):
+    memory_id: uuid.UUID
+    rank: int
+    score: float
+    stages: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecallRecordOut(BaseModel):
+    """GET /v1/recalls/{recall_id}: what a recall answered and why, from its hit-log event."""
+
+    recall_id: uuid.UUID
+    query: str
+    k: int
+    scope: dict[str, Any]
+    results: list[RecalledOut]
+    latency_ms: float | None
+    position: int
+    recorded_at: datetime
+    abstained: dict[str, Any] | None
+    explanation: dict[str, Any]
 
 
 class EventOut(BaseModel):
@@ -116,3 +170,85 @@ class EventOut(BaseModel):
 class EventsPage(BaseModel):
     events: list[EventOut]
     next_cursor: int | None
+
+
+# ------------------------------------------------------------------------------ governance (issue 3 §1)
+
+
+class SupersedeIn(Body):
+    """POST /v1/memories/{id}/supersede: the new content and why; scope, kind and tags default to the old one's."""
+
+    content: str = Field(min_length=1)
+    reason: str = Field(min_length=1, max_length=2000)
+    kind: str | None = None
+    agent_id: str | None = None
+    project: str | None = None
+    session_id: str | None = None
+    tags: list[str] | None = Field(default=None, max_length=64)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    occurred_at: datetime | None = None
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    signals: SignalsIn | None = None
+
+
+class SupersededOut(BaseModel):
+    memory_id: uuid.UUID
+    position: int
+    supersedes: uuid.UUID
+
+
+class GovernedMemoryOut(MemoryOut):
+    """One memory as the read model holds it, with its governance state."""
+
+    memory_type: str | None = None
+    salience: float | None = None
+    route: str | None = None
+    confidence: float
+    reinforced_count: int
+    supersedes: uuid.UUID | None = None
+    superseded_by: uuid.UUID | None = None
+    merged_into: uuid.UUID | None = None
+    status_changed_at: datetime | None = None
+
+
+class HistoryMemoryOut(BaseModel):
+    memory_id: uuid.UUID
+    content: str
+    status: str
+    memory_type: str | None
+    recorded_at: datetime
+    position: int
+
+
+class HistoryStepOut(BaseModel):
+    """One supersede: `from_id` was replaced by `to_id`, when, why (reason, trigger) and by whom (actor)."""
+
+    from_id: uuid.UUID
+    to_id: uuid.UUID
+    at: datetime
+    reason: str
+    trigger: str
+    actor: str | None
+    position: int
+
+
+class HistoryOut(BaseModel):
+    memory_id: uuid.UUID
+    current: uuid.UUID  # the newest memory of the chain: the value recall returns
+    chain: list[HistoryMemoryOut]  # oldest → newest
+    transitions: list[HistoryStepOut]  # oldest → newest
+
+
+class FeedbackItemIn(Body):
+    memory_id: uuid.UUID
+    verdict: Literal["used", "not_useful"]
+
+
+class FeedbackIn(Body):
+    items: list[FeedbackItemIn] = Field(min_length=1, max_length=100)
+
+
+class FeedbackOut(BaseModel):
+    recall_id: uuid.UUID
+    position: int
+    items: int

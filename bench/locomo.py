@@ -6,7 +6,18 @@ Protocol: ../shared/eval/README.md. Each conversation is ingested as the memorie
 question of categories 1-4 with evidence is asked with k = 10 within its conversation's scope and the
 returned dia_ids are scored against the normalised evidence: recall@1/5/10, hit@1/5/10, MRR@10 and nDCG@10,
 per category and overall (micro-averaged over questions). Category 5 (adversarial: the answer is not in the
-conversation) is scored by abstention: the share of questions answered with no result at all.
+conversation) is scored by abstention: the share of questions answered with no result at all; beside it, the
+share of answerable questions (categories 1-4) wrongly abstained.
+
+Ingest uses must_keep = true (an imported transcript: every turn is kept, the salience gate is bypassed);
+`--gate` ingests without it, so the gate's cost in recall shows (turns it discarded, staged or folded into a
+reinforced memory are not recallable as themselves; attribution counts them as "not kept").
+
+Attribution (`--attribution`, the AWM study): every question is asked with `trace`, so the answer lists the ids
+each funnel stage kept, and each gold memory is located at the last stage it reached: found (returned in the
+top k), abstained (in the top k, but the gate returned nothing), cut at rerank (in the rerank pool, not in the
+top k), cut by the composite (a candidate that the composite, PRF and graph walk ranked out of the pool),
+never a candidate, or not kept (gate run only). A question is attributed to its best-placed gold memory.
 
 The scoring and normalisation functions at the top are pure, so they are unit-tested on toy examples
 (tests/test_bench_locomo.py). The saved JSON holds ids, categories and scores only, never the dataset's text
@@ -152,6 +163,52 @@ def aggregate(scores: Sequence[dict[str, float]]) -> dict[str, float]:
     return out
 
 
+ATTRIBUTION_STAGES = ("found", "abstained", "cut_at_rerank", "cut_by_composite", "never_candidate", "not_kept")
+STAGE_LABELS = {"found": "found (top k)", "abstained": "abstained", "cut_at_rerank": "cut at rerank",
+                "cut_by_composite": "cut by the composite", "never_candidate": "never a candidate",
+                "not_kept": "not kept (salience gate)"}
+
+
+def locate(memory_id: str | None, trace: dict[str, Sequence[str]], returned: Sequence[str]) -> str:
+    """The last funnel stage one gold memory reached (None: the write did not keep it as a memory)."""
+    if memory_id is None:
+        return "not_kept"
+    if memory_id in returned:
+        return "found"
+    if memory_id in trace.get("ranked", ()):
+        return "abstained"
+    if memory_id in trace.get("pool", ()):
+        return "cut_at_rerank"
+    if memory_id in trace.get("candidates", ()):
+        return "cut_by_composite"
+    return "never_candidate"
+
+
+def attribute(gold: Sequence[str | None], trace: dict[str, Sequence[str]],
+              returned: Sequence[str]) -> tuple[str, list[str]]:
+    """(the question's stage: its best-placed gold memory's, each gold memory's stage)."""
+    stages = [locate(g, trace, returned) for g in gold]
+    if not stages:
+        return "never_candidate", []
+    return min(stages, key=ATTRIBUTION_STAGES.index), stages
+
+
+def attribution_totals(per_question: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts and shares per stage, over questions and over gold memories (questions asked with a trace)."""
+    traced = [q for q in per_question if "attribution" in q]
+    by_question = {s: sum(1 for q in traced if q["attribution"]["stage"] == s) for s in ATTRIBUTION_STAGES}
+    items = [s for q in traced for s in q["attribution"]["gold_stages"]]
+    by_item = {s: items.count(s) for s in ATTRIBUTION_STAGES}
+    n_items = len(items)
+    reached_pool = sum(by_item[s] for s in ("found", "abstained", "cut_at_rerank"))
+    candidates = n_items - by_item["never_candidate"] - by_item["not_kept"]
+    return {
+        "questions": len(traced), "by_question": by_question, "gold_memories": n_items, "by_gold_memory": by_item,
+        "gold_candidate_share": candidates / n_items if n_items else None,
+        "gold_reached_pool_share": reached_pool / n_items if n_items else None,
+    }
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Dataset
 
@@ -201,24 +258,39 @@ def load_conversations(data: Path, wanted: Sequence[str] = ()) -> list[Conversat
 # The run
 
 
-def _ingest(client: Any, run_id: str, conv: Conversation) -> tuple[int, float]:
-    """Write a conversation's turns; answers the last position and the seconds taken."""
+def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
+            ) -> tuple[int, float, dict[str, str | None], dict[str, int]]:
+    """Write a conversation's turns. Answers the last position, the seconds taken, each dia_id's memory (the
+    memory holding the turn: itself, or the one it reinforced; None when the gate discarded or staged it) and
+    the count of each disposition."""
     agent_id = f"locomo-{run_id}-{conv.sample_id}"
     memories = [{
         "content": t["content"], "kind": "message", "agent_id": agent_id,
         "occurred_at": t["occurred_at"].isoformat(),
         "metadata": {"dia_id": t["dia_id"], "sample_id": conv.sample_id},
         "idempotency_key": f"locomo-{run_id}-{conv.sample_id}-{t['dia_id']}",
+        **({"must_keep": True} if must_keep else {}),
     } for t in conv.turns]
     started = time.perf_counter()
     last = 0
+    holder: dict[str, str | None] = {}
+    dispositions: dict[str, int] = {}
     for start in range(0, len(memories), BATCH):
-        written = client.remember_many(memories[start:start + BATCH])
+        batch = memories[start:start + BATCH]
+        written = client.remember_many(batch)
         last = max(last, max(w["position"] for w in written))
-    return last, time.perf_counter() - started
+        for m, w in zip(batch, written, strict=True):
+            disposition = w.get("disposition") or "active"
+            if w.get("reinforced"):
+                disposition = "reinforced"
+            dispositions[disposition] = dispositions.get(disposition, 0) + 1
+            kept = w.get("reinforced") or (w["memory_id"] if disposition in ("active", "reinforced") else None)
+            holder[m["metadata"]["dia_id"]] = str(kept) if kept else None
+    return last, time.perf_counter() - started, holder, dispositions
 
 
-def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position: int) -> dict[str, Any]:
+def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position: int,
+                    trace: bool | None = None) -> dict[str, Any]:
     """The first query of a conversation: read-your-writes with min_position, retried while the server answers
     503 (projections not caught up within its bounded wait)."""
     from client import EngramlogError
@@ -226,20 +298,23 @@ def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position
     deadline = time.monotonic() + FIRST_QUERY_DEADLINE_S
     while True:
         try:
-            return client.recall(query, k=k, agent_id=agent_id, min_position=min_position)
+            return client.recall(query, k=k, agent_id=agent_id, min_position=min_position, trace=trace)
         except EngramlogError as exc:
             if exc.status != 503 or time.monotonic() > deadline:
                 raise
 
 
 def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path | None, api_key: str | None,
-               console: Console) -> dict[str, Any]:
+               console: Console, attribution: bool = False, gate: bool = False) -> dict[str, Any]:
     from client import EngramlogClient
 
     conversations = load_conversations(data, convs)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     info = machine()
-    console.print(f"[bold]LoCoMo[/bold] {data} · {len(conversations)} conversations · k={k} · run {run_id}")
+    trace = True if attribution else None
+    mode = "salience gate ON (no must_keep)" if gate else "must_keep (gate bypassed)"
+    console.print(f"[bold]LoCoMo[/bold] {data} · {len(conversations)} conversations · k={k} · run {run_id} · "
+                  f"ingest: {mode}" + (" · attribution" if attribution else ""))
     console.print(f"machine: {info.get('cpus')} CPUs ({info.get('cpu_model', info.get('processor'))}), "
                   f"{info.get('memory_gib', '?')} GiB, {info['platform']}, Python {info['python']}")
 
@@ -251,15 +326,20 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
         # 1. Ingest every conversation (the projections work meanwhile).
         last_position = 0
         started = time.perf_counter()
+        holders: dict[str, dict[str, str | None]] = {}
+        dispositions: dict[str, int] = {}
         for conv in conversations:
-            position, seconds = _ingest(client, run_id, conv)
+            position, seconds, holders[conv.sample_id], counts = _ingest(client, run_id, conv, must_keep=not gate)
+            for key, n in counts.items():
+                dispositions[key] = dispositions.get(key, 0) + n
             last_position = max(last_position, position)
-            console.print(f"  ingested {conv.sample_id}: {len(conv.turns)} turns in {seconds:.1f}s")
+            console.print(f"  ingested {conv.sample_id}: {len(conv.turns)} turns in {seconds:.1f}s "
+                          f"({', '.join(f'{n} {d}' for d, n in sorted(counts.items()))})")
         write_s = time.perf_counter() - started
         total_turns = sum(len(c.turns) for c in conversations)
         ingest = {"memories": total_turns, "write_s": round(write_s, 3),
                   "memories_per_s": round(total_turns / write_s, 1) if write_s else None,
-                  "last_position": last_position}
+                  "last_position": last_position, "must_keep": not gate, "dispositions": dispositions}
 
         # 2. Ask. The first query of each conversation carries min_position = the last write of the run, so
         #    nothing is asked before every projection has applied every memory; those queries are scored but
@@ -276,12 +356,12 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
                     continue
                 t0 = time.perf_counter()
                 if first:
-                    answer = _recall_waiting(client, q.question, k, agent_id, last_position)
+                    answer = _recall_waiting(client, q.question, k, agent_id, last_position, trace)
                     wait_s = time.perf_counter() - started - write_s
                     if "queryable_after_s" not in ingest:
                         ingest["queryable_after_s"] = round(wait_s, 3)
                 else:
-                    answer = client.recall(q.question, k=k, agent_id=agent_id)
+                    answer = client.recall(q.question, k=k, agent_id=agent_id, trace=trace)
                 elapsed_ms = (time.perf_counter() - t0) * 1000
                 if not first:
                     client_ms.append(elapsed_ms)
@@ -293,9 +373,17 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
                     "evidence": list(q.evidence), "returned": ranked,
                     "scores_returned": [r["score"] for r in results], "client_ms": round(elapsed_ms, 2),
                     "server_ms": answer["latency_ms"], "waited_for_projections": first,
+                    "abstained": answer.get("abstained") is not None,
                 }
+                if answer.get("abstained"):
+                    record["abstain_reason"] = answer["abstained"]["reason"]
                 if scored:
                     record["scores"] = score_question(ranked, q.evidence)
+                    if attribution:
+                        gold = [holders[conv.sample_id].get(d) for d in q.evidence]
+                        stage, stages = attribute(gold, answer["details"].get("trace", {}),
+                                                  [str(r["memory_id"]) for r in results])
+                        record["attribution"] = {"stage": stage, "gold_stages": stages}
                 per_question.append(record)
                 first = False
                 asked += 1
@@ -306,6 +394,7 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
     report.update({
         "run_id": run_id, "recorded_at": datetime.now(UTC).isoformat(), "api_url": api_url, "data": str(data),
         "conversations": [c.sample_id for c in conversations], "k": k, "machine": info, "ingest": ingest,
+        "mode": {"gate": gate, "attribution": attribution},
         "latency_ms": {
             "queries": len(client_ms),
             "client_p50": round(percentile(client_ms, 50), 2), "client_p95": round(percentile(client_ms, 95), 2),
@@ -332,9 +421,15 @@ def summarise(per_question: Sequence[dict[str, Any]]) -> dict[str, Any]:
     abstained = [q for q in adversarial if not q["returned"]]
     top_adv = [q["scores_returned"][0] for q in adversarial if q["scores_returned"]]
     top_scored = [q["scores_returned"][0] for q in scored if q["scores_returned"]]
-    return {
+    wrongly = [q for q in scored if not q["returned"]]
+    abstained_by_category = {str(c): _share([q for q in scored if q["category"] == c]) for c in SCORED_CATEGORIES
+                             if any(q["category"] == c for q in scored)}
+    out = {
         "overall": aggregate([q["scores"] for q in scored]),
         "by_category": by_category,
+        "answerable_abstained": {"n": len(scored), "abstained": len(wrongly),
+                                 "rate": len(wrongly) / len(scored) if scored else None,
+                                 "by_category": abstained_by_category},
         "category_5": {
             "n": len(adversarial), "abstained": len(abstained),
             "abstain_rate": len(abstained) / len(adversarial) if adversarial else None,
@@ -343,6 +438,14 @@ def summarise(per_question: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "top_score_p50_categories_1_4": percentile(top_scored, 50) if top_scored else None,
         },
     }
+    if any("attribution" in q for q in per_question):
+        out["attribution"] = attribution_totals(per_question)
+    return out
+
+
+def _share(questions: Sequence[dict[str, Any]]) -> float:
+    """Share of `questions` answered with no result (abstained)."""
+    return sum(1 for q in questions if not q["returned"]) / len(questions) if questions else 0.0
 
 
 def _f(x: float) -> str:
@@ -356,11 +459,25 @@ def print_report(report: dict[str, Any], console: Console) -> None:
     table.add_column("n", justify="right")
     for metric in METRICS:
         table.add_column(LABELS[metric], justify="right")
+    table.add_column("abstained", justify="right")
+    wrong = report.get("answerable_abstained", {})
     for cat, agg in report["by_category"].items():
-        table.add_row(f"{cat} {CATEGORY_NAMES[int(cat)]}", str(agg["n"]), *(_f(agg[m]) for m in METRICS))
+        table.add_row(f"{cat} {CATEGORY_NAMES[int(cat)]}", str(agg["n"]), *(_f(agg[m]) for m in METRICS),
+                      f"{wrong.get('by_category', {}).get(cat, 0):.1%}")
     overall = report["overall"]
-    table.add_row("[bold]overall[/bold]", str(overall["n"]), *(f"[bold]{_f(overall[m])}[/bold]" for m in METRICS))
+    table.add_row("[bold]overall[/bold]", str(overall["n"]), *(f"[bold]{_f(overall[m])}[/bold]" for m in METRICS),
+                  f"[bold]{wrong.get('rate') or 0:.1%}[/bold] (wrongly)")
+    c5 = report["category_5"]
+    if c5["n"]:
+        table.add_row(f"{ABSTAIN_CATEGORY} {CATEGORY_NAMES[ABSTAIN_CATEGORY]}", str(c5["n"]), *("" for _ in METRICS),
+                      f"[bold]{c5['abstain_rate']:.1%}[/bold] (rightly)")
     console.print(table)
+    if c5["n"]:
+        console.print(f"abstention: {c5['abstain_rate']:.1%} of category-5 (adversarial) questions abstained "
+                      f"({c5['abstained']}/{c5['n']}); {wrong.get('rate') or 0:.1%} of answerable questions wrongly "
+                      f"abstained ({wrong.get('abstained', 0)}/{wrong.get('n', 0)})")
+    if report.get("attribution"):
+        print_attribution(report["attribution"], console)
 
     lat = report["latency_ms"]
     compare = Table(title="Against the baselines (../shared/eval/README.md)")
@@ -375,7 +492,6 @@ def print_report(report: dict[str, Any], console: Console) -> None:
                     f"[bold]{lat['server_p50']:.1f} ms[/bold]")
     console.print(compare)
 
-    c5 = report["category_5"]
     if c5["n"]:
         console.print(f"category 5 (adversarial, {c5['n']} questions): abstained {c5['abstained']} "
                       f"({c5['abstain_rate']:.1%}); mean results {c5['mean_results']:.1f}; top score p50 "
@@ -384,8 +500,28 @@ def print_report(report: dict[str, Any], console: Console) -> None:
                   f"p95 {lat['client_p95']:.1f} ms; server p50 {lat['server_p50']:.1f} ms, "
                   f"p95 {lat['server_p95']:.1f} ms")
     ing = report["ingest"]
+    if ing.get("dispositions"):
+        console.print(f"ingest ({'must_keep' if ing.get('must_keep') else 'salience gate on'}): "
+                      + ", ".join(f"{n} {d}" for d, n in sorted(ing["dispositions"].items())))
     console.print(f"ingest: {ing['memories']} memories in {ing['write_s']:.1f}s "
                   f"({ing['memories_per_s']}/s); queryable (all projections caught up) "
                   f"{ing.get('queryable_after_s', float('nan')):.1f}s after the last write")
     m = report["machine"]
     console.print(f"machine: {m.get('cpus')} CPUs, {m.get('cpu_model', '')}, {m['platform']}")
+
+
+def print_attribution(totals: dict[str, Any], console: Console) -> None:
+    """Where the gold evidence was lost, per question (its best-placed gold memory) and per gold memory."""
+    table = Table(title=f"Attribution: the stage where gold evidence was lost ({totals['questions']} questions, "
+                        f"{totals['gold_memories']} gold memories)")
+    for col in ("stage", "questions", "share", "gold memories", "share "):
+        table.add_column(col, justify="left" if col == "stage" else "right")
+    nq, ni = totals["questions"] or 1, totals["gold_memories"] or 1
+    for stage in ATTRIBUTION_STAGES:
+        q, i = totals["by_question"][stage], totals["by_gold_memory"][stage]
+        if stage == "not_kept" and not q and not i:
+            continue
+        table.add_row(STAGE_LABELS[stage], str(q), f"{q / nq:.1%}", str(i), f"{i / ni:.1%}")
+    console.print(table)
+    console.print(f"gold memories that were candidates: {totals['gold_candidate_share'] or 0:.1%}; that reached the "
+                  f"rerank pool: {totals['gold_reached_pool_share'] or 0:.1%}")

@@ -108,8 +108,9 @@ def remember(content: str, agent_id: str | None = None, project: str | None = No
              session_id: str | None = None, kind: str = "observation",
              tag: Annotated[list[str] | None, typer.Option(help="repeatable")] = None,
              metadata: Annotated[str | None, typer.Option(help="a JSON object")] = None,
-             idempotency_key: str | None = None) -> None:
-    """Record one memory through the API."""
+             idempotency_key: str | None = None,
+             must_keep: Annotated[bool, typer.Option(help="bypass the salience gate")] = False) -> None:
+    """Record one memory through the API (governed: salience gate, reinforce, supersede)."""
     from client import EngramlogError
 
     try:
@@ -119,7 +120,8 @@ def remember(content: str, agent_id: str | None = None, project: str | None = No
     try:
         with _client() as c:
             out = c.remember(content, kind=kind, agent_id=agent_id, project=project, session_id=session_id,
-                             tags=tag or [], metadata=meta, idempotency_key=idempotency_key)
+                             tags=tag or [], metadata=meta, idempotency_key=idempotency_key,
+                             must_keep=must_keep or None)
     except EngramlogError as exc:
         fail(str(exc))
     except Exception as exc:
@@ -342,15 +344,88 @@ def projections_verify(name: Annotated[str | None, typer.Argument()] = None,
 def eval_locomo(data: Annotated[Path, typer.Option(help="LoCoMo JSON")] = Path("../shared/eval/locomo/locomo_dev.json"),
                 convs: Annotated[list[str] | None, typer.Option("--convs", help="sample ids; repeatable")] = None,
                 k: int = 10,
-                output: Annotated[Path | None, typer.Option(help="results JSON (bench/results/)")] = None) -> None:
+                output: Annotated[Path | None, typer.Option(help="results JSON (bench/results/)")] = None,
+                attribution: Annotated[bool, typer.Option(
+                    "--attribution", help="per question, the funnel stage where the gold evidence was lost")] = False,
+                gate: Annotated[bool, typer.Option(
+                    "--gate", help="ingest without must_keep: the salience gate decides what is kept")] = False,
+                ) -> None:
     """Ingest LoCoMo conversations through the API and score recall against the gold evidence."""
     from bench.locomo import run_locomo
 
     if not data.exists():
         fail(f"no such file: {data}")
     api_key = os.environ.get("ENGRAMLOG_API_KEY")
-    run_locomo(_settings().api_url(), data, convs or [], k=k, output=output, api_key=api_key, console=console)
+    run_locomo(_settings().api_url(), data, convs or [], k=k, output=output, api_key=api_key, console=console,
+               attribution=attribution, gate=gate)
 
+
+# --- lifecycle: the decay sweep and the consolidation ("sleep") cycle, run once, now or with a pinned clock ---
+lifecycle_app = typer.Typer(help="Run the lifecycle jobs once (the scheduler runs them periodically).",
+                            no_args_is_help=True)
+app.add_typer(lifecycle_app, name="lifecycle")
+Clock = Annotated[str | None, typer.Option("--clock", help="ISO 8601 time the job decides with (default: now)")]
+AnyTenant = Annotated[str | None, typer.Option(help="Only this tenant (default: every tenant)")]
+
+
+def _clock(value: str | None):  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    if value is None:
+        return datetime.now(UTC)
+    try:
+        clock = datetime.fromisoformat(value)
+    except ValueError:
+        fail(f"--clock {value!r} is not an ISO 8601 time")
+    return clock if clock.tzinfo else clock.replace(tzinfo=UTC)
+
+
+@lifecycle_app.command("decay")
+def lifecycle_decay(clock: Clock = None, tenant: AnyTenant = None,
+                    as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Darwinian decay sweep: active → dormant → archived, reactivation, staging TTL; appended as events."""
+    from workers.lifecycle import decay_sweep
+
+    report = decay_sweep(_engine(), _clock(clock), tenant)
+    if as_json:
+        console.print_json(data={**report.as_dict(), "details": [
+            {"tenant": t, "memory_id": str(m), "from": tr.from_status, "to": tr.to_status, "reason": tr.reason}
+            for t, m, tr in report.transitions]})
+        return
+    table = Table(title=f"decay sweep at {report.clock.isoformat()} ({report.examined} candidates)")
+    for col in ("tenant", "memory", "from", "to", "reason"):
+        table.add_column(col)
+    for t, m, tr in report.transitions[:200]:
+        table.add_row(t, str(m), tr.from_status, tr.to_status, tr.reason)
+    console.print(table)
+    counts = ", ".join(f"{k}: {v}" for k, v in report.counts().items()) or "nothing to change"
+    console.print(f"{len(report.transitions)} transition(s) — {counts}")
+
+
+@lifecycle_app.command("consolidate")
+def lifecycle_consolidate(agent_id: Annotated[str | None, typer.Option("--agent-id", help="Only this agent")] = None,
+                          clock: Clock = None, tenant: AnyTenant = None,
+                          as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Consolidation: cluster, strengthen, bridge, forget, merge near-duplicates, cap; prints the report."""
+    from workers.consolidation import consolidate
+
+    result = consolidate(_engine(), _clock(clock), tenant, agent_id)
+    if as_json:
+        console.print_json(data={"clock": result.clock.isoformat(), "totals": result.totals(), "runs": [
+            {"tenant": r.tenant, "run_id": str(r.run_id), "position": r.position, "report": r.report}
+            for r in result.runs]})
+        return
+    phases = ("merged", "strengthened", "bridged", "unlinked", "forgotten", "transferred", "capped")
+    table = Table(title=f"consolidation at {result.clock.isoformat()}")
+    for col in ("tenant", "scopes", "memories", "clusters", *phases):
+        table.add_column(col, justify="right" if col != "tenant" else "left")
+    for r in result.runs:
+        rep = r.report
+        table.add_row(r.tenant, str(rep["scopes"]), str(rep["memories"]), str(rep["clusters"]),
+                      *(str(rep["changes"][p]) for p in phases))
+    console.print(table)
+    console.print(f"{len(result.runs)} tenant run(s); report stored as ConsolidationCompleted "
+                  f"(run ids: {', '.join(str(r.run_id) for r in result.runs[:5]) or 'none'})")
 
 if __name__ == "__main__":
     app()

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -46,7 +47,9 @@ class EngramlogClient:
         return response.json()
 
     def remember(self, content: str, **fields: Any) -> dict[str, Any]:
-        """Record one memory; answers {memory_id, position}."""
+        """Record one memory; answers {memory_id, position, disposition, salience, memory_type, route, reinforced,
+        supersedes}. Governance fields: must_keep=True bypasses the salience gate, signals={surprise, decision,
+        causal, effort, correction} replace the text heuristics, supersedes=<id> (with reason=...) corrects a memory."""
         return self._call("POST", "/v1/memories", json={"content": content, **_drop_none(fields)})
 
     def remember_many(self, memories: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -67,6 +70,22 @@ class EngramlogClient:
 
     def memory(self, memory_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/memories/{memory_id}")
+
+    def supersede(self, memory_id: str, content: str, reason: str, **fields: Any) -> dict[str, Any]:
+        """Replace a memory (its scope, kind and tags are kept unless given); answers {memory_id, position,
+        supersedes}. 404 if the memory is unknown, 409 if it is already superseded."""
+        return self._call("POST", f"/v1/memories/{memory_id}/supersede",
+                          json={"content": content, "reason": reason, **_drop_none(fields)})
+
+    def history(self, memory_id: str) -> dict[str, Any]:
+        """The supersede chain through a memory: {current, chain (oldest → newest), transitions (when, why, who)}."""
+        return self._call("GET", f"/v1/memories/{memory_id}/history")
+
+    def feedback(self, recall_id: str, used: Sequence[str] = (), not_useful: Sequence[str] = ()) -> dict[str, Any]:
+        """Say which memories of a recall were used or not useful; they feed the memories' confidence."""
+        items = [{"memory_id": i, "verdict": "used"} for i in used]
+        items += [{"memory_id": i, "verdict": "not_useful"} for i in not_useful]
+        return self._call("POST", f"/v1/recalls/{recall_id}/feedback", json={"items": items})
 
     def projections(self) -> list[dict[str, Any]]:
         return self._call("GET", "/v1/projections")["projections"]

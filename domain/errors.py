@@ -31,3 +31,9 @@ class NotCaughtUp(DomainError):
 
 class ContentTooLarge(DomainError):
     status_code = 413
+
+
+class AlreadySuperseded(DomainError):
+    """A memory is superseded once: its successor is the one to supersede now."""
+
+    status_code = 409

@@ -72,6 +72,9 @@ class RecallServed(EventSchema):
     scope: dict[str, Any] = Field(default_factory=dict)
     results: list[RecalledMemory] = Field(default_factory=list)
     latency_ms: float
+    # The funnel's explanation (clock, resolved query, per-stage timings/counts/knobs, abstention verdict,
+    # per-result stage scores); absent from hit-log events written before the funnel.
+    explanation: dict[str, Any] = Field(default_factory=dict)
 
 
 class MemoryAdmitted(EventSchema):
@@ -248,6 +251,8 @@ class NewEvent:
     expected_version: int | None = None
     idempotency_key: str | None = None
     event_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    # None: the batch's metadata. Set: this event's own (a system decision names its actor and causation).
+    metadata: dict[str, Any] | None = None
 
     @property
     def schema_version(self) -> int:

@@ -28,20 +28,30 @@ GROUP BY stream_id
 _INSERT = text("""
 INSERT INTO events (event_id, tenant, stream_id, stream_version, type, schema_version, data, metadata,
                     occurred_at, idempotency_key)
-SELECT b.event_id, :tenant, b.stream_id, b.stream_version, b.type, b.schema_version, b.data, :metadata,
+SELECT b.event_id, :tenant, b.stream_id, b.stream_version, b.type, b.schema_version, b.data, b.metadata,
        b.occurred_at, b.idempotency_key
 FROM unnest(CAST(:event_ids AS uuid[]), CAST(:stream_ids AS text[]), CAST(:versions AS bigint[]),
             CAST(:types AS text[]), CAST(:schema_versions AS int[]), CAST(:datas AS jsonb[]),
-            CAST(:occurred AS timestamptz[]), CAST(:keys AS text[]))
-     WITH ORDINALITY AS b(event_id, stream_id, stream_version, type, schema_version, data, occurred_at,
+            CAST(:metadatas AS jsonb[]), CAST(:occurred AS timestamptz[]), CAST(:keys AS text[]))
+     WITH ORDINALITY AS b(event_id, stream_id, stream_version, type, schema_version, data, metadata, occurred_at,
                           idempotency_key, ord)
 ORDER BY b.ord
 RETURNING event_id, position
 """)
 
 
+def existing_positions(conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, int]:
+    """Positions of the events already appended for this tenant under these idempotency keys."""
+    if not keys:
+        return {}
+    return dict(conn.execute(_EXISTING_KEYS, {"tenant": tenant, "keys": list(keys)}).all())
+
+
 def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: dict[str, Any]) -> list[int]:
     """Append `events` in the caller's transaction and answer their positions, in order.
+
+    Every event is written with `metadata`, except one that carries its own (`NewEvent.metadata`): the write
+    path's system decisions name their own actor and causation in the same transaction as the write.
 
     An event whose idempotency key was already appended for this tenant is not written again; its
     original position is answered instead. A batch either has all its keys already appended (a retry)
@@ -73,7 +83,7 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
     now = datetime.now(UTC)
     params = {
         "tenant": tenant,
-        "metadata": json.dumps(metadata),
+        "metadatas": [json.dumps(metadata if e.metadata is None else e.metadata) for e in events],
         "event_ids": [e.event_id for e in events],
         "stream_ids": [e.stream_id for e in events],
         "versions": versions,

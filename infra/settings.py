@@ -23,6 +23,30 @@ def _parse_api_keys(raw: str) -> dict[str, str]:
     return keys
 
 
+def _actr_decay(raw: str) -> float:
+    from domain.activation import check_decay
+
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"ENGRAMLOG_ACTR_DECAY={raw!r} is not a number") from None
+    try:
+        return check_decay(value)
+    except ValueError as exc:
+        raise ValueError(f"ENGRAMLOG_ACTR_DECAY: {exc}") from None
+
+
+def _positive(name: str, default: str) -> float:
+    raw = _env(name, default)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=lambda: Path(_env("ENGRAMLOG_DATA_DIR", ".engramlog")).resolve())
@@ -63,6 +87,111 @@ class Settings:
     projection_batch_size: int = field(default_factory=lambda: int(_env("ENGRAMLOG_PROJECTION_BATCH", "500")))
     poll_interval_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_POLL_INTERVAL_S", "2")))
     worker_heartbeat_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_WORKER_HEARTBEAT_S", "5")))
+
+    # Governance (issue 3 §1, Engineer G): the write path's salience gate, reinforce and supersede.
+    # salience = Σ weight·signal + type bonus (domain/salience.py) → active ≥ gate_active, staging ≥ gate_staging.
+    salience_w_novelty: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SALIENCE_W_NOVELTY", "0.45")))
+    salience_w_surprise: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SALIENCE_W_SURPRISE", "0.15")))
+    salience_w_decision: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SALIENCE_W_DECISION", "0.15")))
+    salience_w_causal: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SALIENCE_W_CAUSAL", "0.15")))
+    salience_w_effort: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SALIENCE_W_EFFORT", "0.10")))
+    gate_active: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GATE_ACTIVE", "0.4")))
+    gate_staging: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GATE_STAGING", "0.2")))
+    # A write whose nearest memory in its scope (tenant, agent, project) is at least this similar reinforces it
+    # instead of being added; a correction at least `supersede_threshold` similar supersedes it.
+    reinforce_threshold: float = field(default_factory=lambda: float(_env("ENGRAMLOG_REINFORCE_THRESHOLD", "0.92")))
+    supersede_threshold: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SUPERSEDE_THRESHOLD", "0.6")))
+    # Share of the way to 1 a reinforcement moves the memory's confidence (domain/reinforce.py).
+    reinforce_confidence_gain: float = field(
+        default_factory=lambda: float(_env("ENGRAMLOG_REINFORCE_CONFIDENCE_GAIN", "0.1")))
+    # Memories written but not yet projected that the governor also compares against (the newest this many).
+    governance_unprojected_max: int = field(
+        default_factory=lambda: int(_env("ENGRAMLOG_GOVERNANCE_UNPROJECTED_MAX", "500")))
+
+    # Lifecycle (issue 3 §2): ACT-R activation, Darwinian decay, consolidation ("sleep"), the scheduler.
+    # ACT-R decay exponent d of B = ln(n + 1) − d·ln(age / (n + 1)); refused outside [0.3, 0.6].
+    actr_decay: float = field(default_factory=lambda: _actr_decay(_env("ENGRAMLOG_ACTR_DECAY", "0.5")))
+    # Decay sweep: active → dormant after this many days unreferenced, dormant → archived after (from the last
+    # reference, not from the dormant transition); staging → discarded after the TTL without reinforcement.
+    dormant_after_days: float = field(default_factory=lambda: _positive("ENGRAMLOG_DORMANT_AFTER_DAYS", "30"))
+    archive_after_days: float = field(default_factory=lambda: _positive("ENGRAMLOG_ARCHIVE_AFTER_DAYS", "90"))
+    staging_ttl_days: float = field(default_factory=lambda: _positive("ENGRAMLOG_STAGING_TTL_DAYS", "14"))
+    # Consolidation: cluster diameter (max cosine distance between any two members) and size, bridge floor,
+    # near-duplicate threshold, Hebbian forget floor and its age / idleness gates, per-memory edge-weight cap,
+    # and the most memories one scope (tenant, agent, project) consolidates at once (the most recently used).
+    consolidation_cluster_distance: float = field(
+        default_factory=lambda: _positive("ENGRAMLOG_CONSOLIDATION_CLUSTER_DISTANCE", "0.45"))
+    consolidation_max_cluster: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_CONSOLIDATION_MAX_CLUSTER", "16")))
+    consolidation_bridge_min: float = field(
+        default_factory=lambda: float(_env("ENGRAMLOG_CONSOLIDATION_BRIDGE_MIN", "0.3")))
+    consolidation_duplicate: float = field(
+        default_factory=lambda: _positive("ENGRAMLOG_CONSOLIDATION_DUPLICATE", "0.85"))
+    consolidation_edge_floor: float = field(
+        default_factory=lambda: _positive("ENGRAMLOG_CONSOLIDATION_EDGE_FLOOR", "0.05"))
+    consolidation_forget_age_days: float = field(
+        default_factory=lambda: _positive("ENGRAMLOG_CONSOLIDATION_FORGET_AGE_DAYS", "7"))
+    consolidation_forget_idle_days: float = field(
+        default_factory=lambda: _positive("ENGRAMLOG_CONSOLIDATION_FORGET_IDLE_DAYS", "7"))
+    consolidation_node_cap: float = field(default_factory=lambda: _positive("ENGRAMLOG_CONSOLIDATION_NODE_CAP", "4"))
+    consolidation_max_memories: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_CONSOLIDATION_MAX_MEMORIES", "2000")))
+    # Scheduler (one leader across all workers, PostgreSQL advisory lock): job intervals, leader retry.
+    scheduler_enabled: bool = field(
+        default_factory=lambda: _env("ENGRAMLOG_SCHEDULER_ENABLED", "true").lower() not in ("0", "false", "no"))
+    decay_interval_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_DECAY_INTERVAL_S", "3600"))
+    consolidation_interval_s: float = field(
+        default_factory=lambda: _positive("ENGRAMLOG_CONSOLIDATION_INTERVAL_S", "21600"))
+    scheduler_retry_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_SCHEDULER_RETRY_S", "10"))
+
+    # Recall funnel (issue 3 §3, Engineer F): cost-ordered stages, each knob with its env override.
+    # Breadth: each leg fetches max(candidates_per_leg, k·topn_mult); the composite keeps the top
+    # max(k·topn_mult, rerank pool) for PRF and the graph walk; the reranker sees the best `rerank_pool` of those
+    # (0: max(k·4, 40)).
+    topn_mult: int = field(default_factory=lambda: int(_env("ENGRAMLOG_TOPN_MULT", "8")))
+    rerank_pool: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RERANK_POOL", "0")))
+    # Candidate generation, the only eligibility gate: BM25 matches, and vector hits with cosine >= this floor.
+    sim_candidate_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SIM_CANDIDATE_FLOOR", "0.2")))
+    # Composite: relevance (domain.ranking.fuse) × a quality factor 1 − Σw + Σ w·signal (each signal in [0, 1]).
+    composite_w_activation: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_ACTIVATION", "0.10")))
+    composite_w_hebbian: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_HEBBIAN", "0.05")))
+    composite_w_centrality: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_CENTRALITY", "0.05")))
+    composite_w_confidence: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_CONFIDENCE", "0.05")))
+    composite_w_feedback: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_FEEDBACK", "0.05")))
+    superseded_factor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SUPERSEDED_FACTOR", "0.1")))
+    # Coreference: how many of the scope's most recent memories name the entity a pronoun resolves to.
+    coref_recent: int = field(default_factory=lambda: int(_env("ENGRAMLOG_COREF_RECENT", "20")))
+    # Pseudo-relevance feedback (Rocchio on the query vector from the top `prf_top`) and the entity boost.
+    prf_top: int = field(default_factory=lambda: int(_env("ENGRAMLOG_PRF_TOP", "3")))
+    prf_beta: float = field(default_factory=lambda: float(_env("ENGRAMLOG_PRF_BETA", "0.3")))
+    entity_weight: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ENTITY_WEIGHT", "0.1")))
+    # Graph walk: beam width, depth, gain, and the edge kinds walked.
+    graph_beam: int = field(default_factory=lambda: int(_env("ENGRAMLOG_GRAPH_BEAM", "5")))
+    graph_depth: int = field(default_factory=lambda: int(_env("ENGRAMLOG_GRAPH_DEPTH", "2")))
+    graph_gain: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_GAIN", "0.5")))
+    graph_kinds: tuple[str, ...] = field(default_factory=lambda: tuple(
+        k.strip() for k in _env("ENGRAMLOG_GRAPH_KINDS", "semantic,temporal,causal,entity").split(",") if k.strip()))
+    # Implicit temporal edges: the memories just before/after on the agent's timeline within the window.
+    graph_temporal_span: int = field(default_factory=lambda: int(_env("ENGRAMLOG_GRAPH_TEMPORAL_SPAN", "1")))
+    graph_temporal_window_s: float = field(
+        default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_TEMPORAL_WINDOW_S", "1800")))
+    graph_temporal_weight: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_TEMPORAL_WEIGHT", "0.5")))
+    # Cross-encoder rerank: a local model path (sentence-transformers CrossEncoder); empty: the stage is skipped.
+    reranker_model: str = field(default_factory=lambda: _env("ENGRAMLOG_RERANKER_MODEL", ""))
+    reranker_max_length: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RERANKER_MAX_LENGTH", "256")))
+    # Adaptive blend: the cross-encoder's weight grows from min to max with the spread of its scores in the pool.
+    rerank_blend_min: float = field(default_factory=lambda: float(_env("ENGRAMLOG_RERANK_BLEND_MIN", "0.3")))
+    rerank_blend_max: float = field(default_factory=lambda: float(_env("ENGRAMLOG_RERANK_BLEND_MAX", "0.8")))
+    # Abstention gate on the post-rerank top K: channel floors, the quorum of channels that must vote relevant,
+    # and the channels whose "no" abstains on its own.
+    abstain_gate_k: int = field(default_factory=lambda: int(_env("ENGRAMLOG_ABSTAIN_GATE_K", "5")))
+    abstain_sim_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_SIM_FLOOR", "0.3")))
+    abstain_term_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_TERM_FLOOR", "0.3")))
+    abstain_ce_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_CE_FLOOR", "0.5")))
+    abstain_entity_frac: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_ENTITY_FRAC", "0.75")))
+    abstain_quorum: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_QUORUM", "0.5")))
+    abstain_veto: tuple[str, ...] = field(default_factory=lambda: tuple(
+        k.strip() for k in _env("ENGRAMLOG_ABSTAIN_VETO", "entity").split(",") if k.strip()))
 
     @property
     def multi_tenant(self) -> bool:

@@ -1,4 +1,11 @@
-"""The keyword read model: postings, document lengths and corpus statistics for Okapi BM25."""
+"""The keyword read model: postings, document lengths and corpus statistics for Okapi BM25.
+
+Every recorded memory keeps its document (recall filters by status through `memories`). A memory whose
+content changes (MemoryReinforced's or MemoriesMerged's merged content) is re-indexed: its old postings are
+removed and their terms' df decremented (a term no document holds any more is deleted), the tenant's
+total_length adjusted by the change in length (n_docs is unchanged: still one document), then the new content
+indexed. Events are applied in log order, so the result does not depend on where batches are cut.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, text
 
-from domain.events import MemoryRecorded, RecordedEvent
+from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
 from domain.text import term_frequencies
 
 _DOCS = text("""
@@ -33,12 +40,60 @@ ON CONFLICT (tenant) DO UPDATE SET n_docs = keyword_stats.n_docs + EXCLUDED.n_do
 """)
 
 
+_OLD_POSTINGS = text("SELECT term, tf FROM keyword_postings WHERE tenant = :tenant AND memory_id = :memory_id")
+_OLD_LENGTH = text("SELECT length FROM keyword_docs WHERE tenant = :tenant AND memory_id = :memory_id")
+_DROP_POSTINGS = text("DELETE FROM keyword_postings WHERE tenant = :tenant AND memory_id = :memory_id")
+_DECREMENT = text("UPDATE keyword_terms SET df = df - 1 WHERE tenant = :tenant AND term = ANY(:terms)")
+_DROP_TERMS = text("DELETE FROM keyword_terms WHERE tenant = :tenant AND term = ANY(:terms) AND df <= 0")
+_RELENGTH = text("UPDATE keyword_docs SET length = :length WHERE tenant = :tenant AND memory_id = :memory_id")
+_RETOTAL = text("UPDATE keyword_stats SET total_length = total_length + :delta WHERE tenant = :tenant")
+
+
+def reindex(conn: Connection, tenant: str, memory_id: object, content: str) -> bool:
+    """Replace a document's postings with those of `content`. False when unknown or unchanged."""
+    old_length = conn.execute(_OLD_LENGTH, {"tenant": tenant, "memory_id": memory_id}).scalar_one_or_none()
+    if old_length is None:
+        return False
+    old = dict(conn.execute(_OLD_POSTINGS, {"tenant": tenant, "memory_id": memory_id}).all())
+    tfs = term_frequencies(content)
+    if old == dict(tfs):
+        return False
+    length = sum(tfs.values())
+    ids = {"tenant": tenant, "memory_id": memory_id}
+    conn.execute(_DROP_POSTINGS, ids)
+    if old:
+        terms = sorted(old)
+        conn.execute(_DECREMENT, {"tenant": tenant, "terms": terms})
+        conn.execute(_DROP_TERMS, {"tenant": tenant, "terms": terms})
+    if tfs:
+        terms = sorted(tfs)
+        conn.execute(_POSTINGS, {"tenants": [tenant] * len(terms), "terms": terms, "ids": [memory_id] * len(terms),
+                                 "tfs": [tfs[t] for t in terms], "lengths": [length] * len(terms)})
+        conn.execute(_TERMS, {"tenants": [tenant] * len(terms), "terms": terms, "dfs": [1] * len(terms)})
+    conn.execute(_RELENGTH, {**ids, "length": length})
+    conn.execute(_RETOTAL, {"tenant": tenant, "delta": length - old_length})
+    return True
+
+
 class KeywordProjector:
     name = "keyword"
     tables = ("keyword_docs", "keyword_postings", "keyword_terms", "keyword_stats")
-    types = ("MemoryRecorded",)
+    types = ("MemoryRecorded", "MemoryReinforced", "MemoriesMerged")
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        run: list[RecordedEvent] = []  # consecutive MemoryRecorded, indexed in bulk
+        for event in events:
+            if event.type == "MemoryRecorded":
+                run.append(event)
+                continue
+            self._index(conn, run)
+            run = []
+            p = event.payload()
+            if isinstance(p, MemoryReinforced | MemoriesMerged):
+                reindex(conn, event.tenant, p.memory_id, p.merged_content)
+        self._index(conn, run)
+
+    def _index(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         docs: dict[str, list] = {k: [] for k in ("tenants", "ids", "lengths", "agents", "projects", "sessions",
                                                  "kinds")}
         postings: dict[str, list] = {k: [] for k in ("tenants", "terms", "ids", "tfs", "lengths")}

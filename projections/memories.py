@@ -1,39 +1,166 @@
-"""The `memories` read model: the current state of each memory."""
+"""The `memories` read model: the current state of each memory, and `memory_history` (each supersede).
+
+Only applies decisions; decides nothing. Events are applied in log order (consecutive MemoryRecorded and
+MemoryAdmitted events in bulk: an admission only touches its own memory, recorded before it), so the result
+does not depend on where batches are cut, and a rebuild reproduces it exactly:
+
+| event               | effect                                                                            |
+| ------------------- | --------------------------------------------------------------------------------- |
+| MemoryRecorded      | a row, status 'pending', confidence 0.5                                           |
+| MemoryAdmitted      | a pending memory gets its status (active, staging, discarded), salience, route,  |
+|                     | memory_type (the classified type); status_changed_at = the event's recorded time |
+| MemoryReinforced    | reinforced_count + 1, confidence and content as the event says                    |
+| MemorySuperseded    | old: status 'superseded', superseded_by; new: supersedes; a memory_history row    |
+|                     | (reason, trigger, actor from the event's metadata, at = its recorded time)        |
+| MemoryStatusChanged | a memory still in from_status moves to to_status; status_changed_at = its clock   |
+| MemoriesMerged      | merged ones: status 'merged', merged_into; the kept one: content = merged_content |
+| RecallFeedbackGiven | confidence per domain/reinforce.feedback_confidence (used ↑, not_useful ↓)        |
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Connection, text
 
-from domain.events import MemoryRecorded, RecordedEvent
+from domain.events import (
+    MemoriesMerged,
+    MemoryAdmitted,
+    MemoryRecorded,
+    MemoryReinforced,
+    MemoryStatusChanged,
+    MemorySuperseded,
+    RecallFeedbackGiven,
+    RecordedEvent,
+)
+from domain.reinforce import INITIAL_CONFIDENCE, feedback_confidence
 from domain.text import content_hash
 
 _INSERT = text("""
 INSERT INTO memories (tenant, memory_id, content, content_hash, kind, agent_id, project, session_id, tags,
-                      metadata, occurred_at, recorded_at, status, position)
+                      metadata, occurred_at, recorded_at, status, position, confidence)
 VALUES (:tenant, :memory_id, :content, :content_hash, :kind, :agent_id, :project, :session_id, :tags,
-        CAST(:metadata AS jsonb), :occurred_at, :recorded_at, 'active', :position)
+        CAST(:metadata AS jsonb), :occurred_at, :recorded_at, 'pending', :position, :confidence)
 """)
+_ADMIT = text("""
+UPDATE memories m SET status = b.status, salience = b.salience, route = b.route, memory_type = b.memory_type,
+                      status_changed_at = b.at
+FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:statuses AS text[]), CAST(:saliences AS real[]),
+            CAST(:routes AS text[]), CAST(:types AS text[]), CAST(:ats AS timestamptz[]))
+     AS b(tenant, memory_id, status, salience, route, memory_type, at)
+WHERE m.tenant = b.tenant AND m.memory_id = b.memory_id AND m.status = 'pending'
+""")
+_REINFORCE = text("""
+UPDATE memories SET reinforced_count = reinforced_count + 1, confidence = :confidence, content = :content,
+                    content_hash = :content_hash
+WHERE tenant = :tenant AND memory_id = :memory_id
+""")
+_SUPERSEDE_OLD = text("""
+UPDATE memories SET status = 'superseded', superseded_by = :new, status_changed_at = :at
+WHERE tenant = :tenant AND memory_id = :old
+""")
+_SUPERSEDE_NEW = text("UPDATE memories SET supersedes = :old WHERE tenant = :tenant AND memory_id = :new")
+_HISTORY = text("""
+INSERT INTO memory_history (tenant, memory_id, superseded_by, reason, trigger, actor, at, position)
+VALUES (:tenant, :old, :new, :reason, :trigger, :actor, :at, :position)
+ON CONFLICT DO NOTHING
+""")
+_STATUS = text("""
+UPDATE memories SET status = :to_status, status_changed_at = :clock
+WHERE tenant = :tenant AND memory_id = :memory_id AND status = :from_status
+""")
+_MERGED = text("""
+UPDATE memories SET status = 'merged', merged_into = :kept, status_changed_at = :clock
+WHERE tenant = :tenant AND memory_id = ANY(:merged) AND memory_id <> :kept
+""")
+_KEPT = text("""
+UPDATE memories SET content = :content, content_hash = :content_hash WHERE tenant = :tenant AND memory_id = :kept
+""")
+_CONFIDENCES = text("""
+SELECT memory_id, confidence FROM memories WHERE tenant = :tenant AND memory_id = ANY(:ids)
+""")
+_SET_CONFIDENCE = text("""
+UPDATE memories m SET confidence = b.confidence
+FROM unnest(CAST(:ids AS uuid[]), CAST(:confidences AS real[])) AS b(memory_id, confidence)
+WHERE m.tenant = :tenant AND m.memory_id = b.memory_id
+""")
+_STATUS_OF = {"active": "active", "staging": "staging", "discard": "discarded"}
 
 
 class MemoriesProjector:
     name = "memories"
-    tables = ("memories",)
-    types = ("MemoryRecorded",)
+    tables = ("memories", "memory_history")
+    types = ("MemoryRecorded", "MemoryAdmitted", "MemoryReinforced", "MemorySuperseded", "MemoryStatusChanged",
+             "MemoriesMerged", "RecallFeedbackGiven")
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
-        rows = []
+        run: list[RecordedEvent] = []  # consecutive MemoryRecorded / MemoryAdmitted
         for event in events:
-            m = event.payload()
-            assert isinstance(m, MemoryRecorded)
-            rows.append({
-                "tenant": event.tenant, "memory_id": m.memory_id, "content": m.content,
-                "content_hash": content_hash(m.content), "kind": m.kind, "agent_id": m.agent_id,
-                "project": m.project, "session_id": m.session_id, "tags": list(m.tags),
-                "metadata": json.dumps(m.metadata), "occurred_at": event.occurred_at,
-                "recorded_at": event.recorded_at, "position": event.position,
-            })
+            if event.type in ("MemoryRecorded", "MemoryAdmitted"):
+                run.append(event)
+                continue
+            self._flush(conn, run)
+            run = []
+            self._apply_one(conn, event)
+        self._flush(conn, run)
+
+    def _flush(self, conn: Connection, run: list[RecordedEvent]) -> None:
+        rows: list[dict[str, Any]] = []
+        admitted: dict[tuple[str, Any], dict[str, Any]] = {}
+        for event in run:
+            p = event.payload()
+            if isinstance(p, MemoryRecorded):
+                rows.append({
+                    "tenant": event.tenant, "memory_id": p.memory_id, "content": p.content,
+                    "content_hash": content_hash(p.content), "kind": p.kind, "agent_id": p.agent_id,
+                    "project": p.project, "session_id": p.session_id, "tags": list(p.tags),
+                    "metadata": json.dumps(p.metadata), "occurred_at": event.occurred_at,
+                    "recorded_at": event.recorded_at, "position": event.position, "confidence": INITIAL_CONFIDENCE,
+                })
+            elif isinstance(p, MemoryAdmitted):
+                # A memory is admitted once: the first admission wins, as it would applied one at a time.
+                admitted.setdefault((event.tenant, p.memory_id), {
+                    "tenant": event.tenant, "id": p.memory_id, "status": _STATUS_OF[p.disposition],
+                    "salience": p.salience, "route": p.route, "type": p.kind, "at": event.recorded_at})
         if rows:
             conn.execute(_INSERT, rows)
+        if admitted:
+            a = list(admitted.values())
+            conn.execute(_ADMIT, {"tenants": [x["tenant"] for x in a], "ids": [x["id"] for x in a],
+                                  "statuses": [x["status"] for x in a], "saliences": [x["salience"] for x in a],
+                                  "routes": [x["route"] for x in a], "types": [x["type"] for x in a],
+                                  "ats": [x["at"] for x in a]})
+
+    def _apply_one(self, conn: Connection, event: RecordedEvent) -> None:
+        p = event.payload()
+        tenant = event.tenant
+        if isinstance(p, MemoryReinforced):
+            conn.execute(_REINFORCE, {"tenant": tenant, "memory_id": p.memory_id, "confidence": p.confidence,
+                                      "content": p.merged_content, "content_hash": content_hash(p.merged_content)})
+        elif isinstance(p, MemorySuperseded):
+            ids = {"tenant": tenant, "old": p.memory_id, "new": p.superseded_by}
+            conn.execute(_SUPERSEDE_OLD, {**ids, "at": event.recorded_at})
+            conn.execute(_SUPERSEDE_NEW, ids)
+            conn.execute(_HISTORY, {**ids, "reason": p.reason, "trigger": p.trigger,
+                                    "actor": (event.metadata or {}).get("actor"), "at": event.recorded_at,
+                                    "position": event.position})
+        elif isinstance(p, MemoryStatusChanged):
+            conn.execute(_STATUS, {"tenant": tenant, "memory_id": p.memory_id, "from_status": p.from_status,
+                                   "to_status": p.to_status, "clock": p.clock})
+        elif isinstance(p, MemoriesMerged):
+            conn.execute(_MERGED, {"tenant": tenant, "kept": p.memory_id, "merged": list(p.merged_ids),
+                                   "clock": p.clock})
+            conn.execute(_KEPT, {"tenant": tenant, "kept": p.memory_id, "content": p.merged_content,
+                                 "content_hash": content_hash(p.merged_content)})
+        elif isinstance(p, RecallFeedbackGiven):
+            ids = list(dict.fromkeys(item.memory_id for item in p.items))
+            current = {r.memory_id: float(r.confidence)
+                       for r in conn.execute(_CONFIDENCES, {"tenant": tenant, "ids": ids})}
+            for item in p.items:
+                if item.memory_id in current:
+                    current[item.memory_id] = feedback_confidence(current[item.memory_id], item.verdict)
+            if current:
+                conn.execute(_SET_CONFIDENCE, {"tenant": tenant, "ids": list(current),
+                                               "confidences": list(current.values())})

@@ -1,11 +1,14 @@
 """The named projectors, in the order they are run."""
 
+from projections.activity import ActivityProjector
 from projections.base import Projector
+from projections.edges import EdgesProjector
 from projections.keyword import KeywordProjector
 from projections.memories import MemoriesProjector
 from projections.vectors import VectorsProjector
 
-PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector())}
+PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector(),
+                                                        ActivityProjector(), EdgesProjector())}
 
 
 def get_projector(name: str) -> Projector:

@@ -101,17 +101,24 @@ def status(conn: Connection, projector: Projector) -> ProjectionStatus:
     )
 
 
+# A position stands for its whole transaction: a write's governance decisions are appended after it in the
+# same transaction, and reading the write back must see them applied too.
 _CAUGHT_UP = text("""
+WITH target AS (
+  SELECT greatest(CAST(:position AS bigint),
+                  (SELECT max(t.position) FROM events p JOIN events t ON t.tx_id = p.tx_id
+                   WHERE p.position = :position)) AS position)
 SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
    AND NOT EXISTS (
-  SELECT 1 FROM events e LEFT JOIN projection_checkpoints c ON c.name = :name
-  WHERE e.position <= :position AND e.type = ANY(:types)
+  SELECT 1 FROM target, events e LEFT JOIN projection_checkpoints c ON c.name = :name
+  WHERE e.position <= target.position AND e.type = ANY(:types)
     AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0)))
 """)
 
 
 def has_reached(conn: Connection, projector: Projector, position: int) -> bool:
-    """True when the log holds `position` and every event of the projector's types at or below it has been
-    applied. A position the log has not reached yet is not reached, however caught up the projection is."""
+    """True when the log holds `position` and every event of the projector's types at or below it (and in the
+    rest of its transaction) has been applied. A position the log has not reached yet is not reached, however
+    caught up the projection is."""
     return bool(conn.execute(_CAUGHT_UP, {"name": projector.name, "position": position,
                                           "types": list(projector.types)}).scalar_one())

@@ -1,4 +1,9 @@
-"""The vectors read model: one embedding per memory in a pgvector column (HNSW, cosine)."""
+"""The vectors read model: one embedding per memory in a pgvector column (HNSW, cosine).
+
+Every recorded memory keeps its vector (recall filters by status through `memories`). A memory whose content
+changes (MemoryReinforced's or MemoriesMerged's merged content) gets the new content's embedding, through the
+embedding cache (the write path's governor has usually put it there already).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, text
 
-from domain.events import MemoryRecorded, RecordedEvent
+from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
 from infra.embedding import embed_cached, get_embedder
 from infra.settings import get_settings
 
@@ -19,12 +24,35 @@ FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:agents AS text
 """)
 
 
+_REEMBED = text("""
+UPDATE memory_vectors SET model = :model, embedding = CAST(:embedding AS vector)
+WHERE tenant = :tenant AND memory_id = :memory_id
+  AND (model <> :model OR embedding <> CAST(:embedding AS vector))
+""")
+
+
 class VectorsProjector:
     name = "vectors"
     tables = ("memory_vectors",)
-    types = ("MemoryRecorded",)
+    types = ("MemoryRecorded", "MemoryReinforced", "MemoriesMerged")
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        run: list[RecordedEvent] = []  # consecutive MemoryRecorded, embedded and inserted in bulk
+        for event in events:
+            if event.type == "MemoryRecorded":
+                run.append(event)
+                continue
+            self._insert(conn, run)
+            run = []
+            p = event.payload()
+            if isinstance(p, MemoryReinforced | MemoriesMerged):
+                embedder = get_embedder(get_settings().embedding_model)
+                [embedding] = embed_cached(conn, embedder, [p.merged_content])
+                conn.execute(_REEMBED, {"tenant": event.tenant, "memory_id": p.memory_id, "model": embedder.model,
+                                        "embedding": embedding})
+        self._insert(conn, run)
+
+    def _insert(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         memories = [(e.tenant, e.payload()) for e in events]
         if not memories:
             return

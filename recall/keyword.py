@@ -9,11 +9,17 @@ from sqlalchemy import Connection, text
 from recall.scope import Scope
 
 
-def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float) -> dict[uuid.UUID, float]:
-    """The top `n` memories by BM25 for the distinct `terms`, within `scope`."""
+def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float,
+             statuses: tuple[str, ...] | None = None) -> dict[uuid.UUID, float]:
+    """The top `n` memories by BM25 for the distinct `terms`, within `scope` (and, when given, whose memory has
+    one of `statuses`: the funnel's eligibility rule)."""
     if not terms:
         return {}
     where, params = scope.where("d")
+    if statuses is not None:
+        where += (" AND EXISTS (SELECT 1 FROM memories m WHERE m.tenant = d.tenant AND m.memory_id = d.memory_id"
+                  " AND m.status = ANY(:statuses))")
+        params = {**params, "statuses": list(statuses)}
     sql = f"""
     WITH stats AS (
         SELECT n_docs, total_length::float8 / greatest(n_docs, 1) AS avgdl FROM keyword_stats WHERE tenant = :tenant

@@ -1,35 +1,46 @@
-"""Recall v1: hybrid BM25 + vector ranking over the read models. Read-only except for the hit-log event."""
+"""Recall: the cost-ordered funnel over the read models (recall.funnel). Read-only except for the hit-log.
+
+    coref → candidates → composite → prf (+ entity boost) → graph walk → rerank → abstention gate
+
+Every stage runs inside one read-only transaction with one clock (`now`, recorded in the explanation: the
+activation and edge decay depend on it). The answer carries each result's per-stage scores and each stage's
+timing, counts and knobs; the RecallServed event stores the same explanation, so GET /v1/recalls/{id} can say
+why a recall answered what it did.
+
+Statuses: by default only active and dormant memories are recalled (dormant ones rank lower through
+activation); include_staging adds staging, include_history adds superseded (score × superseded_factor),
+include_archived adds archived. Discarded and merged memories are never recalled.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 from sqlalchemy import Engine, text
 
-from domain.errors import InvalidPayload, NotCaughtUp
+from domain.errors import InvalidPayload, NotCaughtUp, NotFound
 from domain.events import NewEvent, recall_stream, validate_payload
-from domain.ranking import Candidate, Scored, fuse
-from domain.text import tokenize
 from eventstore.append import append
 from infra.embedding import Embedder, to_pgvector
 from infra.metrics import EVENTS_APPENDED, RECALL_LATENCY
 from infra.settings import Settings
 from projections.registry import PROJECTORS
 from projections.runner import has_reached
-from recall.keyword import bm25_top
+from recall.funnel import abstain, candidates, composite, coref, graph, prf, rerank
+from recall.funnel.types import Item, StageReport, timed
 from recall.scope import Scope
-from recall.vector import cosines_for, vector_top
 from services.append_events import has_nul
 
 log = structlog.get_logger(__name__)
 MAX_K = 100
 MAX_QUERY_CHARS = 4096
 READ_MODELS = ("memories", "keyword", "vectors")
+DEFAULT_STATUSES = ("active", "dormant")
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,15 @@ class RecallRequest:
     query: str
     k: int = 10
     min_position: int | None = None
+    include_staging: bool = False
+    include_history: bool = False
+    include_archived: bool = False
+    trace: bool = False  # answer the ids each stage kept (details.trace): for the attribution study
+
+    def statuses(self) -> tuple[str, ...]:
+        extra = [s for s, on in (("staging", self.include_staging), ("superseded", self.include_history),
+                                 ("archived", self.include_archived)) if on]
+        return (*DEFAULT_STATUSES, *extra)
 
 
 @dataclass(frozen=True)
@@ -58,6 +78,8 @@ class RecallAnswer:
     latency_ms: float
     position: int
     details: dict[str, Any] = field(default_factory=dict)
+    explanation: dict[str, Any] = field(default_factory=dict)
+    abstained: dict[str, Any] | None = None
 
 
 def validate(request: RecallRequest) -> None:
@@ -86,57 +108,117 @@ def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
-_MEMORIES = text("""
-SELECT memory_id, content, kind, metadata, occurred_at FROM memories
-WHERE tenant = :tenant AND memory_id = ANY(:ids) AND status = 'active'
-""")
-
-
 def recall(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
            metadata: dict[str, Any]) -> RecallAnswer:
     validate(request)
     started = time.perf_counter()
     if request.min_position:
         wait_for_position(engine, request.min_position, settings.min_position_wait_s)
-    scope, n = request.scope, max(settings.candidates_per_leg, request.k)
-    query_vector = to_pgvector(embedder.encode_one(request.query))
+    scope, k, statuses = request.scope, request.k, request.statuses()
+    now = datetime.now(UTC)
+    reports = {name: StageReport(name) for name in
+               ("embed", "coref", "candidates", "composite", "prf", "graph", "rerank", "abstain")}
+    trace: dict[str, list[str]] = {}
     with engine.connect() as conn, conn.begin():
         conn.execute(text("SET TRANSACTION READ ONLY"))
-        bm25 = bm25_top(conn, scope, tokenize(request.query), n, settings.bm25_k1, settings.bm25_b)
-        cosine, method = vector_top(conn, scope, query_vector, n, settings.exact_scan_max_rows,
-                                    settings.hnsw_ef_search)
-        cosine.update(cosines_for(conn, scope.tenant, [i for i in bm25 if i not in cosine], query_vector))
-        candidates = [Candidate(i, bm25.get(i), cosine.get(i)) for i in sorted({*bm25, *cosine}, key=str)]
-        scored = fuse(candidates, settings.weight_vector, settings.weight_keyword, settings.score_threshold)
-        rows = {r.memory_id: r for r in conn.execute(_MEMORIES, {"tenant": scope.tenant,
-                                                                 "ids": [s.memory_id for s in scored]})}
-    top = [s for s in scored if s.memory_id in rows][: request.k]
-    results = [_result(s, rows[s.memory_id]) for s in top]
+        with timed(reports["coref"]) as r:
+            query = coref.resolve(conn, scope, request.query, statuses, settings.coref_recent, r)
+        with timed(reports["embed"]) as r:
+            query_vector = to_pgvector(embedder.encode_one(query))
+            r.config = {"model": embedder.model}
+        with timed(reports["candidates"]) as r:
+            items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r)
+        with timed(reports["composite"]) as r:
+            ranked = composite.score(conn, scope.tenant, items, k, now, settings, r)
+        if request.trace:
+            trace["candidates"] = [str(i) for i in sorted(items, key=lambda i: (-items[i].score, str(i)))]
+        with timed(reports["prf"]) as r:
+            ranked = prf.feedback(conn, scope.tenant, query, query_vector, ranked, settings, r)
+        with timed(reports["graph"]) as r:
+            ranked = graph.walk(conn, scope.tenant, ranked, now, settings, r, statuses)
+    if request.trace:
+        trace["pool"] = [str(i.memory_id) for i in ranked[:rerank.pool_size(k, settings)]]
+    with timed(reports["rerank"]) as r:
+        ranked = rerank.rerank(query, ranked, k, settings, r)
+    reranked = reports["rerank"].skipped is None and bool(ranked)
+    with timed(reports["abstain"]) as r:
+        abstained = abstain.judge(query, ranked, reranked, settings, r)
+    if request.trace:
+        trace["ranked"] = [str(i.memory_id) for i in ranked[:k]]
+    top = [] if abstained else ranked[:k]
+    results = [_result(i, rank_ + 1, reports["rerank"].skipped) for rank_, i in enumerate(top)]
     latency_ms = (time.perf_counter() - started) * 1000
     RECALL_LATENCY.observe(latency_ms / 1000)
 
+    explanation = {
+        "clock": now.isoformat(),
+        "query": {"original": request.query, "resolved": query},
+        "statuses": list(statuses),
+        "vector_method": legs["vector_method"],
+        "stages": [reports[n].as_dict() for n in
+                   ("coref", "embed", "candidates", "composite", "prf", "graph", "rerank", "abstain")],
+        "abstained": abstained,
+    }
     recall_id = uuid.uuid4()
     served = validate_payload("RecallServed", {
-        "recall_id": str(recall_id), "query": request.query, "k": request.k, "scope": scope.as_dict(),
+        "recall_id": str(recall_id), "query": request.query, "k": k, "scope": scope.as_dict(),
         "results": [{"memory_id": str(r.memory_id), "rank": i + 1, "score": r.score} for i, r in enumerate(results)],
         "latency_ms": round(latency_ms, 3),
+        "explanation": {**explanation, "per_result": [{"memory_id": str(r.memory_id), "stages": r.explanation["stages"]}
+                                                      for r in results]},
     })
     with engine.begin() as conn:
         [position] = append(conn, scope.tenant, [NewEvent("RecallServed", recall_stream(recall_id), served,
                                                           expected_version=0)], metadata)
     EVENTS_APPENDED.inc()  # the hit-log event is an append like any other
     log.info("recall.served", recall_id=str(recall_id), results=len(results), latency_ms=round(latency_ms, 1),
-             candidates=len(candidates), vector_method=method)
-    details = {"candidates": len(candidates), "keyword_candidates": len(bm25), "vector_method": method}
-    return RecallAnswer(recall_id, results, latency_ms, position, details)
-
-
-def _result(s: Scored, row: Any) -> RecallResult:
-    legs = [leg for leg, value in (("keyword", s.bm25), ("vector", s.cosine)) if value is not None]
-    explanation = {
-        "legs": legs, "bm25": s.bm25, "bm25_normalised": round(s.bm25_normalised, 6), "cosine": s.cosine,
-        "weight_vector": s.weight_vector, "weight_keyword": s.weight_keyword,
-        "note": None if s.cosine is not None else "no vector yet: scored on the keyword leg alone (weight 1)",
+             candidates=len(items), vector_method=legs["vector_method"], abstained=abstained is not None,
+             reranked=reranked)
+    details: dict[str, Any] = {
+        "candidates": len(items), "keyword_candidates": reports["candidates"].counts.get("keyword", 0),
+        "vector_method": legs["vector_method"],
+        "timings_ms": {n: round(reports[n].ms, 3) for n in reports},
+        "counts": {n: reports[n].counts for n in reports},
     }
-    return RecallResult(s.memory_id, row.content, round(s.score, 6), row.kind, row.metadata, row.occurred_at,
-                        explanation)
+    if request.trace:
+        details["trace"] = trace
+    return RecallAnswer(recall_id, results, latency_ms, position, details, explanation, abstained)
+
+
+def _result(item: Item, rank_: int, rerank_skipped: str | None) -> RecallResult:
+    relevance = item.stages.get("relevance", {})
+    explanation = {
+        "rank": rank_,
+        "legs": item.legs, "bm25": item.bm25, "bm25_normalised": relevance.get("bm25_normalised"),
+        "cosine": item.cosine,
+        "weight_vector": relevance.get("weight_vector"), "weight_keyword": relevance.get("weight_keyword"),
+        "note": None if item.cosine is not None else "no vector yet: scored on the keyword leg alone (weight 1)",
+        "status": item.status,
+        "stages": {name: item.stages[name] for name in ("candidates", "composite", "prf", "graph", "rerank")
+                   if name in item.stages},
+    }
+    if rerank_skipped:
+        explanation["rerank_skipped"] = rerank_skipped
+    return RecallResult(item.memory_id, item.content, round(min(1.0, max(0.0, item.score)), 6), item.kind,
+                        item.metadata, item.occurred_at or datetime.now(UTC), explanation)
+
+
+def get_recall(engine: Engine, tenant: str, recall_id: uuid.UUID) -> dict[str, Any]:
+    """What a recall answered and why, from its hit-log event (the tenant's own only)."""
+    with engine.connect() as conn:
+        row = conn.execute(text("""
+            SELECT position, data, recorded_at FROM events
+            WHERE tenant = :tenant AND stream_id = :stream AND type = 'RecallServed'
+            ORDER BY position LIMIT 1"""), {"tenant": tenant, "stream": recall_stream(recall_id)}).first()
+    if row is None:
+        raise NotFound(f"no recall {recall_id}")
+    data = row.data
+    explanation = data.get("explanation") or {}
+    per_result = {r["memory_id"]: r.get("stages", {}) for r in explanation.get("per_result", [])}
+    return {
+        "recall_id": data["recall_id"], "query": data["query"], "k": data["k"], "scope": data.get("scope", {}),
+        "results": [{**r, "stages": per_result.get(r["memory_id"], {})} for r in data.get("results", [])],
+        "latency_ms": data.get("latency_ms"), "position": row.position, "recorded_at": row.recorded_at,
+        "abstained": explanation.get("abstained"),
+        "explanation": {k_: v for k_, v in explanation.items() if k_ != "per_result"},
+    }

@@ -21,19 +21,30 @@ def scope_size(conn: Connection, scope: Scope, cap: int) -> int:
 
 
 def vector_top(conn: Connection, scope: Scope, query_vector: str, n: int, exact_max_rows: int,
-               ef_search: int) -> tuple[dict[uuid.UUID, float], str]:
-    """The top `n` memories by cosine similarity within `scope`, and the method used."""
+               ef_search: int, statuses: tuple[str, ...] | None = None,
+               floor: float | None = None) -> tuple[dict[uuid.UUID, float], str]:
+    """The top `n` memories by cosine similarity within `scope`, and the method used. With `statuses`, only
+    memories in one of them; with `floor`, only cosines at or above it."""
     where, params = scope.where("v")
     params = {**params, "q": query_vector, "n": n}
+    if statuses is not None:
+        params["statuses"] = list(statuses)
     if scope_size(conn, scope, exact_max_rows + 1) <= exact_max_rows:
         method = "exact"
+        join = ""
+        if statuses is not None:
+            join = " JOIN memories m ON m.tenant = v.tenant AND m.memory_id = v.memory_id AND m.status = ANY(:statuses)"
         sql = f"""
-        WITH scoped AS MATERIALIZED (SELECT v.memory_id, v.embedding FROM memory_vectors v WHERE {where})
+        WITH scoped AS MATERIALIZED (SELECT v.memory_id, v.embedding FROM memory_vectors v{join} WHERE {where})
         SELECT memory_id, 1 - (embedding <=> CAST(:q AS vector)) AS cosine FROM scoped
         ORDER BY embedding <=> CAST(:q AS vector), memory_id LIMIT :n
         """
     else:
         method = "hnsw_iterative"
+        if statuses is not None:
+            # A per-row filter (not a join), so the plan stays an ordered HNSW index scan that iterates.
+            where += (" AND (SELECT m.status FROM memories m WHERE m.tenant = v.tenant"
+                      " AND m.memory_id = v.memory_id) = ANY(:statuses)")
         conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
         conn.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
         sql = f"""
@@ -41,7 +52,10 @@ def vector_top(conn: Connection, scope: Scope, query_vector: str, n: int, exact_
         WHERE {where} ORDER BY v.embedding <=> CAST(:q AS vector) LIMIT :n
         """
     rows = conn.execute(text(sql), params)
-    return {r.memory_id: float(r.cosine) for r in rows}, method
+    found = {r.memory_id: float(r.cosine) for r in rows}
+    if floor is not None:
+        found = {i: c for i, c in found.items() if c >= floor}
+    return found, method
 
 
 def cosines_for(conn: Connection, tenant: str, ids: list[uuid.UUID], query_vector: str) -> dict[uuid.UUID, float]:
@@ -52,3 +66,19 @@ def cosines_for(conn: Connection, tenant: str, ids: list[uuid.UUID], query_vecto
         SELECT memory_id, 1 - (embedding <=> CAST(:q AS vector)) AS cosine FROM memory_vectors
         WHERE tenant = :tenant AND memory_id = ANY(:ids)"""), {"tenant": tenant, "ids": ids, "q": query_vector})
     return {r.memory_id: float(r.cosine) for r in rows}
+
+
+def prf_cosines(conn: Connection, tenant: str, top: list[uuid.UUID], ids: list[uuid.UUID],
+                query_vector: str) -> tuple[dict[uuid.UUID, float], float | None]:
+    """Rocchio's inputs, computed in PostgreSQL: the cosine of each of `ids` to the centroid of `top`'s
+    vectors, and the centroid's cosine to the query (None when none of `top` has a vector)."""
+    if not top or not ids:
+        return {}, None
+    rows = conn.execute(text("""
+        WITH c AS (SELECT avg(embedding) AS e FROM memory_vectors WHERE tenant = :tenant AND memory_id = ANY(:top))
+        SELECT v.memory_id, 1 - (v.embedding <=> c.e) AS cosine, 1 - (c.e <=> CAST(:q AS vector)) AS to_query
+        FROM memory_vectors v, c WHERE v.tenant = :tenant AND v.memory_id = ANY(:ids) AND c.e IS NOT NULL"""),
+        {"tenant": tenant, "top": top, "ids": ids, "q": query_vector}).all()
+    if not rows:
+        return {}, None
+    return {r.memory_id: float(r.cosine) for r in rows}, float(rows[0].to_query)

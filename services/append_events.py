@@ -1,4 +1,9 @@
-"""Append producer events: validate every one, append the batch atomically, then wake the projectors."""
+"""Append producer events: validate every one, govern the memories, append the batch atomically, wake the projectors.
+
+Every MemoryRecorded is decided by the governor (services/governance.py) before the one transaction, and its
+decision events are appended in that same transaction right after it. Decisions are the system's: a
+producer cannot append them itself (SYSTEM_TYPES are refused unless the metadata's actor is a system actor).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,18 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from domain.errors import ContentTooLarge, InvalidPayload
+from domain.errors import ConcurrencyConflict, ContentTooLarge, InvalidPayload
 from domain.events import NewEvent, memory_stream, validate_payload
-from eventstore.append import append
+from eventstore.append import append, existing_positions
 from infra.metrics import EVENTS_APPENDED
 from infra.settings import get_settings
+from services.governance import Decision, decisions_from_log, govern, with_decisions
 from workers.wake import wake_projections
+
+# Decisions, appended by the system (the governor, the scheduler) with the inputs they used, and feedback,
+# appended by its endpoint once validated against its recall: never posted as raw events by a producer.
+SYSTEM_TYPES = frozenset({"MemoryAdmitted", "MemoryReinforced", "MemorySuperseded", "MemoryStatusChanged",
+                          "MemoriesMerged", "EdgeAdjusted", "ConsolidationCompleted", "RecallFeedbackGiven"})
 
 
 @dataclass(frozen=True)
@@ -62,17 +73,62 @@ def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEven
                     expected_version=expected, idempotency_key=key)
 
 
-def append_events(engine: Engine, tenant: str, items: Sequence[EventInput], metadata: dict[str, Any],
-                  idempotency_key: str | None = None) -> list[int]:
-    """Validate all, then append all in one transaction. Answers positions in input order."""
+@dataclass(frozen=True)
+class Appended:
+    positions: list[int]  # of the input events, in input order
+    decisions: dict[uuid.UUID, Decision]  # by memory id, for every MemoryRecorded of the batch
+
+
+def _is_system(metadata: dict[str, Any]) -> bool:
+    return str(metadata.get("actor") or "").startswith("system:")
+
+
+def _retried(engine: Engine, tenant: str, events: Sequence[NewEvent]) -> list[int] | None:
+    """A retry of a batch appended before (every event keyed and already there): the original positions."""
+    keys = [e.idempotency_key for e in events]
+    if not all(keys):
+        return None
+    with engine.connect() as conn:
+        existing = existing_positions(conn, tenant, keys)  # type: ignore[arg-type]
+    return [existing[k] for k in keys] if len(existing) == len(set(keys)) else None  # type: ignore[index]
+
+
+def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], metadata: dict[str, Any],
+                    idempotency_key: str | None = None) -> Appended:
+    """Validate all, govern the memories, then append all in one transaction."""
     if not items:
         raise InvalidPayload("a batch needs at least one event")
-    limit = get_settings().max_batch
-    if len(items) > limit:
-        raise InvalidPayload(f"a batch holds at most {limit} events, got {len(items)}")
+    settings = get_settings()
+    if len(items) > settings.max_batch:
+        raise InvalidPayload(f"a batch holds at most {settings.max_batch} events, got {len(items)}")
     events = [to_new_event(item, idempotency_key, i) for i, item in enumerate(items)]
-    with engine.begin() as conn:
-        positions = append(conn, tenant, events, metadata)
-    EVENTS_APPENDED.inc(len(events))
+    if not _is_system(metadata):
+        refused = sorted({e.type for e in events if e.type in SYSTEM_TYPES})
+        if refused:
+            raise InvalidPayload(f"{', '.join(refused)}: appended by the system, not by producers")
+    memory_ids = [uuid.UUID(e.data["memory_id"]) for e in events if e.type == "MemoryRecorded"]
+
+    retried = _retried(engine, tenant, events)
+    if retried is not None:
+        return Appended(retried, decisions_from_log(engine, tenant, memory_ids))
+    decisions = govern(engine, tenant, [e for e in events if e.type == "MemoryRecorded"], metadata, settings)
+    batch = with_decisions(events, decisions)
+    try:
+        with engine.begin() as conn:
+            positions = append(conn, tenant, batch, metadata)
+    except ConcurrencyConflict:
+        retried = _retried(engine, tenant, events)  # a concurrent retry of this very batch won the race
+        if retried is None:
+            raise
+        return Appended(retried, decisions_from_log(engine, tenant, memory_ids))
+    EVENTS_APPENDED.inc(len(batch))
     wake_projections()
-    return positions
+    by_event = dict(zip((e.event_id for e in batch), positions, strict=True))
+    return Appended([by_event[e.event_id] for e in events],
+                    {d.memory_id: d for d in decisions.values()})
+
+
+def append_events(engine: Engine, tenant: str, items: Sequence[EventInput], metadata: dict[str, Any],
+                  idempotency_key: str | None = None) -> list[int]:
+    """Validate all, govern the memories, then append all in one transaction. Answers positions in input order."""
+    return append_governed(engine, tenant, items, metadata, idempotency_key).positions

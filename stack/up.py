@@ -82,7 +82,7 @@ class Stack:
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         cmd = [sys.executable, "-m", "dramatiq", "workers.main", "--processes", str(self.workers),
-               "--threads", str(self.threads), "--queues", "projections", "ingest"]
+               "--threads", str(self.threads), "--queues", "projections", "ingest", "lifecycle"]
         proc = subprocess.Popen(cmd, env=self.child_env(), start_new_session=True)
         self.children["worker"] = proc
         return proc

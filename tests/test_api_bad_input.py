@@ -27,8 +27,13 @@ def client(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 def count_events(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+    """The tenant's own events; the governor's decisions, appended in the same transaction as each memory
+    written, are not counted."""
     with engine.connect() as conn:
-        return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
+        return conn.execute(text(
+            "SELECT count(*) FROM events WHERE tenant = :t AND type NOT IN "
+            "('MemoryAdmitted', 'MemoryReinforced', 'MemorySuperseded', 'MemoryStatusChanged')"), {"t": tenant}
+        ).scalar_one()
 
 
 @pytest.fixture
@@ -190,10 +195,11 @@ def test_unusual_text_is_accepted_and_recalled(client, engine, tenant, worker):
     weird_agent = "agent'; DROP TABLE memories; --"
     metadata = {"quote": "it's \"fine\"", "emoji": "🧠", "sql": "1; DELETE FROM events", "cjk": "記憶"}
     batch = client.post("/v1/memories/batch", json={"memories": [
-        {"content": content, "agent_id": weird_agent, "metadata": {**metadata, "name": name}, "tags": [name, "🏷️"]}
+        {"content": content, "agent_id": weird_agent, "metadata": {**metadata, "name": name}, "tags": [name, "🏷️"],
+         "must_keep": True}  # the English embedding model puts CJK texts close: the gate would merge them
         for name, content in UNUSUAL.items()] + [
-        {"content": "Filler about gardening tomatoes in spring", "agent_id": weird_agent},
-        {"content": "Filler about the train timetable to Porto", "agent_id": weird_agent}]})
+        {"content": "Filler about gardening tomatoes in spring", "agent_id": weird_agent, "must_keep": True},
+        {"content": "Filler about the train timetable to Porto", "agent_id": weird_agent, "must_keep": True}]})
     assert batch.status_code == 201, batch.text
     ids = dict(zip([*UNUSUAL, "f1", "f2"], (m["memory_id"] for m in batch.json()["memories"]), strict=True))
     last = batch.json()["memories"][-1]["position"]

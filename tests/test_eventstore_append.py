@@ -20,14 +20,18 @@ def memory(content: str = "Alice moved to Lisbon", **extra: object) -> EventInpu
     return EventInput(type="MemoryRecorded", data={"memory_id": str(uuid.uuid4()), "content": content, **extra})
 
 
+# The governor's decisions, appended after the batch in its transaction, are left out: these are the batch's.
+OWN = "tenant = :t AND type NOT IN ('MemoryAdmitted', 'MemoryReinforced', 'MemorySuperseded', 'MemoryStatusChanged')"
+
+
 def count(engine, tenant: str) -> int:
     with engine.connect() as conn:
-        return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
+        return conn.execute(text(f"SELECT count(*) FROM events WHERE {OWN}"), {"t": tenant}).scalar_one()
 
 
 def rows(engine, tenant: str) -> list:
     with engine.connect() as conn:
-        return conn.execute(text("SELECT * FROM events WHERE tenant = :t ORDER BY position"), {"t": tenant}).all()
+        return conn.execute(text(f"SELECT * FROM events WHERE {OWN} ORDER BY position"), {"t": tenant}).all()
 
 
 def new_event(stream: str, expected: int | None = None, key: str | None = None) -> NewEvent:

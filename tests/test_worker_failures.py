@@ -72,7 +72,8 @@ def test_worker_sigkilled_mid_batch_loses_nothing_and_doubles_nothing(engine, te
 
     total = 1500
     for start in range(0, total, 500):
-        remember(engine, tenant, [MemoryInput(content=sentence(i, tenant), agent_id=f"ag{i % 5}")
+        # must_keep: the salience gate would embed them on the write path (and merge these near copies).
+        remember(engine, tenant, [MemoryInput(content=sentence(i, tenant), agent_id=f"ag{i % 5}", must_keep=True)
                                   for i in range(start, start + 500)], {"source": "test"})
     assert counts(engine, tenant)["events"] == total
 
@@ -129,10 +130,12 @@ def test_redis_down_appends_succeed_and_projections_catch_up(http, engine, start
         tag = uuid.uuid4().hex[:8]
         started = time.monotonic()
         during = http.post("/v1/memories/batch", json={"memories": [
-            {"content": f"Written while Redis was down, the zebra {tag} crossed the river", "agent_id": "redis-test"},
-            {"content": f"Second outage note about a purple kettle {tag}", "agent_id": "redis-test"}]})
+            {"content": f"Written while Redis was down, the zebra {tag} crossed the river", "agent_id": "redis-test",
+             "must_keep": True},  # these short notes are alike: the salience gate would keep only some
+            {"content": f"Second outage note about a purple kettle {tag}", "agent_id": "redis-test",
+             "must_keep": True}]})
         assert during.status_code == 201, during.text
-        one = http.post("/v1/memories", json={"content": f"Third outage note: cedar canoe {tag}",
+        one = http.post("/v1/memories", json={"content": f"Third outage note: cedar canoe {tag}", "must_keep": True,
                                               "agent_id": "redis-test"})
         assert one.status_code == 201, one.text
         assert time.monotonic() - started < 10, "appends must not hang on the missing broker"
@@ -151,7 +154,7 @@ def test_redis_down_appends_succeed_and_projections_catch_up(http, engine, start
 
     # Back: wake-ups and heartbeats flow again, and everything written during the outage is there.
     assert wait_until(lambda: http.get("/healthz").status_code == 200, timeout=30), http.get("/healthz").text
-    after = http.post("/v1/memories", json={"content": f"After the outage, a walrus {tag} sang",
+    after = http.post("/v1/memories", json={"content": f"After the outage, a walrus {tag} sang", "must_keep": True,
                                             "agent_id": "redis-test"})
     assert after.status_code == 201
     r = http.post("/v1/recall", json={"query": f"walrus {tag}", "agent_id": "redis-test", "k": 1,
@@ -186,7 +189,7 @@ def test_producer_enqueue_is_appended_once_even_when_sent_twice(engine, tenant, 
     with engine.connect() as conn:
         rows = conn.execute(text("""
             SELECT idempotency_key, data->>'memory_id' AS memory_id, metadata FROM events
-            WHERE tenant = :t ORDER BY position"""), {"t": tenant}).all()
+            WHERE tenant = :t AND type = 'MemoryRecorded' ORDER BY position"""), {"t": tenant}).all()
     assert len(rows) == 5, rows
     assert all(r.idempotency_key for r in rows)
     keyed = [r for r in rows if r.idempotency_key.startswith("doc-7#")]

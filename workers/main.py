@@ -1,4 +1,5 @@
-"""Worker entry point: `dramatiq workers.main`. Adds the poll fallback and the liveness heartbeat."""
+"""Worker entry point: `dramatiq workers.main`. Adds the poll fallback, the liveness heartbeat and the
+lifecycle scheduler (workers/scheduler.py: one leader across all worker processes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from infra.settings import get_settings
 from workers import actors  # noqa: F401 - registers the actors
 from workers.actors import catch_up_all
 from workers.heartbeat import heartbeat_key
+from workers.scheduler import LeaderScheduler
 
 log = structlog.get_logger(__name__)
 
@@ -27,6 +29,7 @@ class PollAndHeartbeat(Middleware):
     def __init__(self) -> None:
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.scheduler: LeaderScheduler | None = None
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         settings = get_settings()
@@ -37,10 +40,14 @@ class PollAndHeartbeat(Middleware):
                         threading.Thread(target=self._beat, args=(broker, settings.worker_heartbeat_s), daemon=True)]
         for t in self.threads:
             t.start()
+        if settings.scheduler_enabled:  # the lifecycle scheduler: active in one worker process only (leader)
+            self.scheduler = LeaderScheduler(settings).start()
         log.info("worker.started", pid=os.getpid())
 
     def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         self.stop.set()
+        if self.scheduler is not None:
+            self.scheduler.stop()
 
     def _poll(self, interval: float) -> None:
         while not self.stop.wait(interval):

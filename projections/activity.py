@@ -1,0 +1,125 @@
+"""The `memory_activity` read model: the inputs of ACT-R activation and of the Darwinian decay sweep.
+
+- access_count / last_access_at: every memory a recall returned is one access at that RecallServed event's
+  recorded time (the hit-log); every MemoryReinforced is one access of its target at its recorded time.
+- used_count / not_useful_count: the verdicts of RecallFeedbackGiven.
+- status_ref_count / last_reactivated_at: from MemoryStatusChanged, the access count its decision saw
+  (inputs.ref_count) and, for a reactivation, its clock; the sweep uses them to tell "referenced again
+  after the transition" (workers/lifecycle.py).
+
+Everything comes from the events' own fields and recorded times, never the clock: a rebuild is identical.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from domain.events import (
+    MemoryReinforced,
+    MemoryStatusChanged,
+    RecallFeedbackGiven,
+    RecallServed,
+    RecordedEvent,
+)
+
+REACTIVATED_FROM = ("dormant", "archived")
+
+_UPSERT = text("""
+INSERT INTO memory_activity (tenant, memory_id, access_count, last_access_at, used_count, not_useful_count,
+                             status_ref_count, last_reactivated_at)
+VALUES (:tenant, :memory_id, :access, :last_access_at, :used, :not_useful, :status_ref_count, :reactivated_at)
+ON CONFLICT (tenant, memory_id) DO UPDATE SET
+    access_count        = memory_activity.access_count + EXCLUDED.access_count,
+    last_access_at      = GREATEST(memory_activity.last_access_at, EXCLUDED.last_access_at),
+    used_count          = memory_activity.used_count + EXCLUDED.used_count,
+    not_useful_count    = memory_activity.not_useful_count + EXCLUDED.not_useful_count,
+    status_ref_count    = CASE WHEN :has_status_ref THEN EXCLUDED.status_ref_count
+                               ELSE memory_activity.status_ref_count END,
+    last_reactivated_at = GREATEST(memory_activity.last_reactivated_at, EXCLUDED.last_reactivated_at)
+""")
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+class ActivityProjector:
+    name = "activity"
+    tables = ("memory_activity",)
+    types = ("RecallServed", "MemoryReinforced", "RecallFeedbackGiven", "MemoryStatusChanged")
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        rows: dict[tuple[str, uuid.UUID], dict[str, Any]] = {}
+
+        def row(tenant: str, memory_id: uuid.UUID) -> dict[str, Any]:
+            return rows.setdefault((tenant, memory_id), {
+                "tenant": tenant, "memory_id": memory_id, "access": 0, "last_access_at": None, "used": 0,
+                "not_useful": 0, "status_ref_count": None, "has_status_ref": False, "reactivated_at": None})
+
+        for event in events:
+            p = event.payload()
+            if isinstance(p, RecallServed):
+                for r in {r.memory_id for r in p.results}:
+                    a = row(event.tenant, r)
+                    a["access"] += 1
+                    a["last_access_at"] = _later(a["last_access_at"], event.recorded_at)
+            elif isinstance(p, MemoryReinforced):
+                a = row(event.tenant, p.memory_id)
+                a["access"] += 1
+                a["last_access_at"] = _later(a["last_access_at"], event.recorded_at)
+            elif isinstance(p, RecallFeedbackGiven):
+                for item in p.items:
+                    a = row(event.tenant, item.memory_id)
+                    a["used" if item.verdict == "used" else "not_useful"] += 1
+            elif isinstance(p, MemoryStatusChanged):
+                a = row(event.tenant, p.memory_id)
+                ref_count = p.inputs.get("ref_count")
+                if isinstance(ref_count, int):
+                    a["status_ref_count"], a["has_status_ref"] = ref_count, True
+                if p.to_status == "active" and p.from_status in REACTIVATED_FROM:
+                    a["reactivated_at"] = _later(a["reactivated_at"], p.clock)
+        # One upsert per memory; the batch's rows in a stable order.
+        for key in sorted(rows, key=lambda k: (k[0], str(k[1]))):
+            conn.execute(_UPSERT, rows[key])
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What activation needs for one memory. `last_access_at` None: never accessed (age counts from recorded)."""
+
+    memory_id: uuid.UUID
+    access_count: int
+    last_access_at: datetime | None
+    recorded_at: datetime
+    used_count: int
+    not_useful_count: int
+
+
+_ACTIVITY = text("""
+SELECT m.memory_id, coalesce(a.access_count, 0) AS access_count, a.last_access_at, m.recorded_at,
+       coalesce(a.used_count, 0) AS used_count, coalesce(a.not_useful_count, 0) AS not_useful_count
+FROM memories m
+LEFT JOIN memory_activity a ON a.tenant = m.tenant AND a.memory_id = m.memory_id
+WHERE m.tenant = :tenant AND m.memory_id = ANY(:ids)
+""")
+
+
+def activity_for(conn: Connection, tenant: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Activity]:
+    """Activation inputs of `ids` (those with a row in `memories`), for the recall funnel's composite score:
+    `normalised_activation(a.access_count, age_hours(now, a.last_access_at, a.recorded_at), settings.actr_decay)`.
+    """
+    if not ids:
+        return {}
+    return {r.memory_id: Activity(r.memory_id, r.access_count, r.last_access_at, r.recorded_at, r.used_count,
+                                  r.not_useful_count)
+            for r in conn.execute(_ACTIVITY, {"tenant": tenant, "ids": list(ids)})}

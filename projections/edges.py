@@ -1,0 +1,120 @@
+"""The `memory_edges` read model: associations between memories, and how the recall funnel reads them.
+
+- hebbian: RecallFeedbackGiven — every pair that passes the validation gate (both marked 'used' in the one
+  feedback event, both served by that recall's RecallServed) is strengthened, log-space and capped
+  (domain/hebbian.py). The weight first decays from its `updated_at` to the event's recorded time.
+- causal: MemorySuperseded — an edge from the new memory to the one it supersedes (new → old), weight 1.
+- any kind: EdgeAdjusted (consolidation) sets the weight at its clock; a weight of 0 or less removes the edge.
+
+Stored weights are the weights at `updated_at`; `neighbours` applies the read-time decay with the caller's
+clock. Undirected kinds are stored once, lowest id first; `neighbours` answers both directions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, text
+
+from domain.events import EdgeAdjusted, MemorySuperseded, RecallFeedbackGiven, RecordedEvent, recall_stream
+from domain.hebbian import CAUSAL_WEIGHT, canonical, decayed, strengthen, validated_pairs
+
+_GET = text("""
+SELECT weight, updated_at FROM memory_edges
+WHERE tenant = :tenant AND source_id = :source AND target_id = :target AND kind = :kind
+""")
+_SET = text("""
+INSERT INTO memory_edges (tenant, source_id, target_id, kind, weight, updated_at)
+VALUES (:tenant, :source, :target, :kind, :weight, :updated_at)
+ON CONFLICT (tenant, source_id, target_id, kind) DO UPDATE SET weight = EXCLUDED.weight,
+                                                              updated_at = EXCLUDED.updated_at
+""")
+_DELETE = text("""
+DELETE FROM memory_edges WHERE tenant = :tenant AND source_id = :source AND target_id = :target AND kind = :kind
+""")
+# The recall the feedback is about, from the log itself (always committed before its feedback).
+_SERVED = text("""
+SELECT data FROM events WHERE tenant = :tenant AND stream_id = :stream AND type = 'RecallServed'
+ORDER BY position LIMIT 1
+""")
+
+
+class EdgesProjector:
+    name = "edges"
+    tables = ("memory_edges",)
+    types = ("RecallFeedbackGiven", "MemorySuperseded", "EdgeAdjusted")
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        for event in events:
+            p = event.payload()
+            if isinstance(p, RecallFeedbackGiven):
+                self._hebbian(conn, event, p)
+            elif isinstance(p, MemorySuperseded):
+                conn.execute(_SET, {"tenant": event.tenant, "source": p.superseded_by, "target": p.memory_id,
+                                    "kind": "causal", "weight": CAUSAL_WEIGHT, "updated_at": event.recorded_at})
+            elif isinstance(p, EdgeAdjusted):
+                source, target = canonical(p.source_id, p.target_id, p.edge_kind)
+                params = {"tenant": event.tenant, "source": source, "target": target, "kind": p.edge_kind}
+                if p.weight <= 0:
+                    conn.execute(_DELETE, params)
+                else:
+                    conn.execute(_SET, {**params, "weight": p.weight, "updated_at": p.clock})
+
+    def _hebbian(self, conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> None:
+        used = [i.memory_id for i in p.items if i.verdict == "used"]
+        if len(used) < 2:
+            return
+        served = conn.execute(_SERVED, {"tenant": event.tenant, "stream": recall_stream(p.recall_id)}).scalar()
+        if not served:
+            return
+        served_ids = [uuid.UUID(r["memory_id"]) for r in served.get("results", [])]
+        for source, target in validated_pairs(used, served_ids):
+            params = {"tenant": event.tenant, "source": source, "target": target, "kind": "hebbian"}
+            row = conn.execute(_GET, params).first()
+            at = event.recorded_at
+            weight = 0.0
+            if row is not None:
+                at = max(at, row.updated_at)
+                weight = decayed(row.weight, row.updated_at, at, "hebbian")
+            conn.execute(_SET, {**params, "weight": strengthen(weight), "updated_at": at})
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    memory_id: uuid.UUID  # one of the ids asked about
+    neighbour_id: uuid.UUID
+    kind: str
+    weight: float  # decayed to `now`
+    outgoing: bool  # for directed kinds: memory_id → neighbour_id (causal: memory_id supersedes neighbour_id)
+
+
+_NEIGHBOURS = text("""
+SELECT source_id, target_id, kind, weight, updated_at FROM memory_edges
+WHERE tenant = :tenant AND (source_id = ANY(:ids) OR target_id = ANY(:ids))
+  AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
+""")
+
+
+def neighbours(conn: Connection, tenant: str, ids: Sequence[uuid.UUID], now: datetime,
+               kinds: Sequence[str] | None = None, min_weight: float = 0.0) -> list[Neighbour]:
+    """Edges touching `ids`, seen from each of them, with read-time decay at `now` (for the graph walk).
+    An edge between two of `ids` appears once from each end. Ordered by weight, strongest first."""
+    if not ids:
+        return []
+    wanted = set(ids)
+    out: list[Neighbour] = []
+    rows = conn.execute(_NEIGHBOURS, {"tenant": tenant, "ids": list(wanted),
+                                      "kinds": list(kinds) if kinds is not None else None})
+    for r in rows:
+        weight = decayed(r.weight, r.updated_at, now, r.kind)
+        if weight <= min_weight:
+            continue
+        if r.source_id in wanted:
+            out.append(Neighbour(r.source_id, r.target_id, r.kind, weight, True))
+        if r.target_id in wanted:
+            out.append(Neighbour(r.target_id, r.source_id, r.kind, weight, False))
+    out.sort(key=lambda n: (-n.weight, str(n.memory_id), str(n.neighbour_id), n.kind))
+    return out

@@ -1,0 +1,55 @@
+"""Stage 2, candidate generation: BM25 ∪ vector (cosine ≥ a floor). The only eligibility gate of the funnel.
+
+Both legs search the scope and only memories whose status the request may see. Each leg fetches the top
+max(candidates_per_leg, k · topn_mult); the vector leg keeps hits at or above `sim_candidate_floor`. A memory
+matched by BM25 is a candidate whatever its cosine; its cosine is fetched so every stage can use it. The
+memories' rows (content, status, confidence, ...) are read once here for all later stages.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from domain.text import tokenize
+from infra.settings import Settings
+from recall.funnel.types import Item, StageReport
+from recall.keyword import bm25_top
+from recall.scope import Scope
+from recall.vector import cosines_for, vector_top
+
+_ROWS = text("""
+SELECT memory_id, content, kind, status, metadata, occurred_at, recorded_at, confidence FROM memories
+WHERE tenant = :tenant AND memory_id = ANY(:ids) AND status = ANY(:statuses)
+""")
+
+
+def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: int, statuses: tuple[str, ...],
+             settings: Settings, report: StageReport) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
+    """The candidates by id, and facts about the legs (vector method, terms) for the explanation."""
+    n = max(settings.candidates_per_leg, k * settings.topn_mult)
+    terms = tokenize(query)
+    bm25 = bm25_top(conn, scope, terms, n, settings.bm25_k1, settings.bm25_b, statuses)
+    raw_cosine, method = vector_top(conn, scope, query_vector, n, settings.exact_scan_max_rows,
+                                    settings.hnsw_ef_search, statuses)
+    floor = settings.sim_candidate_floor
+    cosine = {i: c for i, c in raw_cosine.items() if c >= floor}
+    # BM25 candidates outside the vector leg's top n (or under its floor) still get their cosine.
+    cosine.update(cosines_for(conn, scope.tenant, [i for i in bm25 if i not in cosine], query_vector))
+    ids = sorted({*bm25, *(i for i in raw_cosine if raw_cosine[i] >= floor)}, key=str)
+    items: dict[uuid.UUID, Item] = {}
+    for row in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses)}):
+        items[row.memory_id] = Item(
+            memory_id=row.memory_id, bm25=bm25.get(row.memory_id), cosine=cosine.get(row.memory_id),
+            content=row.content, kind=row.kind, status=row.status, metadata=row.metadata,
+            occurred_at=row.occurred_at, recorded_at=row.recorded_at, confidence=float(row.confidence))
+    below = sum(1 for c in raw_cosine.values() if c < floor)
+    report.config = {"per_leg": n, "sim_candidate_floor": floor, "statuses": list(statuses)}
+    report.counts = {"keyword": len(bm25), "vector": len(raw_cosine) - below, "vector_below_floor": below,
+                     "both": sum(1 for i in items.values() if i.bm25 is not None and (i.cosine or -1) >= floor),
+                     "candidates": len(items)}
+    for item in items.values():
+        item.stages["candidates"] = {"legs": item.legs, "bm25": item.bm25, "cosine": item.cosine}
+    return items, {"vector_method": method, "terms": sorted(set(terms))}

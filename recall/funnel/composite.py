@@ -1,0 +1,120 @@
+"""Stage 3, composite score: a relevance-gated blend. Relevance is the one fusion function
+(domain.ranking.fuse: 0.6·cosine + 0.4·min-max BM25, a missing vector renormalised to the BM25 leg); every
+other signal multiplies it through a quality factor, so popularity can never override irrelevance:
+
+    composite = relevance × q × (superseded_factor if the memory is superseded, else 1)
+    q = 1 − W + Σ wᵢ·sᵢ,   W = Σ wᵢ,   every sᵢ in [0, 1]  →  q in [1 − W, 1]
+
+signals sᵢ (weights: ENGRAMLOG_W_*):
+- activation: ACT-R, domain.activation.normalised_activation(n, age, d) from memory_activity (n accesses, age
+  since the last access or, never accessed, since recorded), d = ENGRAMLOG_ACTR_DECAY, at the recall's clock;
+- hebbian: the Hebbian edge weight from this memory to the other candidates (decayed at the clock),
+  over the Hebbian cap, clipped to 1 — co-used memories lift each other;
+- centrality: weighted degree over every association edge, saturating: deg / (deg + 3);
+- confidence: memories.confidence;
+- feedback: (used + 1) / (used + not_useful + 2) from the recall feedback (0.5 with none).
+The top max(k · topn_mult, rerank pool) by composite go on to PRF and the graph walk (never fewer than the
+reranker is to see).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import Connection, text
+
+from domain.activation import age_hours, normalised_activation
+from domain.hebbian import HEBBIAN_CAP
+from domain.ranking import Candidate, fuse
+from infra.settings import Settings
+from projections.edges import neighbours
+from recall.funnel.rerank import pool_size
+from recall.funnel.types import Item, StageReport, rank
+
+CENTRALITY_HALF = 3.0  # weighted degree at which centrality is 0.5
+
+_ACTIVITY = text("""
+SELECT memory_id, access_count, last_access_at, used_count, not_useful_count FROM memory_activity
+WHERE tenant = :tenant AND memory_id = ANY(:ids)
+""")
+
+
+def weights(settings: Settings) -> dict[str, float]:
+    return {"activation": settings.composite_w_activation, "hebbian": settings.composite_w_hebbian,
+            "centrality": settings.composite_w_centrality, "confidence": settings.composite_w_confidence,
+            "feedback": settings.composite_w_feedback}
+
+
+def relevance(items: list[Item], settings: Settings, cosine: dict[uuid.UUID, float | None] | None = None) -> None:
+    """Set each item's relevance with the one fusion function (no threshold: candidates are already eligible).
+    `cosine` replaces the items' cosines (PRF uses it); BM25 is min-max normalised over `items`."""
+    cands = [Candidate(i.memory_id, i.bm25, i.cosine if cosine is None else cosine.get(i.memory_id, i.cosine))
+             for i in items]
+    by_id = {i.memory_id: i for i in items}
+    for s in fuse(cands, settings.weight_vector, settings.weight_keyword, float("-inf")):
+        item = by_id[s.memory_id]
+        item.relevance = s.score
+        item.stages.setdefault("relevance", {}).update({
+            "bm25_normalised": round(s.bm25_normalised, 6), "weight_vector": s.weight_vector,
+            "weight_keyword": s.weight_keyword})
+
+
+def quality(item: Item, settings: Settings) -> float:
+    """q = 1 − W + Σ wᵢ·sᵢ over the item's recorded signals."""
+    w = weights(settings)
+    signals = item.stages["composite"]["signals"]
+    return 1 - sum(w.values()) + sum(w[name] * signals[name] for name in w)
+
+
+def rescore(item: Item, settings: Settings) -> float:
+    """relevance × quality × status factor: the composite for the item's current relevance."""
+    factor = settings.superseded_factor if item.status == "superseded" else 1.0
+    return max(0.0, item.relevance) * item.stages["composite"]["quality"] * factor
+
+
+def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, now: datetime,
+          settings: Settings, report: StageReport) -> list[Item]:
+    """Score every candidate; answer the top k · topn_mult, best first."""
+    pool = list(items.values())
+    relevance(pool, settings)
+    ids = list(items)
+    activity = {r.memory_id: r for r in conn.execute(_ACTIVITY, {"tenant": tenant, "ids": ids})}
+    degree: dict[uuid.UUID, float] = {}
+    hebbian: dict[uuid.UUID, float] = {}
+    for edge in neighbours(conn, tenant, ids, now):
+        degree[edge.memory_id] = degree.get(edge.memory_id, 0.0) + min(edge.weight, 1.0)
+        if edge.kind == "hebbian" and edge.neighbour_id in items:
+            hebbian[edge.memory_id] = hebbian.get(edge.memory_id, 0.0) + edge.weight
+    w = weights(settings)
+    for item in pool:
+        act = activity.get(item.memory_id)
+        n = act.access_count if act else 0
+        recorded = item.recorded_at or now
+        age = age_hours(now, act.last_access_at if act else None, recorded)
+        used, not_useful = (act.used_count, act.not_useful_count) if act else (0, 0)
+        deg = degree.get(item.memory_id, 0.0)
+        signals = {
+            "activation": normalised_activation(n, age, settings.actr_decay),
+            "hebbian": min(1.0, hebbian.get(item.memory_id, 0.0) / HEBBIAN_CAP),
+            "centrality": deg / (deg + CENTRALITY_HALF),
+            "confidence": min(1.0, max(0.0, item.confidence)),
+            "feedback": (used + 1) / (used + not_useful + 2),
+        }
+        item.stages["composite"] = {"relevance": round(item.relevance, 6),
+                                    "signals": {k_: round(v, 6) for k_, v in signals.items()},
+                                    "inputs": {"access_count": n, "age_hours": round(age, 3), "used": used,
+                                               "not_useful": not_useful, "degree": round(deg, 4)}}
+        item.stages["composite"]["quality"] = round(quality(item, settings), 6)
+        item.score = rescore(item, settings)
+        item.stages["composite"]["score"] = round(item.score, 6)
+        if item.status == "superseded":
+            item.stages["composite"]["superseded_factor"] = settings.superseded_factor
+    ranked = rank(pool)
+    top_n = max(k * settings.topn_mult, pool_size(k, settings))
+    kept = ranked[:top_n]
+    report.config = {"weights": w, "top_n": top_n, "actr_decay": settings.actr_decay,
+                     "superseded_factor": settings.superseded_factor}
+    report.counts = {"scored": len(pool), "kept": len(kept), "cut": len(pool) - len(kept),
+                     "with_activity": len(activity), "with_edges": len(degree)}
+    return kept

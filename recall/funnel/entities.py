@@ -1,0 +1,179 @@
+"""Named entities and pronouns, by a documented surface rule (pure functions; no NER model).
+
+Rule. An entity is a run of capitalised words (first letter upper-case, e.g. "Caroline", "New York") that
+- is not at the start of a sentence, unless it is immediately followed by ":" (a speaker prefix such as
+  "Caroline: ...") or by a possessive ("Caroline's ...") — a sentence-initial capital is usually grammar;
+  over a collection of texts (coreference's recent memories) a sentence-initial word also counts when at
+  least two texts start a sentence with it and none writes it in lower case ("Caroline adopted ...",
+  "Caroline said ...", never "caroline");
+- is not a common word: stop-words, question words and auxiliaries, "I", pronouns, month and weekday names
+  (dates are not who or what a question is about).
+Possessives are stripped ("Melanie's" -> "Melanie"). A text mentions an entity when every word of the entity
+appears in it as a word, case-insensitively.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from domain.text import STOPWORDS
+
+# Pronoun -> the form the resolved entity takes in its place ("{}" is the entity).
+PRONOUNS: dict[str, str] = {
+    "he": "{}", "she": "{}", "they": "{}", "it": "{}", "him": "{}", "them": "{}",
+    "his": "{}'s", "her": "{}'s", "hers": "{}'s", "their": "{}'s", "theirs": "{}'s", "its": "{}'s",
+    "himself": "{}", "herself": "{}", "themselves": "{}", "itself": "{}",
+}
+_COMMON = """
+i im i'm ive i've id i'd ill i'll would could might may must shall tell give list name describe explain please
+also yes no ok okay hi hello hey thanks thank wow oh well so yeah sure great nice cool good
+january february march april may june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow
+"""
+_NOT_ENTITIES = STOPWORDS | frozenset(_COMMON.split()) | frozenset(PRONOUNS)
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?\n]\s*[\"'“‘(]*$")
+_POSSESSIVE = re.compile(r"(['’]s|['’])$", re.IGNORECASE)
+
+
+def _strip_possessive(word: str) -> str:
+    return _POSSESSIVE.sub("", word)
+
+
+def _is_capitalised(word: str) -> bool:
+    return word[:1].isupper()
+
+
+def entities(text: str, names: set[str] | None = None) -> list[str]:
+    """Entities in `text`, in order of first appearance, without repeats (see the module's rule). A
+    sentence-initial capitalised word in `names` (known names, lower-cased) counts too."""
+    found: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run:
+            phrase = " ".join(run)
+            if phrase not in found:
+                found.append(phrase)
+            run.clear()
+
+    previous_end = -1
+    for match in _WORD.finditer(text):
+        word = match.group()
+        bare = _strip_possessive(word)
+        if run and text[previous_end:match.start()] != " ":  # words of one entity: one space apart
+            close()
+        previous_end = match.end()
+        if not bare or not _is_capitalised(bare) or bare.lower() in _NOT_ENTITIES:
+            close()
+            continue
+        before = text[:match.start()]
+        after = text[match.end():match.end() + 1]
+        possessive = bare != word
+        sentence_start = not before.strip() or bool(_SENTENCE_END.search(before))
+        if sentence_start and not run and not (after == ":" or possessive) and bare.lower() not in (names or ()):
+            continue
+        run.append(bare)
+        if possessive:
+            close()
+    close()
+    return found
+
+
+_SPEAKER = re.compile(r"\s*([^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3})\s*:\s", re.UNICODE)
+
+
+def speaker(text: str) -> str | None:
+    """The speaker of an utterance-style memory ("Caroline: I went ..."): a capitalised name before a colon at
+    the start; None for any other text."""
+    match = _SPEAKER.match(text)
+    if not match or not all(_is_capitalised(w) for w in match.group(1).split()):
+        return None
+    return match.group(1)
+
+
+def holds(text: str, text_words: set[str], entity: str) -> bool:
+    """Whether a memory is about `entity`: an utterance is about its speaker; any other text is about every
+    entity it mentions."""
+    who = speaker(text)
+    if who is not None:
+        return who.lower() == entity.lower()
+    return mentions(text_words, entity)
+
+
+def words(text: str) -> set[str]:
+    """The lower-cased words of a text, possessives stripped (what `mentions` matches against)."""
+    return {_strip_possessive(w).lower() for w in _WORD.findall(text)}
+
+
+def mentions(text_words: set[str], entity: str) -> bool:
+    return all(part.lower() in text_words for part in entity.split())
+
+
+def pronouns(query: str) -> list[str]:
+    """The pronouns of `query`, lower-cased, in order (repeats kept)."""
+    return [w.lower() for w in _WORD.findall(query) if w.lower() in PRONOUNS]
+
+
+def replace_pronouns(query: str, entity: str, which: set[str] | None = None) -> str:
+    """`query` with each pronoun (of `which`, when given) replaced by `entity` (possessives by "<entity>'s")."""
+
+    def sub(match: re.Match[str]) -> str:
+        word = match.group().lower()
+        form = PRONOUNS.get(word)
+        return form.format(entity) if form and (which is None or word in which) else match.group()
+
+    return _WORD.sub(sub, query)
+
+
+def _sentence_initial(text: str) -> list[str]:
+    out = []
+    for match in _WORD.finditer(text):
+        before = text[:match.start()]
+        if not before.strip() or _SENTENCE_END.search(before):
+            out.append(_strip_possessive(match.group()))
+    return out
+
+
+def most_salient(texts: Iterable[str]) -> str | None:
+    """The entity named most often across `texts` (most recent first); ties go to the most recent mention.
+    A sentence-initial capitalised word counts as a name when at least two of the texts start a sentence with
+    it and none writes it in lower case ("Caroline adopted ...", "Caroline said ..."; never "caroline")."""
+    texts = list(texts)
+    lower = {_strip_possessive(w) for text in texts for w in _WORD.findall(text) if w[:1].islower()}
+    initial: dict[str, int] = {}
+    for text in texts:
+        for word in set(_sentence_initial(text)):
+            if _is_capitalised(word) and word.lower() not in _NOT_ENTITIES and word.lower() not in lower:
+                initial[word.lower()] = initial.get(word.lower(), 0) + 1
+    names = {w for w, n in initial.items() if n >= 2}
+    counts: dict[str, int] = {}
+    first_seen: dict[str, int] = {}
+    for i, text in enumerate(texts):
+        for entity in entities(text, names):
+            counts[entity] = counts.get(entity, 0) + 1
+            first_seen.setdefault(entity, i)
+    if not counts:
+        return None
+    return min(counts, key=lambda e: (-counts[e], first_seen[e], e))
+
+
+PERSONAL = frozenset({"he", "she", "him", "her", "his", "hers", "himself", "herself"})
+
+
+def resolvable(query: str) -> set[str]:
+    """The query's pronouns that may point outside it. Personal ones (he, she, her, ...) always may; "it" and
+    "they" (and their forms) only when no content word precedes them — "knead the dough and let it proof"
+    or "bake the cookies until they brown" name what the pronoun means themselves."""
+    out: set[str] = set()
+    content_before = False
+    for match in _WORD.finditer(query):
+        word = match.group().lower()
+        if word in PRONOUNS:
+            if word in PERSONAL or not content_before:
+                out.add(word)
+        elif word not in _NOT_ENTITIES:
+            content_before = True
+    return out

@@ -1,0 +1,103 @@
+"""Stage 5, graph walk: a beam search, depth `graph_depth` (2), over the association edges of the kinds in
+ENGRAMLOG_GRAPH_KINDS (semantic, temporal, causal, entity), boosting candidates already in the pool that the
+walk reaches. It adds nothing: candidate generation stays the only eligibility gate.
+
+Temporal edges are also implicit: a memory's temporal neighbours are the `graph_temporal_span` memories just
+before and just after it on its agent's timeline (by occurred_at, then log position) within
+`graph_temporal_window_s` of it, with weight `graph_temporal_weight` — episodic contiguity, read from the
+memories read model at query time (explicit temporal edges in memory_edges are walked as well).
+
+Seeds: the top `graph_beam` memories of the pool, each with its score as activation. At each depth every
+frontier node spreads activation × min(edge weight, 1) to its neighbours (edge weights decayed at the recall's
+clock, projections.edges.neighbours); the `graph_beam` most activated newly reached nodes form the next
+frontier (they may lie outside the pool: a path can pass through them). A pool memory reached with
+activation a gets score ← score + gain · min(a, 1) · (1 − score), which stays in [0, 1].
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import Connection, text
+
+from infra.settings import Settings
+from projections.edges import neighbours
+from recall.funnel.types import Item, StageReport, rank
+
+_TIMELINE = text("""
+SELECT f.memory_id AS source, n.memory_id AS target FROM memories f
+CROSS JOIN LATERAL (
+    (SELECT m.memory_id FROM memories m
+     WHERE m.tenant = f.tenant AND m.agent_id IS NOT DISTINCT FROM f.agent_id AND m.status = ANY(:statuses)
+       AND m.occurred_at >= f.occurred_at - make_interval(secs => :window)
+       AND (m.occurred_at, m.position) < (f.occurred_at, f.position)
+     ORDER BY m.occurred_at DESC, m.position DESC LIMIT :span)
+    UNION ALL
+    (SELECT m.memory_id FROM memories m
+     WHERE m.tenant = f.tenant AND m.agent_id IS NOT DISTINCT FROM f.agent_id AND m.status = ANY(:statuses)
+       AND m.occurred_at <= f.occurred_at + make_interval(secs => :window)
+       AND (m.occurred_at, m.position) > (f.occurred_at, f.position)
+     ORDER BY m.occurred_at, m.position LIMIT :span)
+) n
+WHERE f.tenant = :tenant AND f.memory_id = ANY(:ids)
+""")
+
+
+def timeline_neighbours(conn: Connection, tenant: str, ids: list[uuid.UUID], statuses: tuple[str, ...], span: int,
+                        window_s: float) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """(memory, neighbour) pairs: the `span` recallable memories just before and after each of `ids` on its
+    agent's timeline, within `window_s` seconds."""
+    rows = conn.execute(_TIMELINE, {"tenant": tenant, "ids": ids, "statuses": list(statuses), "span": span,
+                                    "window": window_s})
+    return sorted(((r.source, r.target) for r in rows), key=lambda p: (str(p[0]), str(p[1])))
+
+
+def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, settings: Settings,
+         report: StageReport, statuses: tuple[str, ...] = ("active", "dormant")) -> list[Item]:
+    beam, depth, gain, kinds = settings.graph_beam, settings.graph_depth, settings.graph_gain, settings.graph_kinds
+    report.config = {"beam": beam, "depth": depth, "gain": gain, "kinds": list(kinds),
+                     "temporal_span": settings.graph_temporal_span,
+                     "temporal_window_s": settings.graph_temporal_window_s,
+                     "temporal_weight": settings.graph_temporal_weight}
+    report.counts = {"edges_followed": 0, "reached": 0, "boosted": 0}
+    if not pool or beam <= 0 or depth <= 0 or gain <= 0 or not kinds:
+        report.skipped = "graph walk off (beam, depth, gain or kinds)"
+        return pool
+    in_pool = {i.memory_id: i for i in pool}
+    frontier: dict[uuid.UUID, float] = {i.memory_id: i.score for i in pool[:beam]}
+    visited = set(frontier)
+    reached: dict[uuid.UUID, float] = {}
+    for _ in range(depth):
+        spread: dict[uuid.UUID, float] = {}
+        edges = [(e.memory_id, e.neighbour_id, e.weight) for e in neighbours(conn, tenant, list(frontier), now, kinds)]
+        if "temporal" in kinds and settings.graph_temporal_span > 0 and settings.graph_temporal_weight > 0:
+            adjacent = timeline_neighbours(conn, tenant, list(frontier), statuses, settings.graph_temporal_span,
+                                           settings.graph_temporal_window_s)
+            edges += [(src, dst, settings.graph_temporal_weight) for src, dst in adjacent]
+            report.counts["temporal_adjacent"] = report.counts.get("temporal_adjacent", 0) + len(adjacent)
+        report.counts["edges_followed"] += len(edges)
+        for source, target, weight in edges:
+            a = frontier[source] * min(weight, 1.0)
+            if a <= 0:
+                continue
+            spread[target] = spread.get(target, 0.0) + a
+            reached[target] = reached.get(target, 0.0) + a
+        fresh = sorted(((a, n) for n, a in spread.items() if n not in visited), key=lambda x: (-x[0], str(x[1])))
+        frontier = {n: a for a, n in fresh[:beam]}
+        visited.update(frontier)
+        if not frontier:
+            break
+    if not report.counts["edges_followed"]:
+        report.skipped = "no association edges around the top of the pool"
+        return pool
+    report.counts["reached"] = len(reached)
+    for memory_id, a in reached.items():
+        item = in_pool.get(memory_id)
+        if item is None:
+            continue
+        boost = gain * min(a, 1.0) * (1 - item.score)
+        item.score += boost
+        item.stages["graph"] = {"activation": round(a, 6), "boost": round(boost, 6), "score": round(item.score, 6)}
+        report.counts["boosted"] += 1
+    return rank(pool)

@@ -1,0 +1,98 @@
+"""Stage 6, cross-encoder rerank of a wide pool: the precision cut.
+
+The best `rerank_pool` memories (0: max(k·4, 40)) go to a sentence-transformers CrossEncoder loaded from the
+local path ENGRAMLOG_RERANKER_MODEL (nothing is ever downloaded: HF_HUB_OFFLINE and local_files_only). Its
+scores for (query, memory) pairs are probabilities (the model's activation; sigmoid for one label). Adaptive
+blend with the composite, normalised by the pool's best:
+
+    final = λ·ce + (1 − λ)·composite / max(composite),
+    λ = blend_min + (blend_max − blend_min) · min(1, spread / 0.5),  spread = max(ce) − min(ce) in the pool
+
+so a reranker that separates the pool sharply decides, and one that cannot tell the memories apart (flat
+scores) leaves the composite's order nearly as it was. With no model configured, or a path that does not
+exist, the stage is skipped, logged, and every result's explanation says so; the pool is then ordered by the
+composite alone. Either way the results come from the pool.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from infra.settings import Settings
+from recall.funnel.types import Item, StageReport, rank
+
+log = structlog.get_logger(__name__)
+SPREAD_FULL = 0.5
+_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def pool_size(k: int, settings: Settings) -> int:
+    configured = settings.rerank_pool if settings.rerank_pool > 0 else max(k * 4, 40)
+    return max(configured, k)
+
+
+@lru_cache(maxsize=2)
+def load_cross_encoder(path: str, max_length: int) -> Any:
+    from sentence_transformers import CrossEncoder  # heavy: imported only when a reranker is configured
+
+    model = CrossEncoder(path, device="cpu", local_files_only=True, max_length=max_length)
+    log.info("recall.reranker_loaded", model=path, max_length=max_length)
+    return model
+
+
+def unavailable(settings: Settings) -> str | None:
+    """Why the reranker cannot run (None when it can)."""
+    if not settings.reranker_model:
+        return "no cross-encoder configured (ENGRAMLOG_RERANKER_MODEL is unset): ordered by the composite alone"
+    if not Path(settings.reranker_model).exists():
+        return (f"cross-encoder {settings.reranker_model!r} not found (ENGRAMLOG_RERANKER_MODEL must be a local "
+                "path): ordered by the composite alone")
+    return None
+
+
+def warm(settings: Settings) -> None:
+    if unavailable(settings) is None:
+        load_cross_encoder(settings.reranker_model, settings.reranker_max_length).predict([("warm", "up")])
+
+
+def rerank(query: str, ranked: list[Item], k: int, settings: Settings, report: StageReport) -> list[Item]:
+    """The pool, reranked (or in composite order when the stage is skipped)."""
+    size = pool_size(k, settings)
+    pool = ranked[:size]
+    report.config = {"rerank_pool": size, "model": settings.reranker_model or None,
+                     "blend_min": settings.rerank_blend_min, "blend_max": settings.rerank_blend_max}
+    report.counts = {"in": len(ranked), "pool": len(pool), "cut": len(ranked) - len(pool), "scored": 0}
+    reason = unavailable(settings)
+    if reason is not None:
+        report.skipped = reason
+        if reason not in _warned:
+            _warned.add(reason)
+            log.info("recall.rerank_skipped", reason=reason)
+        log.debug("recall.rerank_skipped", reason=reason)
+        for item in pool:
+            item.stages["rerank"] = {"skipped": reason}
+        return pool
+    if not pool:
+        return pool
+    model = load_cross_encoder(settings.reranker_model, settings.reranker_max_length)
+    with _lock:  # one forward pass at a time on a small machine
+        ce = [float(x) for x in model.predict([(query, i.content) for i in pool], batch_size=64,
+                                              show_progress_bar=False)]
+    spread = max(ce) - min(ce)
+    lam = settings.rerank_blend_min + (settings.rerank_blend_max - settings.rerank_blend_min) * min(
+        1.0, spread / SPREAD_FULL)
+    best = max(i.score for i in pool) or 1.0
+    for item, p in zip(pool, ce, strict=True):
+        composite = item.score / best
+        item.score = lam * p + (1 - lam) * composite
+        item.stages["rerank"] = {"ce": round(p, 6), "composite_normalised": round(composite, 6),
+                                 "blend": round(lam, 6), "score": round(item.score, 6)}
+    report.counts["scored"] = len(pool)
+    report.notes = {"blend": round(lam, 6), "ce_spread": round(spread, 6), "ce_max": round(max(ce), 6)}
+    return rank(pool)

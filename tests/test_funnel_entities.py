@@ -1,0 +1,92 @@
+"""The funnel's pure parts: the entity and pronoun rules (coreference, entity boost, the abstention gate's
+entity channel) and the LoCoMo attribution bookkeeping, on toy examples."""
+
+from __future__ import annotations
+
+from bench.locomo import attribute, attribution_totals, locate, summarise
+from recall.funnel.entities import (
+    entities,
+    holds,
+    mentions,
+    most_salient,
+    pronouns,
+    replace_pronouns,
+    resolvable,
+    speaker,
+    words,
+)
+
+
+def test_entities_rule() -> None:
+    assert entities("What did Caroline research?") == ["Caroline"]
+    assert entities("When did Melanie's kids visit the New York museum in May?") == ["Melanie", "New York"]
+    assert entities("Caroline: I went to the LGBTQ support group yesterday.") == ["Caroline", "LGBTQ"]
+    # sentence-initial capitals are grammar, months and days are dates, "I" is no one
+    assert entities("What is she doing now? Tomorrow I will ask on Monday.") == []
+    assert entities("Bob, Alice and Tom Smith went.") == ["Alice", "Tom Smith"]
+    # known names count at the start of a sentence too
+    assert entities("Caroline adopted a kitten", names={"caroline"}) == ["Caroline"]
+    assert entities("Knead the dough", names={"caroline"}) == []
+
+
+def test_pronouns_and_resolution() -> None:
+    assert pronouns("What did she say about her dog?") == ["she", "her"]
+    resolved = replace_pronouns("What did she say about her dog?", "Caroline")
+    assert resolved == "What did Caroline say about Caroline's dog?"
+    recent = ["Caroline said the kitten sleeps on her keyboard", "Caroline adopted a kitten named Biscuit",
+              "The budget review moved to Thursday"]
+    assert most_salient(recent) == "Caroline"
+    assert most_salient(["nothing named here", "still nothing"]) is None
+    # one imperative at the start of one memory is not a name
+    assert most_salient(["Marinate the chicken overnight", "the oven is hot"]) is None
+    assert resolvable("what pet did she adopt for her kids?") == {"she", "her"}
+    assert resolvable("Is it done yet?") == {"it"}
+    assert resolvable("knead the dough and let it proof") == set()
+    assert resolvable("bake the cookies until they brown, then ask him") == {"him"}
+    assert replace_pronouns("bake them for him", "Bob", {"him"}) == "bake them for Bob"
+
+
+def test_speaker_and_holding() -> None:
+    assert speaker("Caroline: I researched adoption agencies") == "Caroline"
+    assert speaker("Mary Ann: yes") == "Mary Ann"
+    assert speaker("The time: 5 pm") is None and speaker("Alice moved to Lisbon") is None
+    utterance = "Melanie: Thanks Caroline! After the race I realised self-care matters"
+    assert holds(utterance, words(utterance), "Melanie") and not holds(utterance, words(utterance), "Caroline")
+    plain = "Alice moved to Lisbon with Bob's sister"
+    assert holds(plain, words(plain), "Bob") and mentions(words(plain), "Alice")
+
+
+def test_locate_and_attribute() -> None:
+    trace = {"candidates": ["a", "b", "c", "d", "e"], "pool": ["a", "b", "c"], "ranked": ["a", "b"]}
+    assert locate("a", trace, ["a", "b"]) == "found"
+    assert locate("a", trace, []) == "abstained"
+    assert locate("c", trace, ["a", "b"]) == "cut_at_rerank"
+    assert locate("e", trace, ["a", "b"]) == "cut_by_composite"
+    assert locate("z", trace, ["a", "b"]) == "never_candidate"
+    assert locate(None, trace, ["a"]) == "not_kept"
+    # a question goes to its best-placed gold memory
+    assert attribute(["z", "c"], trace, ["a", "b"]) == ("cut_at_rerank", ["never_candidate", "cut_at_rerank"])
+    assert attribute([], trace, ["a"]) == ("never_candidate", [])
+
+
+def test_attribution_totals_and_abstention_summary() -> None:
+    s = {"r@1": 0.0, "r@5": 0.0, "r@10": 0.0, "hit@1": 0.0, "hit@5": 0.0, "hit@10": 0.0, "mrr@10": 0.0,
+         "ndcg@10": 0.0}
+    per_question = [
+        {"category": 1, "returned": ["x"], "scores_returned": [0.5], "scores": s,
+         "attribution": {"stage": "found", "gold_stages": ["found", "never_candidate"]}},
+        {"category": 4, "returned": [], "scores_returned": [], "scores": s,
+         "attribution": {"stage": "abstained", "gold_stages": ["abstained"]}},
+        {"category": 5, "returned": [], "scores_returned": []},
+        {"category": 5, "returned": ["y"], "scores_returned": [0.3]},
+    ]
+    totals = attribution_totals(per_question)
+    assert totals["questions"] == 2 and totals["gold_memories"] == 3
+    assert totals["by_question"]["found"] == 1 and totals["by_question"]["abstained"] == 1
+    assert totals["by_gold_memory"]["never_candidate"] == 1
+    assert totals["gold_candidate_share"] == 2 / 3 and totals["gold_reached_pool_share"] == 2 / 3
+    summary = summarise(per_question)
+    assert summary["answerable_abstained"]["abstained"] == 1 and summary["answerable_abstained"]["rate"] == 0.5
+    assert summary["answerable_abstained"]["by_category"] == {"1": 0.0, "4": 1.0}
+    assert summary["category_5"]["abstain_rate"] == 0.5
+    assert summary["attribution"]["questions"] == 2

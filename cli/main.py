@@ -153,6 +153,8 @@ def recall(query: str, k: int = 10, agent_id: str | None = None, project: str | 
     for i, r in enumerate(out["results"], 1):
         table.add_row(str(i), f"{r['score']:.3f}", r["content"][:100], ",".join(r["explanation"]["legs"]))
     console.print(table)
+    if out.get("abstained"):
+        console.print(f"abstained: {out['abstained']['reason']}")
 
 
 def _filter(tenant: str, stream: str | None, type_: list[str] | None, after: int | None, before: int | None,

@@ -172,7 +172,7 @@ class Settings:
     graph_kinds: tuple[str, ...] = field(default_factory=lambda: tuple(
         k.strip() for k in _env("ENGRAMLOG_GRAPH_KINDS", "semantic,temporal,causal,entity").split(",") if k.strip()))
     # Implicit temporal edges: the memories just before/after on the agent's timeline within the window.
-    graph_temporal_span: int = field(default_factory=lambda: int(_env("ENGRAMLOG_GRAPH_TEMPORAL_SPAN", "1")))
+    graph_temporal_span: int = field(default_factory=lambda: int(_env("ENGRAMLOG_GRAPH_TEMPORAL_SPAN", "2")))
     graph_temporal_window_s: float = field(
         default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_TEMPORAL_WINDOW_S", "1800")))
     graph_temporal_weight: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_TEMPORAL_WEIGHT", "0.5")))
@@ -188,7 +188,7 @@ class Settings:
     abstain_sim_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_SIM_FLOOR", "0.3")))
     abstain_term_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_TERM_FLOOR", "0.3")))
     abstain_ce_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_CE_FLOOR", "0.5")))
-    abstain_entity_frac: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_ENTITY_FRAC", "0.75")))
+    abstain_entity_frac: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_ENTITY_FRAC", "0.5")))
     abstain_quorum: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_QUORUM", "0.5")))
     abstain_veto: tuple[str, ...] = field(default_factory=lambda: tuple(
         k.strip() for k in _env("ENGRAMLOG_ABSTAIN_VETO", "entity").split(",") if k.strip()))

@@ -375,8 +375,9 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
                     "server_ms": answer["latency_ms"], "waited_for_projections": first,
                     "abstained": answer.get("abstained") is not None,
                 }
-                if answer.get("abstained"):
-                    record["abstain_reason"] = answer["abstained"]["reason"]
+                if answer.get("abstained"):  # the channels' votes only: the reason quotes the dataset's names
+                    record["abstain_channels"] = {name: c.get("relevant") for name, c in
+                                                  answer["abstained"].get("channels", {}).items()}
                 if scored:
                     record["scores"] = score_question(ranked, q.evidence)
                     if attribution:

@@ -133,7 +133,8 @@ def test_default_choice_10pct_filter(engine, corpus):
 
 def test_choice_switches_to_hnsw_above_the_threshold(engine, corpus):
     # 2,000 rows in scope, threshold 1,000: the iterative HNSW scan is chosen, and still finds the neighbours.
-    recall_at_10, method, plans = measure(engine, corpus, LARGE, exact_max_rows=1_000)
+    # The graph is built concurrently, so its recall varies from run to run: a wider beam keeps it stable.
+    recall_at_10, method, plans = measure(engine, corpus, LARGE, exact_max_rows=1_000, ef_search=200)
     assert method == "hnsw_iterative" and plans == {"hnsw"}
     assert recall_at_10 >= 0.8, recall_at_10
 

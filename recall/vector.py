@@ -34,10 +34,11 @@ def vector_top(conn: Connection, scope: Scope, query_vector: str, n: int, exact_
         join = ""
         if statuses is not None:
             join = " JOIN memories m ON m.tenant = v.tenant AND m.memory_id = v.memory_id AND m.status = ANY(:statuses)"
+        # "+ 0" makes the sort key an expression the HNSW index cannot serve, so the plan reads the scope's rows
+        # through the btree and sorts them: exact, and faster than materialising the scope first.
         sql = f"""
-        WITH scoped AS MATERIALIZED (SELECT v.memory_id, v.embedding FROM memory_vectors v{join} WHERE {where})
-        SELECT memory_id, 1 - (embedding <=> CAST(:q AS vector)) AS cosine FROM scoped
-        ORDER BY embedding <=> CAST(:q AS vector), memory_id LIMIT :n
+        SELECT v.memory_id, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine FROM memory_vectors v{join}
+        WHERE {where} ORDER BY (v.embedding <=> CAST(:q AS vector)) + 0, v.memory_id LIMIT :n
         """
     else:
         method = "hnsw_iterative"

@@ -89,6 +89,21 @@ def http(app):  # type: ignore[no-untyped-def]
         yield client
 
 
+@pytest.fixture
+def client(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+    """An HTTP client whose API key maps to this test's own tenant (ENGRAMLOG_API_KEYS set to that one key)."""
+    from fastapi.testclient import TestClient
+
+    import api.context
+    from infra.settings import get_settings, replace
+
+    key = f"key-{tenant}"
+    settings = replace(get_settings(), api_keys={key: tenant})
+    monkeypatch.setattr(api.context, "get_settings", lambda: settings)
+    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
+        yield c
+
+
 class WorkerProcess:
     """A real `dramatiq workers.main` process; the fixture stops it at the end of the test."""
 

@@ -10,20 +10,7 @@ import uuid
 
 import pytest
 from conftest import wait_until
-from fastapi.testclient import TestClient
 from sqlalchemy import text
-
-
-@pytest.fixture
-def client(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
-    import api.context
-    from infra.settings import get_settings, replace
-
-    key = f"key-{tenant}"
-    settings = replace(get_settings(), api_keys={key: tenant})
-    monkeypatch.setattr(api.context, "get_settings", lambda: settings)
-    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
-        yield c
 
 
 def count_events(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]

@@ -12,23 +12,9 @@ import uuid
 
 import pytest
 from conftest import WorkerProcess, wait_until
-from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-@pytest.fixture
-def client(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
-    """A client whose API key maps to this test's own tenant."""
-    import api.context
-    from infra.settings import get_settings, replace
-
-    key = f"key-{tenant}"
-    settings = replace(get_settings(), api_keys={key: tenant})
-    monkeypatch.setattr(api.context, "get_settings", lambda: settings)
-    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

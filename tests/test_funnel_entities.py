@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bench.locomo import attribute, attribution_totals, locate, summarise
 from recall.funnel.entities import (
+    addresses_other,
     entities,
     holds,
     mentions,
@@ -13,6 +14,7 @@ from recall.funnel.entities import (
     replace_pronouns,
     resolvable,
     speaker,
+    statements,
     words,
 )
 
@@ -52,6 +54,19 @@ def test_speaker_and_holding() -> None:
     assert speaker("The time: 5 pm") is None and speaker("Alice moved to Lisbon") is None
     utterance = "Melanie: Thanks Caroline! After the race I realised self-care matters"
     assert holds(utterance, words(utterance), "Melanie") and not holds(utterance, words(utterance), "Caroline")
+    # Whom it is about follows the grammatical person: the speaker in the first person, the addressee in the
+    # second (named or not), whoever says it.
+    about_you = "Caroline: Wow, your charity race sounds great! How did you feel after you finished?"
+    assert addresses_other(about_you)
+    assert holds(about_you, words(about_you), "Melanie") and not holds(about_you, words(about_you), "Caroline")
+    about_me = "Caroline: Thanks, Melanie! You know, my grandma gave me this necklace"
+    assert not addresses_other(about_me)
+    assert holds(about_me, words(about_me), "Caroline") and not holds(about_me, words(about_me), "Melanie")
+    neutral = "Caroline: The necklace is from Sweden"
+    assert holds(neutral, words(neutral), "Caroline") and not holds(neutral, words(neutral), "Melanie")
+    assert statements("Caroline: The kids look cute, Mel! How did they handle the accident?") == \
+        "The kids look cute, Mel!"
+    assert statements("Where is it? It is in Lisbon. Ok") == "It is in Lisbon. Ok"
     plain = "Alice moved to Lisbon with Bob's sister"
     assert holds(plain, words(plain), "Bob") and mentions(words(plain), "Alice")
 

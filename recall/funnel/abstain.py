@@ -7,10 +7,12 @@ Channels (each votes relevant or not; a channel with nothing to judge is absent)
   ≥ ENGRAMLOG_ABSTAIN_TERM_FLOOR (absent when the query has no terms, e.g. only stop-words);
 - agreement: some top-K memory was found by both legs (a BM25 match with a cosine ≥ the candidate floor);
 - entity: when the query names entities, the top-K memories that best answer the rest of the query (those
-  sharing at least ENGRAMLOG_ABSTAIN_ENTITY_FRAC of the best share of its other terms; with no term in
-  common, those with a cosine ≥ the vector floor) must include one about a named entity: an utterance
-  ("Caroline: ...") is about its speaker, any other memory about every entity it mentions. A question about
-  what Bob did is not answered by what Alice did on the same topic (recall.funnel.entities);
+  whose statements — questions left out: a question does not answer one — share at least
+  ENGRAMLOG_ABSTAIN_ENTITY_FRAC of the best share of its other terms; with no term in common, those with a
+  cosine ≥ the vector floor) must include one about a named entity: an utterance ("Caroline: ...") is about
+  its speaker, or, when it speaks mostly in the second person, about the one it addresses; any other memory
+  about every entity it mentions. A question about what Bob did is not answered by what Alice did on the
+  same topic (recall.funnel.entities);
 - cross_encoder: when the reranker ran, its best score in the top K ≥ ENGRAMLOG_ABSTAIN_CE_FLOOR.
 Verdict: abstain when the share of present channels voting relevant is under ENGRAMLOG_ABSTAIN_QUORUM (0.5),
 or when a channel listed in ENGRAMLOG_ABSTAIN_VETO (default: entity) votes not relevant. Pool width and the
@@ -23,7 +25,7 @@ from typing import Any
 
 from domain.text import tokenize
 from infra.settings import Settings
-from recall.funnel.entities import entities, holds, words
+from recall.funnel.entities import entities, holds, statements, words
 from recall.funnel.types import Item, StageReport
 
 
@@ -89,7 +91,7 @@ def _entity_channel(named: list[str], terms: set[str], top: list[Item], settings
     """Is a memory that answers the rest of the query about the entity the query names?"""
     rest = terms - set(tokenize(" ".join(named)))
     if rest:
-        shares = [(len(rest & set(tokenize(i.content))) / len(rest), i) for i in top]
+        shares = [(len(rest & set(tokenize(statements(i.content)))) / len(rest), i) for i in top]
         best = max(share for share, _ in shares)
         if best > 0:
             answering = [i for share, i in shares if share >= settings.abstain_entity_frac * best]

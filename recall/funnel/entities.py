@@ -94,12 +94,42 @@ def speaker(text: str) -> str | None:
     return match.group(1)
 
 
+# Grammatical person: whom an utterance is about. "I loved the race" is about its speaker; "your race sounded
+# great, how did you feel?" is about the one spoken to, though the speaker said it.
+FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves",
+                          "i'm", "i've", "i'd", "i'll", "im", "ive"])
+SECOND_PERSON = frozenset(["you", "your", "yours", "yourself", "yourselves", "you're", "you've", "you'd",
+                           "you'll", "youre"])
+
+
+def addresses_other(utterance: str) -> bool:
+    """Whether an utterance speaks more in the second person than in the first: its subject is the one it
+    addresses, not its speaker."""
+    body = utterance.split(":", 1)[1] if ":" in utterance else utterance
+    tokens = [w.lower().replace("’", "'") for w in _WORD.findall(body)]
+    first = sum(t in FIRST_PERSON for t in tokens)
+    second = sum(t in SECOND_PERSON for t in tokens)
+    return second > first
+
+
+_SENTENCE = re.compile(r"[^.!?]*[.!?]+|[^.!?]+$")
+
+
+def statements(text: str) -> str:
+    """The text without its questions (and an utterance without its speaker prefix): what it asserts. A
+    question does not answer a question: "How did they handle the accident?" shares the query's words and
+    says nothing about the accident."""
+    body = text[len(match.group(0)):] if (match := _SPEAKER.match(text)) and speaker(text) else text
+    return " ".join(s.strip() for s in _SENTENCE.findall(body) if not s.strip().endswith("?"))
+
+
 def holds(text: str, text_words: set[str], entity: str) -> bool:
-    """Whether a memory is about `entity`: an utterance is about its speaker; any other text is about every
-    entity it mentions."""
+    """Whether a memory is about `entity`. An utterance ("Caroline: ...") is about its speaker, unless it speaks
+    mostly in the second person: then it is about the one addressed, who is not the speaker (a vocative name
+    may be absent, and in a group it may be anyone else). Any other text is about every entity it mentions."""
     who = speaker(text)
     if who is not None:
-        return who.lower() == entity.lower()
+        return (who.lower() == entity.lower()) != addresses_other(text)
     return mentions(text_words, entity)
 
 

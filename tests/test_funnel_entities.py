@@ -10,6 +10,7 @@ from recall.funnel.entities import (
     holds,
     mentions,
     most_salient,
+    names_person,
     pronouns,
     replace_pronouns,
     resolvable,
@@ -62,6 +63,8 @@ def test_speaker_and_holding() -> None:
     about_me = "Caroline: Thanks, Melanie! You know, my grandma gave me this necklace"
     assert not addresses_other(about_me)
     assert holds(about_me, words(about_me), "Caroline") and not holds(about_me, words(about_me), "Melanie")
+    assert holds(about_me, words(about_me), "Caro") and not holds(about_me, words(about_me), "Ca")
+    assert names_person("Mel", "Melanie") and names_person("melanie", "Melanie") and not names_person("Jon", "John")
     neutral = "Caroline: The necklace is from Sweden"
     assert holds(neutral, words(neutral), "Caroline") and not holds(neutral, words(neutral), "Melanie")
     assert statements("Caroline: The kids look cute, Mel! How did they handle the accident?") == \

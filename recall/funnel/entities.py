@@ -129,8 +129,15 @@ def holds(text: str, text_words: set[str], entity: str) -> bool:
     may be absent, and in a group it may be anyone else). Any other text is about every entity it mentions."""
     who = speaker(text)
     if who is not None:
-        return (who.lower() == entity.lower()) != addresses_other(text)
+        return names_person(entity, who) != addresses_other(text)
     return mentions(text_words, entity)
+
+
+def names_person(entity: str, name: str) -> bool:
+    """Whether `entity` names the person called `name`: the same name, or a short form of it of three letters
+    or more ("Mel" for "Melanie", "Sam" for "Samantha")."""
+    entity, name = entity.lower(), name.lower()
+    return entity == name or (len(entity) >= 3 and " " not in entity and name.split()[0].startswith(entity))
 
 
 def words(text: str) -> set[str]:

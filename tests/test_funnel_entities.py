@@ -15,6 +15,7 @@ from recall.funnel.entities import (
     replace_pronouns,
     resolvable,
     speaker,
+    speakers_of,
     statements,
     words,
 )
@@ -65,6 +66,12 @@ def test_speaker_and_holding() -> None:
     assert holds(about_me, words(about_me), "Caroline") and not holds(about_me, words(about_me), "Melanie")
     assert holds(about_me, words(about_me), "Caro") and not holds(about_me, words(about_me), "Ca")
     assert names_person("Mel", "Melanie") and names_person("melanie", "Melanie") and not names_person("Jon", "John")
+    # Given who speaks in the memories at hand, the utterance rule is for them; a pet is what mentions it.
+    pet = "Melanie: Oliver hid his bone in my slipper once!"
+    speakers = speakers_of([pet, about_me])
+    assert speakers == {"Melanie", "Caroline"}
+    assert holds(pet, words(pet), "Oliver", speakers) and not holds(pet, words(pet), "Oliver")
+    assert not holds(pet, words(pet), "Caroline", speakers) and holds(pet, words(pet), "Mel", speakers)
     neutral = "Caroline: The necklace is from Sweden"
     assert holds(neutral, words(neutral), "Caroline") and not holds(neutral, words(neutral), "Melanie")
     assert statements("Caroline: The kids look cute, Mel! How did they handle the accident?") == \

@@ -25,7 +25,7 @@ from typing import Any
 
 from domain.text import tokenize
 from infra.settings import Settings
-from recall.funnel.entities import entities, holds, statements, words
+from recall.funnel.entities import entities, holds, speakers_of, statements, words
 from recall.funnel.types import Item, StageReport
 
 
@@ -99,7 +99,9 @@ def _entity_channel(named: list[str], terms: set[str], top: list[Item], settings
             answering = [i for i in top if i.cosine is not None and i.cosine >= settings.abstain_sim_floor]
     else:
         best, answering = 1.0, top
-    grounded = [str(i.memory_id) for i in answering if any(holds(i.content, words(i.content), e) for e in named)]
+    speakers = speakers_of(i.content for i in top)
+    grounded = [str(i.memory_id) for i in answering
+                if any(holds(i.content, words(i.content), e, speakers) for e in named)]
     return {"value": len(grounded), "entities": named, "answering": len(answering),
             "best_rest_share": round(best, 4), "relevant": bool(grounded)}
 

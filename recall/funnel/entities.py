@@ -123,14 +123,21 @@ def statements(text: str) -> str:
     return " ".join(s.strip() for s in _SENTENCE.findall(body) if not s.strip().endswith("?"))
 
 
-def holds(text: str, text_words: set[str], entity: str) -> bool:
+def holds(text: str, text_words: set[str], entity: str, speakers: Iterable[str] | None = None) -> bool:
     """Whether a memory is about `entity`. An utterance ("Caroline: ...") is about its speaker, unless it speaks
     mostly in the second person: then it is about the one addressed, who is not the speaker (a vocative name
-    may be absent, and in a group it may be anyone else). Any other text is about every entity it mentions."""
+    may be absent, and in a group it may be anyone else). Any other text is about every entity it mentions.
+
+    With `speakers` (the speakers of the memories at hand), the utterance rule applies only to an entity that
+    is one of them: a pet or a place that never speaks is what an utterance is about when it mentions it."""
     who = speaker(text)
-    if who is not None:
+    if who is not None and (speakers is None or any(names_person(entity, s) for s in speakers)):
         return names_person(entity, who) != addresses_other(text)
     return mentions(text_words, entity)
+
+
+def speakers_of(texts: Iterable[str]) -> set[str]:
+    return {who for text in texts if (who := speaker(text)) is not None}
 
 
 def names_person(entity: str, name: str) -> bool:

@@ -8,8 +8,10 @@ quality factor. Memories without a vector keep their BM25-only relevance. Skippe
 is under the candidate floor: feeding back from irrelevant memories would only amplify noise.
 
 Entity boost: when the query names entities (recall.funnel.entities), each memory's score is multiplied by
-1 − w + w·(share of those entities it mentions), w = ENGRAMLOG_ENTITY_WEIGHT: memories about whom or what the
-query asks about move up relative to the others.
+1 − w + w·(share of those entities it is about), w = ENGRAMLOG_ENTITY_WEIGHT: memories about whom or what the
+query asks about move up relative to the others. "About" is `entities.holds`: an utterance is about its speaker
+(or, in the second person, its addressee) — "Thanks, Caroline!" said by Melanie is not about Caroline — and
+any other memory, or an entity that does not speak in the pool, about what it mentions.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from sqlalchemy import Connection
 
 from infra.settings import Settings
 from recall.funnel.composite import relevance, rescore
-from recall.funnel.entities import entities, mentions, words
+from recall.funnel.entities import entities, holds, speakers_of, words
 from recall.funnel.types import Item, StageReport, rank
 from recall.vector import prf_cosines
 
@@ -62,9 +64,10 @@ def feedback(conn: Connection, tenant: str, query: str, query_vector: str, pool:
         skipped.append("entity boost: the query names no entity" if not named else "entity boost off")
     else:
         w = settings.entity_weight
+        speakers = speakers_of(i.content for i in pool)
         for item in pool:
             text_words = words(item.content)
-            share = sum(1 for e in named if mentions(text_words, e)) / len(named)
+            share = sum(1 for e in named if holds(item.content, text_words, e, speakers)) / len(named)
             factor = 1 - w + w * share
             item.score *= factor
             item.stages.setdefault("prf", {}).update({"entity_share": round(share, 4), "score": round(item.score, 6)})

@@ -4,7 +4,7 @@ entity channel) and the LoCoMo attribution bookkeeping, on toy examples."""
 from __future__ import annotations
 
 from bench.locomo import attribute, attribution_totals, locate, summarise
-from recall.funnel.entities import (
+from domain.entities import (
     addresses_other,
     entities,
     holds,

@@ -12,7 +12,7 @@ Channels (each votes relevant or not; a channel with nothing to judge is absent)
   cosine ≥ the vector floor) must include one about a named entity: an utterance ("Caroline: ...") is about
   its speaker, or, when it speaks mostly in the second person, about the one it addresses; any other memory
   about every entity it mentions. A question about what Bob did is not answered by what Alice did on the
-  same topic (recall.funnel.entities);
+  same topic (domain.entities);
 - cross_encoder: when the reranker ran, its best score in the top K ≥ ENGRAMLOG_ABSTAIN_CE_FLOOR.
 Verdict: abstain when the share of present channels voting relevant is under ENGRAMLOG_ABSTAIN_QUORUM (0.5),
 or when a channel listed in ENGRAMLOG_ABSTAIN_VETO (default: entity) votes not relevant. Pool width and the
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from domain.entities import entities, holds, speakers_of, statements, words
 from domain.text import tokenize
 from infra.settings import Settings
-from recall.funnel.entities import entities, holds, speakers_of, statements, words
 from recall.funnel.types import Item, StageReport
 
 

@@ -7,14 +7,14 @@ pronouns ("her" -> "<entity>'s"). Personal pronouns (he, she, him, her, his, ...
 the query; "it" and "they" (its, them, their, ...) only when no content word precedes them ("knead the dough
 and let it proof" names its "it"). A query that names an entity is left as it is: its pronouns most likely
 refer to that entity, which the legs already search for. Entities
-follow the surface rule of recall.funnel.entities (capitalised words, not sentence-initial grammar).
+follow the surface rule of domain.entities (capitalised words, not sentence-initial grammar).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-from recall.funnel.entities import entities, most_salient, pronouns, replace_pronouns, resolvable
+from domain.entities import entities, most_salient, pronouns, replace_pronouns, resolvable
 from recall.funnel.types import StageReport
 from recall.scope import Scope
 

@@ -7,7 +7,7 @@ PostgreSQL) replaces its cosine in the one fusion function; the composite is rec
 quality factor. Memories without a vector keep their BM25-only relevance. Skipped when the pool's best cosine
 is under the candidate floor: feeding back from irrelevant memories would only amplify noise.
 
-Entity boost: when the query names entities (recall.funnel.entities), each memory's score is multiplied by
+Entity boost: when the query names entities (domain.entities), each memory's score is multiplied by
 1 − w + w·(share of those entities it is about), w = ENGRAMLOG_ENTITY_WEIGHT: memories about whom or what the
 query asks about move up relative to the others. "About" is `entities.holds`: an utterance is about its speaker
 (or, in the second person, its addressee) — "Thanks, Caroline!" said by Melanie is not about Caroline — and
@@ -20,9 +20,9 @@ import math
 
 from sqlalchemy import Connection
 
+from domain.entities import entities, holds, speakers_of, words
 from infra.settings import Settings
 from recall.funnel.composite import relevance, rescore
-from recall.funnel.entities import entities, holds, speakers_of, words
 from recall.funnel.types import Item, StageReport, rank
 from recall.vector import prf_cosines
 

@@ -17,10 +17,12 @@ Phases, in the order they are reported:
 5. prune near-duplicates — memories of the same kind with cosine > `duplicate_similarity` fold into one
    MemoriesMerged: the kept memory is the most accessed, then the oldest. Policy for `merged_content`: the kept
    memory's wording, unchanged (near-duplicates say the same thing; keeping it keeps its embedding, BM25
-   postings and edges valid). Nothing is lost: the merged memories stay in the log and in `memories` (status
-   'merged', merged_into = the kept id), and the event lists their ids. Their Hebbian edges move to the kept
-   memory (the larger weight wins). The merge is decided on the snapshot, before clustering, so clusters and
-   edges are computed over the survivors only — that is what makes an immediate second run change nothing.
+   postings and edges valid — why this differs from a reinforcement's merge, and the policy for confidence
+   and access statistics, is in domain/reinforce.py). Nothing is lost: the merged memories stay in the log and
+   in `memories` (status 'merged', merged_into = the kept id), and the event lists their ids. Their Hebbian
+   edges move to the kept memory (the larger weight wins). The merge is decided on the snapshot, before
+   clustering, so clusters and edges are computed over the survivors only — that is what makes an immediate
+   second run change nothing: no two survivors are near-duplicates, so pruning them again merges nothing.
 6. homeostasis — each memory's total edge weight is capped at `node_cap`. Causal (and other fixed) edges
    count but are never scaled; semantic edges are scaled first (from their targets, so the result is the
    same every run), then Hebbian edges share what is left. An edge between two capped memories takes the
@@ -29,12 +31,19 @@ Phases, in the order they are reported:
 Idempotency: the plan's semantic edges are a function of the survivors' vectors alone, Hebbian edges only ever
 go down (decay, forget, cap), and merges remove their memories from the next snapshot; so planning again on the
 result (at the same or a slightly later clock) yields no change.
+
+Scopes of any size (the worker, workers/consolidation.py): `prune` runs over the whole scope without an n×n
+matrix (rows of similarities a block at a time, memory O(n·d + block)), then the survivors are planned in pages
+of consecutive survivors (oldest first), each page with `plan(..., merges=its merges, merged_into=the scope's)`:
+clusters and bridges form within a page, merges and edge transfers span the scope. Pages are cut from the
+survivors alone, which a second run finds unchanged, so it cuts the same pages and changes nothing.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -45,6 +54,11 @@ from domain.hebbian import canonical, decayed
 PLASTIC_KINDS = ("semantic", "hebbian")
 WEIGHT_PLACES = 6
 _EPS = 1e-6
+# Pruning: similarities are computed a block of rows at a time (at most this many entries, float32), and a pair
+# found above (threshold − margin) there is confirmed with its exact float64 cosine, so the decision does not
+# depend on how rows were blocked.
+PRUNE_BLOCK_ENTRIES = 1 << 24
+_PRUNE_MARGIN = 1e-4
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,7 @@ class Node:
     recorded_at: datetime
     access_count: int
     last_access_at: datetime | None
-    vector: np.ndarray  # unit length
+    vector: np.ndarray  # unit length (float32 or float64; similarities are computed in float64)
 
 
 @dataclass(frozen=True)
@@ -121,7 +135,8 @@ class Plan:
 
 
 def merge_content(kept: Node, merged: list[Node]) -> str:
-    """The documented policy: the kept memory's wording, unchanged."""
+    """The documented policy: the kept memory's wording, unchanged. Not domain/reinforce.merge_content on
+    purpose: rewriting the kept memory would move its embedding and break idempotency (see that module)."""
     return kept.content
 
 
@@ -129,29 +144,46 @@ def _round(w: float) -> float:
     return round(float(w), WEIGHT_PLACES)
 
 
-def _prune(nodes: list[Node], sim: np.ndarray, threshold: float) -> tuple[list[Merge], dict[uuid.UUID, uuid.UUID]]:
-    order = sorted(range(len(nodes)), key=lambda i: (-nodes[i].access_count, nodes[i].recorded_at,
-                                                     str(nodes[i].memory_id)))
-    rank = np.empty(len(nodes), dtype=int)
-    rank[order] = np.arange(len(nodes))
-    kinds = np.array([n.kind for n in nodes], dtype=object)
-    free = np.ones(len(nodes), dtype=bool)
-    merges, merged_into = [], {}
-    for i in order:
-        if not free[i]:
+def cosine(a: Node, b: Node) -> float:
+    """The exact cosine of two nodes (float64), independent of any blocking."""
+    return float(np.dot(np.asarray(a.vector, dtype=np.float64), np.asarray(b.vector, dtype=np.float64)))
+
+
+def prune(nodes: Sequence[Node], threshold: float, block_entries: int = PRUNE_BLOCK_ENTRIES) -> list[Merge]:
+    """Phase 5 over a whole scope: greedy, in keep-priority order (most accessed, then oldest, then id), each
+    memory not merged yet keeps every not-yet-merged memory of its kind with cosine > `threshold`. Rows of
+    similarities are computed `block_entries // n` at a time: never an n×n matrix."""
+    n = len(nodes)
+    if n < 2:
+        return []
+    order = sorted(range(n), key=lambda i: (-nodes[i].access_count, nodes[i].recorded_at, str(nodes[i].memory_id)))
+    rank = np.empty(n, dtype=int)
+    rank[order] = np.arange(n)
+    codes: dict[str, int] = {}
+    kinds = np.array([codes.setdefault(x.kind, len(codes)) for x in nodes])
+    matrix = np.stack([np.asarray(x.vector, dtype=np.float32) for x in nodes])
+    free = np.ones(n, dtype=bool)
+    merges: list[Merge] = []
+    step = max(1, block_entries // n)
+    for start in range(0, n, step):
+        rows = [i for i in order[start:start + step] if free[i]]
+        if not rows:
             continue
-        free[i] = False
-        hits = np.flatnonzero(free & (sim[i] > threshold) & (kinds == nodes[i].kind))
-        if not len(hits):
-            continue
-        group = [int(j) for j in hits[np.argsort(rank[hits])]]  # in keep-priority order
-        free[group] = False
-        kept = nodes[i]
-        merged = [nodes[j] for j in group]
-        merges.append(Merge(kept.memory_id, tuple(m.memory_id for m in merged),
-                            round(float(min(sim[i, j] for j in group)), 4), merge_content(kept, merged)))
-        merged_into.update({m.memory_id: kept.memory_id for m in merged})
-    return merges, merged_into
+        block = matrix[rows] @ matrix.T
+        for r, i in enumerate(rows):
+            if not free[i]:
+                continue
+            free[i] = False
+            candidates = np.flatnonzero(free & (block[r] > threshold - _PRUNE_MARGIN) & (kinds == kinds[i]))
+            hits = [(int(j), c) for j in candidates if (c := cosine(nodes[i], nodes[j])) > threshold]
+            if not hits:
+                continue
+            hits.sort(key=lambda h: rank[h[0]])  # in keep-priority order
+            free[[j for j, _ in hits]] = False
+            kept, merged = nodes[i], [nodes[j] for j, _ in hits]
+            merges.append(Merge(kept.memory_id, tuple(m.memory_id for m in merged),
+                                round(min(c for _, c in hits), 4), merge_content(kept, merged)))
+    return merges
 
 
 def _cluster(idx: list[int], sim: np.ndarray, max_distance: float, max_size: int) -> list[list[int]]:
@@ -198,17 +230,27 @@ def _bridges(multi: list[list[int]], sim: np.ndarray) -> list[tuple[float, int, 
 
 
 def plan(nodes: list[Node], edges: list[Edge], activity: dict[uuid.UUID, datetime | None], clock: datetime,
-         config: ConsolidationConfig) -> Plan:
-    """Plan one scope's consolidation. `nodes`: the scope's recallable memories (sorted or not); `edges`: every
-    edge touching any memory of the scope (any status); `activity`: last access of every edge endpoint."""
+         config: ConsolidationConfig, merges: Sequence[Merge] | None = None,
+         merged_into: Mapping[uuid.UUID, uuid.UUID] | None = None) -> Plan:
+    """Plan one scope's consolidation, or one page of it. `nodes`: the recallable memories (sorted or not);
+    `edges`: every edge touching any of them or any memory merged into them (any status); `activity`: last
+    access of every edge endpoint.
+
+    `merges` None: phase 5 is decided here, over `nodes`. Given (a scope planned in pages): the merges kept in
+    this page, decided by `prune` over the whole scope, reported by this plan; `merged_into` then maps every
+    memory merged anywhere in the scope to its kept memory (for the edges that cross pages)."""
     nodes = sorted(nodes, key=lambda n: (n.recorded_at, str(n.memory_id)))
     result = Plan(memories=len(nodes))
-    ids = [n.memory_id for n in nodes]
-    sim = np.stack([n.vector for n in nodes]) @ np.stack([n.vector for n in nodes]).T if nodes else np.zeros((0, 0))
 
     # 5 (decided first, on the snapshot). Near-duplicates fold into their kept memory.
-    result.merges, merged_into = _prune(nodes, sim, config.duplicate_similarity)
-    survivors = [i for i, n in enumerate(nodes) if n.memory_id not in merged_into]
+    result.merges = prune(nodes, config.duplicate_similarity) if merges is None else list(merges)
+    merged_into = dict(merged_into or {})
+    merged_into.update({m: k.memory_id for k in result.merges for m in k.merged_ids})
+    nodes = [n for n in nodes if n.memory_id not in merged_into]
+    ids = [n.memory_id for n in nodes]
+    vectors = np.stack([np.asarray(n.vector, dtype=np.float64) for n in nodes]) if nodes else np.zeros((0, 1))
+    sim = vectors @ vectors.T
+    survivors = list(range(len(nodes)))
 
     # 1. Cluster the survivors.
     clusters = _cluster(survivors, sim, config.cluster_max_distance, config.max_cluster_size)

@@ -37,3 +37,9 @@ class AlreadySuperseded(DomainError):
     """A memory is superseded once: its successor is the one to supersede now."""
 
     status_code = 409
+
+
+class FeedbackAlreadyGiven(DomainError):
+    """A memory of a recall was already judged with another verdict: feedback counts once per (recall, memory)."""
+
+    status_code = 409

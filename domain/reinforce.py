@@ -14,17 +14,38 @@ Confidence, always in [0, 1]: a memory starts at 0.5; a reinforcement moves it a
 it FEEDBACK_STEP of the way to 1 when the memory was used (c + 0.1·(1 − c)) and to 0 when it was not
 useful (c − 0.1·c). The feedback rule is a constant, not a setting, because the memories projector applies
 it and a replay must reproduce it whatever the settings are then.
+
+Reinforcement and consolidation's merge (domain/consolidation.py) are two different operations, on purpose:
+
+| | reinforcement (write path) | consolidation merge (MemoriesMerged) |
+| --- | --- | --- |
+| what | a new observation (cosine ≥ 0.92) repeats a memory | stored memories (cosine > 0.85, same kind) |
+| content | `merge_content`: the observation's new terms appended | the kept memory's wording, unchanged |
+| confidence | `reinforced_confidence`: + gain (recorded in the event) | `merged_confidence`: evidence pooled |
+| access stats | + 1 access of the target (projections/activity.py) | the merged ones' folded into the kept |
+
+Why the content differs: a reinforced observation is discarded from recall, so what it adds must go into the
+memory or recall loses it; and the change is paid once, on a write (the memory is re-embedded and re-indexed).
+A merged memory stays whole in `memories` (status 'merged', merged_into the kept one), and consolidation must
+be idempotent: rewriting the kept memory would re-embed it, move its cosines, and make the next cycle cluster,
+link and maybe merge differently — so the kept wording is not touched. Why confidence differs: an observation
+carries no confidence of its own (the gain is the evidence of one repeat), while each merged memory has its own,
+earned from its reinforcements and feedback; pooling keeps all of it, and is a constant rule because the
+memories projector applies it on replay (MemoriesMerged carries no confidence).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from domain.text import tokenize
 
 INITIAL_CONFIDENCE = 0.5
 FEEDBACK_STEP = 0.1
+_CONFIDENCE_EPS = 1e-6  # keeps a confidence of exactly 0 or 1 finite in log-odds
 
 _SENTENCES = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 _SPACE = re.compile(r"\s+")
@@ -67,3 +88,20 @@ def feedback_confidence(confidence: float, verdict: str) -> float:
     if verdict == "not_useful":
         return clamp(confidence - FEEDBACK_STEP * confidence)
     raise ValueError(f"unknown feedback verdict {verdict!r}")
+
+
+def merged_confidence(confidences: Sequence[float]) -> float:
+    """The confidence of the memory a consolidation merge keeps, from the group's (kept and merged ones).
+
+    Each memory's confidence is evidence about the same concept, relative to the 0.5 every memory starts at;
+    independent evidence adds in log-odds: logit(c) = Σ logit(c_i). A fresh copy (0.5) adds nothing, two
+    memories at 0.55 give 0.599, one at 0.45 and one at 0.6 give 0.551. The sum is commutative, so the order of
+    `merged_ids` does not matter beyond float rounding (the projector sums in the event's order).
+    """
+    if not confidences:
+        raise ValueError("a merge needs at least one confidence")
+    total = 0.0
+    for c in confidences:
+        c = min(1.0 - _CONFIDENCE_EPS, max(_CONFIDENCE_EPS, c))
+        total += math.log(c / (1.0 - c))
+    return round(clamp(1.0 / (1.0 + math.exp(-total))), 6)

@@ -2,7 +2,14 @@
 
 - access_count / last_access_at: every memory a recall returned is one access at that RecallServed event's
   recorded time (the hit-log); every MemoryReinforced is one access of its target at its recorded time.
-- used_count / not_useful_count: the verdicts of RecallFeedbackGiven.
+- used_count / not_useful_count: the verdicts of RecallFeedbackGiven, once per (recall, memory): the first
+  verdict counts (projections/memories.counted_feedback).
+- MemoriesMerged folds the merged memories' statistics into the kept one, so its ACT-R activation reflects
+  every use of the concept: access_count, used_count and not_useful_count summed, last_access_at the latest.
+  A merge is not a reference: status_ref_count (when set) grows by the same folded accesses, so the decay
+  sweep does not read them as the kept memory being referenced again. The merged memories' own rows stay as
+  they were (history; they are no longer recalled). Events about a merged memory after its merge stay on its
+  own row. The policy for the rest of the merge (content, confidence) is in domain/reinforce.py.
 - status_ref_count / last_reactivated_at: from MemoryStatusChanged, the access count its decision saw
   (inputs.ref_count) and, for a reactivation, its clock; the sweep uses them to tell "referenced again
   after the transition" (workers/lifecycle.py).
@@ -21,12 +28,14 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from domain.events import (
+    MemoriesMerged,
     MemoryReinforced,
     MemoryStatusChanged,
     RecallFeedbackGiven,
     RecallServed,
     RecordedEvent,
 )
+from projections.memories import counted_feedback
 
 REACTIVATED_FROM = ("dormant", "archived")
 
@@ -44,6 +53,20 @@ ON CONFLICT (tenant, memory_id) DO UPDATE SET
     last_reactivated_at = GREATEST(memory_activity.last_reactivated_at, EXCLUDED.last_reactivated_at)
 """)
 
+# The merged memories' rows, as they stand when the merge is applied, folded into the kept memory's row.
+_FOLD = text("""
+INSERT INTO memory_activity (tenant, memory_id, access_count, last_access_at, used_count, not_useful_count)
+SELECT :tenant, :kept, sum(access_count), max(last_access_at), sum(used_count), sum(not_useful_count)
+FROM memory_activity WHERE tenant = :tenant AND memory_id = ANY(:merged) AND memory_id <> :kept
+HAVING count(*) > 0
+ON CONFLICT (tenant, memory_id) DO UPDATE SET
+    access_count     = memory_activity.access_count + EXCLUDED.access_count,
+    last_access_at   = GREATEST(memory_activity.last_access_at, EXCLUDED.last_access_at),
+    used_count       = memory_activity.used_count + EXCLUDED.used_count,
+    not_useful_count = memory_activity.not_useful_count + EXCLUDED.not_useful_count,
+    status_ref_count = memory_activity.status_ref_count + EXCLUDED.access_count
+""")
+
 
 def _later(a: datetime | None, b: datetime | None) -> datetime | None:
     if a is None:
@@ -56,7 +79,7 @@ def _later(a: datetime | None, b: datetime | None) -> datetime | None:
 class ActivityProjector:
     name = "activity"
     tables = ("memory_activity",)
-    types = ("RecallServed", "MemoryReinforced", "RecallFeedbackGiven", "MemoryStatusChanged")
+    types = ("RecallServed", "MemoryReinforced", "RecallFeedbackGiven", "MemoryStatusChanged", "MemoriesMerged")
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         rows: dict[tuple[str, uuid.UUID], dict[str, Any]] = {}
@@ -78,7 +101,7 @@ class ActivityProjector:
                 a["access"] += 1
                 a["last_access_at"] = _later(a["last_access_at"], event.recorded_at)
             elif isinstance(p, RecallFeedbackGiven):
-                for item in p.items:
+                for item in counted_feedback(conn, event, p):
                     a = row(event.tenant, item.memory_id)
                     a["used" if item.verdict == "used" else "not_useful"] += 1
             elif isinstance(p, MemoryStatusChanged):
@@ -88,6 +111,16 @@ class ActivityProjector:
                     a["status_ref_count"], a["has_status_ref"] = ref_count, True
                 if p.to_status == "active" and p.from_status in REACTIVATED_FROM:
                     a["reactivated_at"] = _later(a["reactivated_at"], p.clock)
+            elif isinstance(p, MemoriesMerged):
+                # The fold reads the table: what this batch accumulated so far goes in first, so the result
+                # does not depend on where batches are cut.
+                self._flush(conn, rows)
+                rows.clear()
+                conn.execute(_FOLD, {"tenant": event.tenant, "kept": p.memory_id, "merged": list(p.merged_ids)})
+        self._flush(conn, rows)
+
+    @staticmethod
+    def _flush(conn: Connection, rows: dict[tuple[str, uuid.UUID], dict[str, Any]]) -> None:
         # One upsert per memory; the batch's rows in a stable order.
         for key in sorted(rows, key=lambda k: (k[0], str(k[1]))):
             conn.execute(_UPSERT, rows[key])

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, text
 
 from domain.events import EdgeAdjusted, MemorySuperseded, RecallFeedbackGiven, RecordedEvent, recall_stream
 from domain.hebbian import CAUSAL_WEIGHT, canonical, decayed, strengthen, validated_pairs
+from projections.memories import counted_feedback
 
 _GET = text("""
 SELECT weight, updated_at FROM memory_edges
@@ -64,7 +65,8 @@ class EdgesProjector:
                     conn.execute(_SET, {**params, "weight": p.weight, "updated_at": p.clock})
 
     def _hebbian(self, conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> None:
-        used = [i.memory_id for i in p.items if i.verdict == "used"]
+        # Feedback counts once per (recall, memory): a repeat on the recall strengthens nothing again.
+        used = [i.memory_id for i in counted_feedback(conn, event, p) if i.verdict == "used"]
         if len(used) < 2:
             return
         served = conn.execute(_SERVED, {"tenant": event.tenant, "stream": recall_stream(p.recall_id)}).scalar()

@@ -13,19 +13,23 @@ does not depend on where batches are cut, and a rebuild reproduces it exactly:
 | MemorySuperseded    | old: status 'superseded', superseded_by; new: supersedes; a memory_history row    |
 |                     | (reason, trigger, actor from the event's metadata, at = its recorded time)        |
 | MemoryStatusChanged | a memory still in from_status moves to to_status; status_changed_at = its clock   |
-| MemoriesMerged      | merged ones: status 'merged', merged_into; the kept one: content = merged_content |
-| RecallFeedbackGiven | confidence per domain/reinforce.feedback_confidence (used ↑, not_useful ↓)        |
+| MemoriesMerged      | merged ones: status 'merged', merged_into; the kept one: content = merged_content, |
+|                     | confidence = domain/reinforce.merged_confidence of the group's (evidence pooled)  |
+| RecallFeedbackGiven | confidence per domain/reinforce.feedback_confidence (used ↑, not_useful ↓), once |
+|                     | per (recall, memory): see `counted_feedback`                                      |
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from domain.events import (
+    FeedbackItem,
     MemoriesMerged,
     MemoryAdmitted,
     MemoryRecorded,
@@ -35,7 +39,7 @@ from domain.events import (
     RecallFeedbackGiven,
     RecordedEvent,
 )
-from domain.reinforce import INITIAL_CONFIDENCE, feedback_confidence
+from domain.reinforce import INITIAL_CONFIDENCE, feedback_confidence, merged_confidence
 from domain.text import content_hash
 
 _INSERT = text("""
@@ -87,6 +91,30 @@ FROM unnest(CAST(:ids AS uuid[]), CAST(:confidences AS real[])) AS b(memory_id, 
 WHERE m.tenant = :tenant AND m.memory_id = b.memory_id
 """)
 _STATUS_OF = {"active": "active", "staging": "staging", "discard": "discarded"}
+# The feedback given on a recall before this event (its stream is ordered by stream_version).
+_EARLIER_FEEDBACK = text("""
+SELECT data FROM events
+WHERE tenant = :tenant AND stream_id = :stream AND type = 'RecallFeedbackGiven' AND stream_version < :version
+""")
+
+
+def counted_feedback(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> list[FeedbackItem]:
+    """The items of a RecallFeedbackGiven that count: feedback counts once per (recall, memory), the first
+    verdict wins. An item naming a memory judged by an earlier RecallFeedbackGiven on the recall's stream (a
+    lower stream_version), or earlier in this event, is skipped. Decided from the log alone, whatever was
+    applied before, so every projector that applies feedback (memories, activity, edges) and every rebuild
+    decides the same; services/feedback.py refuses such repeats before they reach the log."""
+    judged: set[uuid.UUID] = set()
+    if event.stream_version > 1:
+        for r in conn.execute(_EARLIER_FEEDBACK, {"tenant": event.tenant, "stream": event.stream_id,
+                                                  "version": event.stream_version}):
+            judged.update(uuid.UUID(i["memory_id"]) for i in r.data.get("items", []))
+    out = []
+    for item in p.items:
+        if item.memory_id not in judged:
+            judged.add(item.memory_id)
+            out.append(item)
+    return out
 
 
 class MemoriesProjector:
@@ -150,15 +178,25 @@ class MemoriesProjector:
             conn.execute(_STATUS, {"tenant": tenant, "memory_id": p.memory_id, "from_status": p.from_status,
                                    "to_status": p.to_status, "clock": p.clock})
         elif isinstance(p, MemoriesMerged):
+            group = [p.memory_id, *(m for m in dict.fromkeys(p.merged_ids) if m != p.memory_id)]
+            confidences = {r.memory_id: float(r.confidence)
+                           for r in conn.execute(_CONFIDENCES, {"tenant": tenant, "ids": group})}
             conn.execute(_MERGED, {"tenant": tenant, "kept": p.memory_id, "merged": list(p.merged_ids),
                                    "clock": p.clock})
             conn.execute(_KEPT, {"tenant": tenant, "kept": p.memory_id, "content": p.merged_content,
                                  "content_hash": content_hash(p.merged_content)})
+            if p.memory_id in confidences:
+                # In group order (kept first): the same floats summed in the same order on every replay.
+                pooled = merged_confidence([confidences[m] for m in group if m in confidences])
+                conn.execute(_SET_CONFIDENCE, {"tenant": tenant, "ids": [p.memory_id], "confidences": [pooled]})
         elif isinstance(p, RecallFeedbackGiven):
-            ids = list(dict.fromkeys(item.memory_id for item in p.items))
+            counted = counted_feedback(conn, event, p)
+            ids = [item.memory_id for item in counted]
+            if not ids:
+                return
             current = {r.memory_id: float(r.confidence)
                        for r in conn.execute(_CONFIDENCES, {"tenant": tenant, "ids": ids})}
-            for item in p.items:
+            for item in counted:
                 if item.memory_id in current:
                     current[item.memory_id] = feedback_confidence(current[item.memory_id], item.verdict)
             if current:

@@ -1,8 +1,9 @@
 """Append producer events: validate every one, govern the memories, append the batch atomically, wake the projectors.
 
-Every MemoryRecorded is decided by the governor (services/governance.py) before the one transaction, and its
-decision events are appended in that same transaction right after it. Decisions are the system's: a
-producer cannot append them itself (SYSTEM_TYPES are refused unless the metadata's actor is a system actor).
+Every MemoryRecorded is decided by the governor (services/governance.py) inside the one transaction, under its
+per-scope locks, and its decision events are appended in that same transaction right after it. Decisions are
+the system's: a producer cannot append them itself (SYSTEM_TYPES are refused unless the metadata's actor is a
+system actor).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from domain.events import NewEvent, memory_stream, validate_payload
 from eventstore.append import append, existing_positions
 from infra.metrics import EVENTS_APPENDED
 from infra.settings import get_settings
-from services.governance import Decision, decisions_from_log, govern, with_decisions
+from services.governance import Decision, decisions_from_log, prepare, with_decisions
 from workers.wake import wake_projections
 
 # Decisions, appended by the system (the governor, the scheduler) with the inputs they used, and feedback,
@@ -111,10 +112,12 @@ def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], me
     retried = _retried(engine, tenant, events)
     if retried is not None:
         return Appended(retried, decisions_from_log(engine, tenant, memory_ids))
-    decisions = govern(engine, tenant, [e for e in events if e.type == "MemoryRecorded"], metadata, settings)
-    batch = with_decisions(events, decisions)
+    prepared = prepare(engine, tenant, [e for e in events if e.type == "MemoryRecorded"], metadata, settings)
     try:
         with engine.begin() as conn:
+            # Decided in the write's own transaction: the governor's per-scope locks last until the commit.
+            decisions = prepared.decide(conn)
+            batch = with_decisions(events, decisions)
             positions = append(conn, tenant, batch, metadata)
     except ConcurrencyConflict:
         retried = _retried(engine, tenant, events)  # a concurrent retry of this very batch won the race

@@ -8,41 +8,77 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from domain.errors import InvalidPayload, NotFound
+from domain.errors import ConcurrencyConflict, FeedbackAlreadyGiven, InvalidPayload, NotFound
 from domain.events import NewEvent, recall_stream, validate_payload
 from eventstore.append import append
 from infra.metrics import EVENTS_APPENDED
 from workers.wake import wake_projections
 
-_SERVED = text("""
-SELECT data FROM events WHERE tenant = :tenant AND stream_id = :stream AND type = 'RecallServed'
-ORDER BY stream_version LIMIT 1
+# The recall's stream: its RecallServed, then the feedback given on it, in stream order.
+_RECALL = text("""
+SELECT type, data, stream_version, position FROM events WHERE tenant = :tenant AND stream_id = :stream
+ORDER BY stream_version
 """)
+APPEND_ATTEMPTS = 5
 
 
 def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequence[dict[str, Any]],
                   metadata: dict[str, Any]) -> int:
-    """Validate against the recall's own RecallServed event, then append RecallFeedbackGiven on its stream.
+    """Validate against the recall's own stream, then append RecallFeedbackGiven on it. Answers a position.
 
     404 when the recall is not this tenant's; 422 when a memory was not among its results or is named twice.
-    Answers the event's position. The memories projector turns it into confidence (domain/reinforce.py).
+
+    Feedback counts once per (recall, memory): the first verdict given for a memory of a recall is the one
+    applied (confidence, used counts, Hebbian edges), and it is final.
+    - Naming a memory already judged with the SAME verdict is a retry: that item is already counted, and is
+      not appended again. When every item is such a retry nothing is written and the answer is the position
+      of the feedback that counted them (so a client retrying after a lost response gets its answer).
+    - Naming a memory already judged with ANOTHER verdict is refused with 409 (FeedbackAlreadyGiven), and
+      nothing of the request is written: changing one's mind would re-apply confidence and edge changes that
+      cannot be undone exactly. A new recall of the same query can be judged afresh.
+    The check and the append are one step: the append expects the recall stream's version it checked, and a
+    concurrent feedback makes it check again. The projectors apply the same rule from the log (earlier
+    RecallFeedbackGiven events on the stream win), so a log holding a repeat still counts it once on rebuild.
     """
     data = validate_payload("RecallFeedbackGiven", {"recall_id": str(recall_id), "items": list(items)})
-    stream = recall_stream(recall_id)
-    with engine.connect() as conn:
-        served = conn.execute(_SERVED, {"tenant": tenant, "stream": stream}).scalar_one_or_none()
-    if served is None:
-        raise NotFound(f"no recall {recall_id}")
-    returned = {r["memory_id"] for r in served.get("results", [])}
     named = [item["memory_id"] for item in data["items"]]
     twice = sorted({i for i in named if named.count(i) > 1})
     if twice:
         raise InvalidPayload(f"items name these memories more than once: {', '.join(twice)}")
-    foreign = [i for i in named if i not in returned]
-    if foreign:
-        raise InvalidPayload(f"recall {recall_id} did not return these memories: {', '.join(foreign)}")
-    with engine.begin() as conn:
-        [position] = append(conn, tenant, [NewEvent("RecallFeedbackGiven", stream, data)], metadata)
-    EVENTS_APPENDED.inc()
-    wake_projections()
-    return position
+    stream = recall_stream(recall_id)
+    for attempt in range(APPEND_ATTEMPTS):
+        with engine.connect() as conn:
+            rows = conn.execute(_RECALL, {"tenant": tenant, "stream": stream}).all()
+        served = next((r.data for r in rows if r.type == "RecallServed"), None)
+        if served is None:
+            raise NotFound(f"no recall {recall_id}")
+        returned = {r["memory_id"] for r in served.get("results", [])}
+        foreign = [i for i in named if i not in returned]
+        if foreign:
+            raise InvalidPayload(f"recall {recall_id} did not return these memories: {', '.join(foreign)}")
+        judged: dict[str, tuple[str, int]] = {}  # memory id → (the verdict that counts, its event's position)
+        for r in rows:
+            if r.type == "RecallFeedbackGiven":
+                for item in r.data["items"]:
+                    judged.setdefault(item["memory_id"], (item["verdict"], r.position))
+        changed = [f"{i['memory_id']} (was {judged[i['memory_id']][0]})" for i in data["items"]
+                   if i["memory_id"] in judged and judged[i["memory_id"]][0] != i["verdict"]]
+        if changed:
+            raise FeedbackAlreadyGiven(f"recall {recall_id}: feedback on these memories was already given, and it "
+                                       f"counts once per recall and memory: {', '.join(changed)}")
+        fresh = [i for i in data["items"] if i["memory_id"] not in judged]
+        if not fresh:
+            return max(judged[i][1] for i in named)
+        event = NewEvent("RecallFeedbackGiven", stream, {**data, "items": fresh},
+                         expected_version=max(r.stream_version for r in rows))
+        try:
+            with engine.begin() as conn:
+                [position] = append(conn, tenant, [event], metadata)
+        except ConcurrencyConflict:
+            if attempt == APPEND_ATTEMPTS - 1:
+                raise
+            continue  # another feedback on this recall landed first: check against it
+        EVENTS_APPENDED.inc()
+        wake_projections()
+        return position
+    raise ConcurrencyConflict(f"recall {recall_id}: too many concurrent feedbacks; retry")  # not reached

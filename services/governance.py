@@ -1,4 +1,4 @@
-"""The write path's governor: what each recorded memory becomes, decided before the write's one transaction.
+"""The write path's governor: what each recorded memory becomes, decided inside the write's one transaction.
 
 For every MemoryRecorded of a batch, in batch order, the first rule that applies decides:
 
@@ -17,14 +17,25 @@ For every MemoryRecorded of a batch, in batch order, the first rule that applies
 
 "Nearest" is the most similar memory in the write's scope (tenant, agent_id, project; None matches None) with
 status active, staging or dormant, among: the vectors read model joined with memories; memories recorded
-and admitted but not yet projected (their embedding is in the cache: the governor put it there); and the
-memories admitted earlier in the same batch. Every MemoryAdmitted carries all the inputs used, and every
-decision is appended by the system actor (except rule 2's, see above) with causation_id = the MemoryRecorded's
-event id, so the projectors only apply decisions and a replay reproduces them.
+and admitted but not yet projected (their embedding is in the cache: the governor put it there; their status
+is read from their own stream); and the memories admitted earlier in the same batch. A neighbour the log
+already shows superseded is skipped, whatever the read model says. Every MemoryAdmitted carries all the
+inputs used, and every decision is appended by the system actor (except rule 2's, see above) with
+causation_id = the MemoryRecorded's event id, so the projectors only apply decisions and a replay reproduces
+them.
+
+Concurrency: a batch is checked and embedded first (`prepare`, no transaction held), then decided in the
+write's own transaction (`Prepared.decide`, services/append_events.py), under a transaction-scoped advisory
+lock per (tenant, agent_id, project) of the batch, taken before the scope is read and held until the write
+commits. Two writes to one scope are therefore decided one after the other,
+the second seeing the first as an unprojected memory: identical racing writes end as one MemoryAdmitted and
+reinforcements of it, never two near-duplicate active memories.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 import uuid
 from collections.abc import Sequence
@@ -175,23 +186,34 @@ def _nearest_in_read_model(conn: Connection, tenant: str, scope: ScopeKey, vecto
     return out
 
 
+# Memories of one scope recorded and admitted but not yet in both read models the nearest search uses, with
+# their status from their own stream (a status change or a supersede the projector has not applied yet counts).
 _UNPROJECTED = text("""
-SELECT CAST(e.data->>'memory_id' AS uuid) AS memory_id, e.data->>'content' AS content,
-       e.data->>'agent_id' AS agent_id, e.data->>'project' AS project, a.data->>'disposition' AS disposition
-FROM events e
-JOIN events a ON a.tenant = e.tenant AND a.stream_id = e.stream_id AND a.type = 'MemoryAdmitted'
-WHERE e.tenant = :tenant AND e.type = 'MemoryRecorded' AND e.position > :floor
-  AND a.data->>'disposition' IN ('active', 'staging')
-  AND NOT (EXISTS (SELECT 1 FROM memories m WHERE m.tenant = e.tenant
-                     AND m.memory_id = CAST(e.data->>'memory_id' AS uuid) AND m.status <> 'pending')
-           AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.tenant = e.tenant
-                         AND v.memory_id = CAST(e.data->>'memory_id' AS uuid)))
-  AND NOT EXISTS (SELECT 1 FROM events s WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id
-                    AND s.type IN ('MemorySuperseded', 'MemoriesMerged', 'MemoryStatusChanged'))
-ORDER BY e.position DESC
+SELECT u.memory_id, u.content, u.status FROM (
+    SELECT e.position, CAST(e.data->>'memory_id' AS uuid) AS memory_id, e.data->>'content' AS content,
+           coalesce((SELECT s.data->>'to_status' FROM events s
+                     WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id AND s.type = 'MemoryStatusChanged'
+                     ORDER BY s.stream_version DESC LIMIT 1),
+                    CASE a.data->>'disposition' WHEN 'discard' THEN 'discarded' ELSE a.data->>'disposition' END)
+               AS status
+    FROM events e
+    JOIN events a ON a.tenant = e.tenant AND a.stream_id = e.stream_id AND a.type = 'MemoryAdmitted'
+    WHERE e.tenant = :tenant AND e.type = 'MemoryRecorded' AND e.position > :floor
+      AND e.data->>'agent_id' IS NOT DISTINCT FROM CAST(:agent_id AS text)
+      AND e.data->>'project' IS NOT DISTINCT FROM CAST(:project AS text)
+      AND NOT (EXISTS (SELECT 1 FROM memories m WHERE m.tenant = e.tenant
+                         AND m.memory_id = CAST(e.data->>'memory_id' AS uuid) AND m.status <> 'pending')
+               AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.tenant = e.tenant
+                             AND v.memory_id = CAST(e.data->>'memory_id' AS uuid)))
+      AND NOT EXISTS (SELECT 1 FROM events s WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id
+                        AND s.type = 'MemorySuperseded')
+) u
+WHERE u.status = ANY(:recallable)
+ORDER BY u.position DESC
 LIMIT :limit
 """)
-# Below the slower of the two projections, less a margin for transactions that committed late.
+# Below the slower of the two projections, less a margin for transactions that committed late (an event whose
+# transaction took its id before a checkpointed one's, but inserted it after, sits below the checkpoint).
 _FLOOR = text("""
 SELECT greatest(0, coalesce(min(position), 0) - 1000) FROM projection_checkpoints WHERE name IN ('memories', 'vectors')
 """)
@@ -200,12 +222,16 @@ SELECT content_hash, embedding::text FROM embedding_cache WHERE model = :model A
 """)
 
 
-def _unprojected(conn: Connection, tenant: str, model: str, limit: int) -> list[tuple[ScopeKey, _Known]]:
-    """Memories admitted active or staging whose projection has not caught up yet, with their cached vectors."""
+def _unprojected(conn: Connection, tenant: str, scope: ScopeKey, model: str, limit: int) -> list[_Known]:
+    """The scope's memories admitted active, staging or dormant whose projection has not caught up yet, with
+    their cached vectors (the newest `limit`, ENGRAMLOG_GOVERNANCE_UNPROJECTED_MAX, per scope)."""
     floor = conn.execute(_FLOOR).scalar_one()
-    rows = conn.execute(_UNPROJECTED, {"tenant": tenant, "floor": floor, "limit": limit}).all()
+    rows = conn.execute(_UNPROJECTED, {"tenant": tenant, "floor": floor, "agent_id": scope[0], "project": scope[1],
+                                       "recallable": list(RECALLABLE), "limit": limit}).all()
     if not rows:
         return []
+    if len(rows) >= limit:
+        log.warning("governance.unprojected_limit", tenant=tenant, agent_id=scope[0], project=scope[1], limit=limit)
     hashes = {r.memory_id: content_hash(r.content) for r in rows}
     cached = dict(conn.execute(_CACHED, {"model": model, "hashes": list(set(hashes.values()))}).all())
     out = []
@@ -213,10 +239,23 @@ def _unprojected(conn: Connection, tenant: str, model: str, limit: int) -> list[
         vector = cached.get(hashes[r.memory_id])
         if vector is None:
             continue  # a must-keep write: not embedded on the write path, so not compared before it is projected
-        status = _DISPOSITION_STATUS[r.disposition]
-        out.append(((r.agent_id, r.project), _Known(r.memory_id, (r.agent_id, r.project), from_pgvector(vector),
-                                                   status, r.content, INITIAL_CONFIDENCE)))
+        out.append(_Known(r.memory_id, scope, from_pgvector(vector), r.status, r.content, INITIAL_CONFIDENCE))
     return out
+
+
+_LOCK_SCOPE = text("SELECT pg_advisory_xact_lock(CAST(:key AS bigint))")
+
+
+def scope_lock_key(tenant: str, scope: ScopeKey) -> int:
+    """The advisory lock key of one governed scope (64 bits of a SHA-256: stable across processes)."""
+    digest = hashlib.sha256(json.dumps(["engramlog.governance", tenant, *scope]).encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def lock_scopes(conn: Connection, tenant: str, scopes: set[ScopeKey]) -> None:
+    """Hold the scopes' locks until `conn`'s transaction ends; taken in key order, so batches never deadlock."""
+    for key in sorted({scope_lock_key(tenant, s) for s in scopes}):
+        conn.execute(_LOCK_SCOPE, {"key": key})
 
 
 _STREAMS = text("""
@@ -268,6 +307,7 @@ def old_memory(engine: Engine, tenant: str, memory_id: uuid.UUID) -> dict[str, A
 class _Governor:
     def __init__(self, engine: Engine, tenant: str, metadata: dict[str, Any], settings: Settings) -> None:
         self.engine, self.tenant, self.metadata, self.settings = engine, tenant, metadata, settings
+        self.conn: Connection | None = None  # the write's transaction, once deciding
         self.weights, self.thresholds = _settings_weights(settings)
         self.clock = datetime.now(UTC)
         self.known: dict[uuid.UUID, _Known] = {}  # admitted or changed in this batch, in batch order
@@ -417,7 +457,11 @@ class _Governor:
     # ------------------------------------------------------------------------------------------- neighbours
 
     def embed(self, texts: list[str]) -> list[np.ndarray]:
-        return [vector for _, vector in embed_texts(self.engine, self.embedder, texts)]
+        # On the write's connection: it holds the scope locks, and a second pooled connection per locked
+        # writer could exhaust the pool while the others wait on the lock.
+        if self.conn is None:
+            raise RuntimeError("the governor embeds reinforced content only while deciding")
+        return [from_pgvector(lit) for lit in embed_cached(self.conn, self.embedder, texts)]
 
     def nearest(self, w: _Write) -> _Neighbour | None:
         """The most similar recallable memory of the write's scope, this batch's changes applied."""
@@ -425,6 +469,9 @@ class _Governor:
         best: dict[uuid.UUID, _Neighbour] = {}
         for n in w.neighbours:
             if n.memory_id in self.superseded or n.memory_id == w.memory.memory_id:
+                continue
+            state = self.states.get(n.memory_id)
+            if state is not None and state.superseded:  # the log is ahead of the read model
                 continue
             known = self.known.get(n.memory_id)
             if known is None:
@@ -452,11 +499,72 @@ class _Governor:
         return w.old_cosine
 
 
-def govern(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata: dict[str, Any],
-           settings: Settings) -> dict[uuid.UUID, Decision]:
-    """Decide every recorded memory of a batch; answers {MemoryRecorded event id: decision}. Writes no event."""
-    if not recorded:
-        return {}
+@dataclass
+class Prepared:
+    """A batch checked and embedded (`prepare`), to be decided in the write's own transaction (`decide`)."""
+
+    governor: _Governor
+    writes: list[_Write]
+    explicit: list[_Write]
+    governed: list[_Write]
+    started: float
+
+    def decide(self, conn: Connection) -> dict[uuid.UUID, Decision]:
+        """Decide every recorded memory; answers {MemoryRecorded event id: decision}. Writes no event (but may
+        cache the embedding of reinforced content). `conn` is the write's transaction, in which the caller then
+        appends the decisions: the scopes' advisory locks are taken on it first and held until it ends."""
+        if not self.writes:
+            return {}
+        g, tenant, settings = self.governor, self.governor.tenant, self.governor.settings
+        g.conn = conn
+        if self.governed:
+            scopes: dict[ScopeKey, list[_Write]] = {}
+            for w in self.governed:
+                scopes.setdefault((w.memory.agent_id, w.memory.project), []).append(w)
+            # From here to the commit no other write decides in these scopes, and every read below sees what
+            # the writes before this one committed (READ COMMITTED: each statement takes a fresh snapshot).
+            # Nothing is written before the lock, so no transaction id is held while waiting for it.
+            lock_scopes(conn, tenant, set(scopes))
+            for scope, group in scopes.items():
+                found = _nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)
+                pending = _unprojected(conn, tenant, scope, g.embedder.model, settings.governance_unprojected_max)
+                for w, neighbours in zip(group, found, strict=True):
+                    w.neighbours = neighbours + [
+                        _Neighbour(k.memory_id, float(np.dot(w.vector, k.vector)),  # type: ignore[arg-type]
+                                   k.status, k.content, k.confidence, 0, "unprojected") for k in pending]
+            # The nearest memories' log state (reinforcements the read model has not applied yet, supersedes,
+            # stream heads), read under the locks.
+            ids = {n.memory_id for w in self.governed for n in w.neighbours} - set(g.states)
+            g.states.update(_stream_states(conn, tenant, sorted(ids, key=str)))
+            olds = [w for w in self.explicit if not w.memory.must_keep]
+            if olds:
+                rows = conn.execute(text("""
+                    SELECT memory_id, embedding::text AS embedding FROM memory_vectors
+                    WHERE tenant = :tenant AND memory_id = ANY(:ids)"""),
+                    {"tenant": tenant, "ids": [w.memory.supersedes for w in olds]}).all()
+                old_vectors = {r.memory_id: from_pgvector(r.embedding) for r in rows}
+                for w in olds:
+                    v = old_vectors.get(w.memory.supersedes)  # type: ignore[arg-type]
+                    if v is not None and w.vector is not None:
+                        w.old_cosine = float(np.dot(w.vector, v))
+
+        decisions: dict[uuid.UUID, Decision] = {}
+        for w in self.writes:
+            decisions[w.event.event_id] = g.decide(w)
+        counts: dict[str, int] = {}
+        for d in decisions.values():
+            key = "reinforced" if d.reinforced else "superseding" if d.supersedes else d.disposition
+            counts[key] = counts.get(key, 0) + 1
+        log.info("governance.decided", tenant=tenant, memories=len(self.writes), governed=len(self.governed),
+                 ms=round((time.perf_counter() - self.started) * 1000, 1), **counts)
+        return decisions
+
+
+def prepare(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata: dict[str, Any],
+            settings: Settings) -> Prepared:
+    """The first phase, before the write's transaction: refuse bad supersedes (404, 409, 422) and embed the
+    governed memories through the cache (committed on its own). The model is the slow part: it runs with no
+    transaction held and outside the scope locks."""
     started = time.perf_counter()
     g = _Governor(engine, tenant, metadata, settings)
     writes = [_Write(e, MemoryRecorded.model_validate(e.data)) for e in recorded]
@@ -473,58 +581,30 @@ def govern(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata: 
         if old in in_batch and order[old] > order[w.memory.memory_id]:
             raise InvalidPayload(f"memory {old} is recorded after the memory that supersedes it in this batch")
     governed = [w for w in writes if not w.memory.must_keep]
-    with engine.connect() as conn:
-        g.states = _stream_states(conn, tenant, sorted({w.memory.supersedes for w in explicit  # type: ignore[misc]
-                                                        if w.memory.supersedes not in in_batch}, key=str))
+    if explicit:  # the append re-checks these streams' heads (expected_version)
+        with engine.connect() as conn:
+            g.states = _stream_states(conn, tenant, sorted({w.memory.supersedes for w in explicit  # type: ignore[misc]
+                                                            if w.memory.supersedes not in in_batch}, key=str))
     for old, state in g.states.items():
         if state.recorded is None:
             raise NotFound(f"no memory {old}: nothing to supersede")
         if state.superseded:
             raise AlreadySuperseded(f"memory {old} is already superseded; supersede its successor instead")
-
     if governed:
         vectors = embed_texts(engine, g.embedder, [w.memory.content for w in governed])
         for w, (literal, vector) in zip(governed, vectors, strict=True):
             w.literal, w.vector = literal, vector
-        with engine.connect() as conn, conn.begin():
-            scopes: dict[ScopeKey, list[_Write]] = {}
-            for w in governed:
-                scopes.setdefault((w.memory.agent_id, w.memory.project), []).append(w)
-            for scope, group in scopes.items():
-                found = _nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)
-                for w, neighbours in zip(group, found, strict=True):
-                    w.neighbours = neighbours
-            pending = _unprojected(conn, tenant, g.embedder.model, settings.governance_unprojected_max)
-            for w in governed:
-                scope = (w.memory.agent_id, w.memory.project)
-                w.neighbours += [_Neighbour(k.memory_id, float(np.dot(w.vector, k.vector)), k.status, k.content,
-                                            k.confidence, 0, "unprojected")
-                                 for s, k in pending if s == scope and k.vector is not None]
-            # The nearest memories' log state (reinforcements the read model has not applied yet, stream heads).
-            ids = {n.memory_id for w in governed for n in w.neighbours} - set(g.states)
-            g.states.update(_stream_states(conn, tenant, sorted(ids, key=str)))
-            olds = [w for w in explicit if not w.memory.must_keep]
-            if olds:
-                rows = conn.execute(text("""
-                    SELECT memory_id, embedding::text AS embedding FROM memory_vectors
-                    WHERE tenant = :tenant AND memory_id = ANY(:ids)"""),
-                    {"tenant": tenant, "ids": [w.memory.supersedes for w in olds]}).all()
-                old_vectors = {r.memory_id: from_pgvector(r.embedding) for r in rows}
-                for w in olds:
-                    v = old_vectors.get(w.memory.supersedes)  # type: ignore[arg-type]
-                    if v is not None and w.vector is not None:
-                        w.old_cosine = float(np.dot(w.vector, v))
+    return Prepared(g, writes, explicit, governed, started)
 
-    decisions: dict[uuid.UUID, Decision] = {}
-    for w in writes:
-        decisions[w.event.event_id] = g.decide(w)
-    counts: dict[str, int] = {}
-    for d in decisions.values():
-        key = "reinforced" if d.reinforced else "superseding" if d.supersedes else d.disposition
-        counts[key] = counts.get(key, 0) + 1
-    log.info("governance.decided", tenant=tenant, memories=len(writes), governed=len(governed),
-             ms=round((time.perf_counter() - started) * 1000, 1), **counts)
-    return decisions
+
+def govern(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata: dict[str, Any],
+           settings: Settings) -> dict[uuid.UUID, Decision]:
+    """Both phases, deciding in a transaction of its own: its locks end before anything is appended, so this
+    does not protect against racing writes. The write path (services/append_events.py) calls `prepare`, then
+    `Prepared.decide` in the transaction that appends the decisions."""
+    prepared = prepare(engine, tenant, recorded, metadata, settings)
+    with engine.begin() as conn:
+        return prepared.decide(conn)
 
 
 def embed_texts(engine: Engine, embedder: Any, texts: list[str]) -> list[tuple[str, np.ndarray]]:
@@ -557,4 +637,5 @@ def decisions_from_log(engine: Engine, tenant: str, memory_ids: Sequence[uuid.UU
     return out
 
 
-__all__ = ["Decision", "decisions_from_log", "govern", "old_memory", "with_decisions"]
+__all__ = ["Decision", "Prepared", "decisions_from_log", "govern", "lock_scopes", "old_memory", "prepare",
+           "scope_lock_key", "with_decisions"]

@@ -4,9 +4,13 @@
     consolidate(engine, clock, tenant="acme", agent_id="a") # one agent's scopes of one tenant
 
 A scope is (tenant, agent_id, project): memories are clustered, linked and merged only within their scope,
-so recall's scope filters keep finding what they found. Recallable memories (active, dormant) with a vector
-take part, at most `consolidation_max_memories` per scope (the most recently referenced). The phases and the
-idempotency argument are in domain/consolidation.py; this module reads the snapshot, and appends the plan:
+so recall's scope filters keep finding what they found. Every recallable memory (active, dormant) with a vector
+takes part, however large the scope: its memories are read in chunks of `consolidation_max_memories`
+(ENGRAMLOG_CONSOLIDATION_MAX_MEMORIES), near-duplicates are pruned over the whole scope without an n×n matrix,
+and the survivors are then planned in pages of that many (oldest first): clusters and bridges form within a
+page, merges and edge transfers span the scope. Memory: the scope's vectors (n·d float32) plus one page's
+matrices. The report counts the memories considered and the pages per scope; nothing is left out. The phases
+and the idempotency argument are in domain/consolidation.py; this module reads the snapshot, and appends the plan:
 MemoriesMerged on the kept memory's stream, EdgeAdjusted (target weights, never increments) and one
 ConsolidationCompleted per tenant on the run's stream `consolidation-<run_id>`, all of a tenant in one
 transaction, by the actor "system:scheduler". ConsolidationCompleted is the stored report; it is appended on
@@ -16,8 +20,10 @@ the log shows that the cycle ran and with which clock. A second run in a row app
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,7 +32,7 @@ import numpy as np
 import structlog
 from sqlalchemy import Connection, Engine, text
 
-from domain.consolidation import ConsolidationConfig, Edge, EdgeChange, Node, Plan, plan
+from domain.consolidation import ConsolidationConfig, Edge, EdgeChange, Merge, Node, Plan, plan, prune
 from domain.events import NewEvent, memory_stream, validate_payload
 from infra.settings import Settings, get_settings
 from workers.lifecycle import SCHEDULER_ACTOR, append_system_events, as_clock, job_lock, sync_projections
@@ -84,6 +90,7 @@ SELECT DISTINCT agent_id, project FROM memories
 WHERE tenant = :tenant AND status = ANY(:statuses) AND (CAST(:agent AS text) IS NULL OR agent_id = :agent)
 ORDER BY agent_id NULLS FIRST, project NULLS FIRST
 """)
+# The scope's recallable memories with a vector, oldest first (the order pages are cut in), read in chunks.
 _NODES = text("""
 SELECT m.memory_id, m.kind, m.content, m.recorded_at, coalesce(a.access_count, 0) AS access_count,
        a.last_access_at, CAST(v.embedding AS text) AS embedding
@@ -92,50 +99,113 @@ JOIN memory_vectors v ON v.tenant = m.tenant AND v.memory_id = m.memory_id
 LEFT JOIN memory_activity a ON a.tenant = m.tenant AND a.memory_id = m.memory_id
 WHERE m.tenant = :tenant AND m.status = ANY(:statuses)
   AND m.agent_id IS NOT DISTINCT FROM :agent AND m.project IS NOT DISTINCT FROM :project
-ORDER BY greatest(m.recorded_at, a.last_access_at) DESC, m.memory_id
-LIMIT :limit
+ORDER BY m.recorded_at, m.memory_id
 """)
-# Every edge touching any memory of the scope, whatever its status.
-_EDGES = text("""
-WITH scope AS (SELECT memory_id FROM memories WHERE tenant = :tenant
-               AND agent_id IS NOT DISTINCT FROM :agent AND project IS NOT DISTINCT FROM :project)
+# Every edge touching these memories, whatever its status.
+_EDGES_OF = text("""
+SELECT source_id, target_id, kind, weight, updated_at FROM memory_edges
+WHERE tenant = :tenant AND (source_id = ANY(:ids) OR target_id = ANY(:ids))
+""")
+# The edges touching a memory of the scope that is not a node (not recallable, or without a vector) and touching
+# no node of the scope: no page loads them, they are planned last (decay, forget, unlink), as before paging.
+_ORPHAN_EDGES = text("""
+WITH scope AS (
+    SELECT m.memory_id, (m.status = ANY(:statuses) AND EXISTS (
+               SELECT 1 FROM memory_vectors v WHERE v.tenant = m.tenant AND v.memory_id = m.memory_id)) AS node
+    FROM memories m WHERE m.tenant = :tenant
+      AND m.agent_id IS NOT DISTINCT FROM :agent AND m.project IS NOT DISTINCT FROM :project)
 SELECT e.source_id, e.target_id, e.kind, e.weight, e.updated_at FROM memory_edges e
 WHERE e.tenant = :tenant
-  AND (e.source_id IN (SELECT memory_id FROM scope) OR e.target_id IN (SELECT memory_id FROM scope))
+  AND (e.source_id IN (SELECT memory_id FROM scope WHERE NOT node)
+       OR e.target_id IN (SELECT memory_id FROM scope WHERE NOT node))
+  AND e.source_id NOT IN (SELECT memory_id FROM scope WHERE node)
+  AND e.target_id NOT IN (SELECT memory_id FROM scope WHERE node)
 """)
 _LAST_ACCESS = text("""
 SELECT memory_id, last_access_at FROM memory_activity WHERE tenant = :tenant AND memory_id = ANY(:ids)
 """)
+EdgeKey = tuple[uuid.UUID, uuid.UUID, str]
 
 
 def _vector(raw: str) -> np.ndarray:
-    v = np.asarray([float(x) for x in raw.strip("[]").split(",")], dtype=np.float64)
+    """A unit vector, kept as float32 (a scope's vectors are held whole; similarities are taken in float64)."""
+    v = np.asarray(json.loads(raw), dtype=np.float64)
     norm = np.linalg.norm(v)
-    return v / norm if norm > 0 else v
+    return (v / norm if norm > 0 else v).astype(np.float32)
 
 
-def _plan_scope(conn: Connection, tenant: str, agent: str | None, project: str | None, clock: datetime,
-                config: ConsolidationConfig, limit: int,
-                overlay: dict[tuple[uuid.UUID, uuid.UUID, str], EdgeChange]) -> Plan:
-    scope = {"tenant": tenant, "agent": agent, "project": project}
-    nodes = [Node(r.memory_id, r.kind, r.content, r.recorded_at, r.access_count, r.last_access_at,
-                  _vector(r.embedding))
-             for r in conn.execute(_NODES, {**scope, "statuses": list(RECALLABLE), "limit": limit})]
-    edges: dict[tuple[uuid.UUID, uuid.UUID, str], Edge] = {}
-    for r in conn.execute(_EDGES, scope):
-        edges[(r.source_id, r.target_id, r.kind)] = Edge(r.source_id, r.target_id, r.kind, r.weight, r.updated_at)
-    # What earlier scopes of this run decided about shared edges, as if already applied.
-    node_ids = {n.memory_id for n in nodes}
-    for key, change in overlay.items():
-        if change.weight <= 0:
-            edges.pop(key, None)
-        elif key in edges or key[0] in node_ids or key[1] in node_ids:
-            edges[key] = Edge(key[0], key[1], key[2], change.weight, clock)
-    endpoints = sorted({m for k in edges for m in k[:2]} | {n.memory_id for n in nodes}, key=str)
+class _Overlay:
+    """What earlier pages and scopes of this run decided about edges, as if already applied, by endpoint."""
+
+    def __init__(self) -> None:
+        self.changes: dict[EdgeKey, EdgeChange] = {}
+        self.by_node: dict[uuid.UUID, set[EdgeKey]] = {}
+
+    def add(self, change: EdgeChange) -> None:
+        key = (change.source_id, change.target_id, change.kind)
+        self.changes[key] = change
+        for m in key[:2]:
+            self.by_node.setdefault(m, set()).add(key)  # type: ignore[arg-type]
+
+    def apply(self, edges: dict[EdgeKey, Edge], node_ids: set[uuid.UUID], clock: datetime) -> None:
+        touched = node_ids | {m for k in edges for m in k[:2]}  # type: ignore[misc]
+        for key in sorted({k for m in touched for k in self.by_node.get(m, ())}, key=str):
+            change = self.changes[key]
+            if change.weight <= 0:
+                edges.pop(key, None)
+            elif key in edges or key[0] in node_ids or key[1] in node_ids:
+                edges[key] = Edge(key[0], key[1], key[2], change.weight, clock)
+
+
+@dataclass
+class _ScopeRun:
+    memories: int = 0
+    pages: int = 0
+
+
+def _read_nodes(conn: Connection, scope: dict[str, Any], chunk: int) -> list[Node]:
+    """The scope's nodes, oldest first, fetched `chunk` rows at a time (a server-side cursor)."""
+    result = conn.execute(_NODES.execution_options(yield_per=chunk), {**scope, "statuses": list(RECALLABLE)})
+    return [Node(r.memory_id, r.kind, r.content, r.recorded_at, r.access_count, r.last_access_at,
+                 _vector(r.embedding)) for r in result]
+
+
+def _plan_part(conn: Connection, tenant: str, nodes: list[Node], edge_rows: Any, clock: datetime,
+               config: ConsolidationConfig, overlay: _Overlay, merges: list[Merge],
+               merged_into: dict[uuid.UUID, uuid.UUID], ids: set[uuid.UUID]) -> Plan:
+    edges: dict[EdgeKey, Edge] = {(r.source_id, r.target_id, r.kind): Edge(r.source_id, r.target_id, r.kind,
+                                                                              r.weight, r.updated_at)
+                                  for r in edge_rows}
+    overlay.apply(edges, ids, clock)
+    endpoints = sorted({m for k in edges for m in k[:2]} | {n.memory_id for n in nodes}, key=str)  # type: ignore[misc]
     activity = {n.memory_id: n.last_access_at for n in nodes}
     activity.update({r.memory_id: r.last_access_at
                      for r in conn.execute(_LAST_ACCESS, {"tenant": tenant, "ids": endpoints})})
-    return plan(nodes, list(edges.values()), activity, clock, config)
+    return plan(nodes, list(edges.values()), activity, clock, config, merges=merges, merged_into=merged_into)
+
+
+def _scope_plans(conn: Connection, tenant: str, agent: str | None, project: str | None, clock: datetime,
+                 config: ConsolidationConfig, page_size: int, overlay: _Overlay, run: _ScopeRun) -> Iterator[Plan]:
+    """The scope's plans, page by page, then its orphan edges'. The caller adds each plan's edge changes to
+    `overlay` before asking for the next one."""
+    scope = {"tenant": tenant, "agent": agent, "project": project}
+    nodes = _read_nodes(conn, scope, page_size)
+    run.memories = len(nodes)
+    merges = prune(nodes, config.duplicate_similarity)
+    merged_into = {m: k.memory_id for k in merges for m in k.merged_ids}
+    by_kept = {k.memory_id: k for k in merges}
+    survivors = [n for n in nodes if n.memory_id not in merged_into]  # oldest first, as read
+    del nodes
+    for start in range(0, len(survivors), page_size):
+        page = survivors[start:start + page_size]
+        page_merges = [by_kept[n.memory_id] for n in page if n.memory_id in by_kept]
+        ids = {n.memory_id for n in page} | {m for k in page_merges for m in k.merged_ids}
+        rows = conn.execute(_EDGES_OF, {"tenant": tenant, "ids": sorted(ids, key=str)}).all()
+        run.pages += 1
+        yield _plan_part(conn, tenant, page, rows, clock, config, overlay, page_merges, merged_into, ids)
+    orphans = conn.execute(_ORPHAN_EDGES, {**scope, "statuses": list(RECALLABLE)}).all()
+    if orphans:
+        yield _plan_part(conn, tenant, [], orphans, clock, config, overlay, [], merged_into, set())
 
 
 def consolidate(engine: Engine, clock: datetime | None = None, tenant: str | None = None,
@@ -166,37 +236,46 @@ def consolidate(engine: Engine, clock: datetime | None = None, tenant: str | Non
 def _consolidate_tenant(engine: Engine, tenant: str, agent_id: str | None, clock: datetime,
                         config: ConsolidationConfig, settings: Settings) -> TenantRun:
     run_id = uuid.uuid4()
-    overlay: dict[tuple[uuid.UUID, uuid.UUID, str], EdgeChange] = {}
+    overlay = _Overlay()
     events: list[NewEvent] = []
     scopes: list[dict[str, Any]] = []
     changes: Counter[str] = Counter()
     observed: Counter[str] = Counter()
+    page_size = settings.consolidation_max_memories
     with engine.connect() as conn:
         units = conn.execute(_SCOPES, {"tenant": tenant, "statuses": list(RECALLABLE), "agent": agent_id}).all()
         for unit in units:
-            p = _plan_scope(conn, tenant, unit.agent_id, unit.project, clock, config,
-                            settings.consolidation_max_memories, overlay)
-            counts, seen = p.counts(), p.observed()
+            run = _ScopeRun()
+            counts: Counter[str] = Counter()
+            seen = {"clusters": 0, "largest_cluster": 0}
+            for p in _scope_plans(conn, tenant, unit.agent_id, unit.project, clock, config, page_size, overlay, run):
+                counts.update(p.counts())
+                page_seen = p.observed()
+                seen["clusters"] += page_seen["clusters"]
+                seen["largest_cluster"] = max(seen["largest_cluster"], page_seen["largest_cluster"])
+                for m in p.merges:
+                    data = validate_payload("MemoriesMerged", {
+                        "memory_id": str(m.memory_id), "merged_ids": [str(i) for i in m.merged_ids],
+                        "similarity": m.similarity, "merged_content": m.merged_content,
+                        "clock": clock.isoformat()})
+                    events.append(NewEvent("MemoriesMerged", memory_stream(m.memory_id), data, occurred_at=clock))
+                for e in p.edges:
+                    overlay.add(e)
+                    data = validate_payload("EdgeAdjusted", {
+                        "source_id": str(e.source_id), "target_id": str(e.target_id), "edge_kind": e.kind,
+                        "weight": e.weight, "reason": f"{e.phase}: {e.reason}", "clock": clock.isoformat()})
+                    events.append(NewEvent("EdgeAdjusted", consolidation_stream(run_id), data, occurred_at=clock))
             changes.update(counts)
-            observed["memories"] += seen["memories"]
+            observed["memories"] += run.memories
+            observed["pages"] += run.pages
             observed["clusters"] += seen["clusters"]
             observed["largest_cluster"] = max(observed["largest_cluster"], seen["largest_cluster"])
-            scopes.append({"agent_id": unit.agent_id, "project": unit.project, **seen,
-                           "changes": {k: v for k, v in counts.items() if v}})
-            for m in p.merges:
-                data = validate_payload("MemoriesMerged", {
-                    "memory_id": str(m.memory_id), "merged_ids": [str(i) for i in m.merged_ids],
-                    "similarity": m.similarity, "merged_content": m.merged_content, "clock": clock.isoformat()})
-                events.append(NewEvent("MemoriesMerged", memory_stream(m.memory_id), data, occurred_at=clock))
-            for e in p.edges:
-                overlay[(e.source_id, e.target_id, e.kind)] = e
-                data = validate_payload("EdgeAdjusted", {
-                    "source_id": str(e.source_id), "target_id": str(e.target_id), "edge_kind": e.kind,
-                    "weight": e.weight, "reason": f"{e.phase}: {e.reason}", "clock": clock.isoformat()})
-                events.append(NewEvent("EdgeAdjusted", consolidation_stream(run_id), data, occurred_at=clock))
+            scopes.append({"agent_id": unit.agent_id, "project": unit.project, "memories": run.memories,
+                           "pages": run.pages, **seen, "changes": {k: v for k, v in counts.items() if v}})
     phases = ("merged", "strengthened", "bridged", "unlinked", "forgotten", "transferred", "capped")
     report = {
-        "scopes": len(units), **{k: observed[k] for k in ("memories", "clusters", "largest_cluster")},
+        "scopes": len(units), **{k: observed[k] for k in ("memories", "pages", "clusters", "largest_cluster")},
+        "page_size": page_size,
         "changes": {k: changes[k] for k in phases},
         "per_scope": scopes[:MAX_SCOPES_IN_REPORT],
         "config": {k: getattr(config, k) for k in config.__dataclass_fields__},

@@ -187,6 +187,10 @@ class Settings:
     abstain_gate_k: int = field(default_factory=lambda: int(_env("ENGRAMLOG_ABSTAIN_GATE_K", "5")))
     abstain_sim_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_SIM_FLOOR", "0.3")))
     abstain_term_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_TERM_FLOOR", "0.3")))
+    # Entity edges (projections/entities.py): memories of one agent that talk about the same entity, followed
+    # only for entities at most `graph_entity_max_df` of the agent's memories talk about (a hub links nothing).
+    graph_entity_weight: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_ENTITY_WEIGHT", "0.15")))
+    graph_entity_max_df: int = field(default_factory=lambda: int(_env("ENGRAMLOG_GRAPH_ENTITY_MAX_DF", "8")))
     abstain_ce_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_CE_FLOOR", "0.5")))
     abstain_entity_frac: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_ENTITY_FRAC", "0.7")))
     abstain_quorum: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_QUORUM", "0.5")))

@@ -3,12 +3,13 @@
 from projections.activity import ActivityProjector
 from projections.base import Projector
 from projections.edges import EdgesProjector
+from projections.entities import EntitiesProjector
 from projections.keyword import KeywordProjector
 from projections.memories import MemoriesProjector
 from projections.vectors import VectorsProjector
 
 PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector(),
-                                                        ActivityProjector(), EdgesProjector())}
+                                                        ActivityProjector(), EdgesProjector(), EntitiesProjector())}
 
 
 def get_projector(name: str) -> Projector:

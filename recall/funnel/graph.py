@@ -7,6 +7,11 @@ before and just after it on its agent's timeline (by occurred_at, then log posit
 `graph_temporal_window_s` of it, with weight `graph_temporal_weight` — episodic contiguity, read from the
 memories read model at query time (explicit temporal edges in memory_edges are walked as well).
 
+Entity edges: two memories of one agent that talk about the same entity (the `memory_entities` read model,
+projections/entities.py), with weight `graph_entity_weight`, through entities no more than
+`graph_entity_max_df` of the agent's memories talk about: "Oliver" links the few memories about the dog, while
+a name on every other utterance links nothing.
+
 Seeds: the top `graph_beam` memories of the pool, each with its score as activation. At each depth every
 frontier node spreads activation × min(edge weight, 1) to its neighbours (edge weights decayed at the recall's
 clock, projections.edges.neighbours); the `graph_beam` most activated newly reached nodes form the next
@@ -44,6 +49,33 @@ WHERE f.tenant = :tenant AND f.memory_id = ANY(:ids)
 """)
 
 
+# Entity neighbours: the other recallable memories of the same agent that talk about an entity a frontier memory
+# talks about, through entities no more than :max_df of that agent's memories talk about.
+_ENTITY = text("""
+WITH src AS (
+    SELECT memory_id, entity, agent_id FROM memory_entities WHERE tenant = :tenant AND memory_id = ANY(:ids)
+), specific AS (
+    SELECT s.entity, s.agent_id FROM (SELECT DISTINCT entity, agent_id FROM src) s
+    WHERE (SELECT count(*) FROM memory_entities e WHERE e.tenant = :tenant AND e.entity = s.entity
+             AND e.agent_id IS NOT DISTINCT FROM s.agent_id) BETWEEN 2 AND :max_df
+)
+SELECT DISTINCT s.memory_id AS source, o.memory_id AS target
+FROM src s
+JOIN specific USING (entity, agent_id)
+JOIN memory_entities o ON o.tenant = :tenant AND o.entity = s.entity AND o.agent_id IS NOT DISTINCT FROM s.agent_id
+                      AND o.memory_id <> s.memory_id
+JOIN memories m ON m.tenant = o.tenant AND m.memory_id = o.memory_id AND m.status = ANY(:statuses)
+""")
+
+
+def entity_neighbours(conn: Connection, tenant: str, ids: list[uuid.UUID], statuses: tuple[str, ...],
+                      max_df: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """(memory, neighbour) pairs: recallable memories of the same agent talking about a specific entity that
+    one of `ids` talks about (projections/entities.py)."""
+    rows = conn.execute(_ENTITY, {"tenant": tenant, "ids": ids, "statuses": list(statuses), "max_df": max_df})
+    return sorted(((r.source, r.target) for r in rows), key=lambda p: (str(p[0]), str(p[1])))
+
+
 def timeline_neighbours(conn: Connection, tenant: str, ids: list[uuid.UUID], statuses: tuple[str, ...], span: int,
                         window_s: float) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """(memory, neighbour) pairs: the `span` recallable memories just before and after each of `ids` on its
@@ -59,7 +91,8 @@ def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, setting
     report.config = {"beam": beam, "depth": depth, "gain": gain, "kinds": list(kinds),
                      "temporal_span": settings.graph_temporal_span,
                      "temporal_window_s": settings.graph_temporal_window_s,
-                     "temporal_weight": settings.graph_temporal_weight}
+                     "temporal_weight": settings.graph_temporal_weight,
+                     "entity_weight": settings.graph_entity_weight, "entity_max_df": settings.graph_entity_max_df}
     report.counts = {"edges_followed": 0, "reached": 0, "boosted": 0}
     if not pool or beam <= 0 or depth <= 0 or gain <= 0 or not kinds:
         report.skipped = "graph walk off (beam, depth, gain or kinds)"
@@ -76,6 +109,10 @@ def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, setting
                                            settings.graph_temporal_window_s)
             edges += [(src, dst, settings.graph_temporal_weight) for src, dst in adjacent]
             report.counts["temporal_adjacent"] = report.counts.get("temporal_adjacent", 0) + len(adjacent)
+        if "entity" in kinds and settings.graph_entity_weight > 0 and settings.graph_entity_max_df >= 2:
+            shared = entity_neighbours(conn, tenant, list(frontier), statuses, settings.graph_entity_max_df)
+            edges += [(src, dst, settings.graph_entity_weight) for src, dst in shared]
+            report.counts["entity_shared"] = report.counts.get("entity_shared", 0) + len(shared)
         report.counts["edges_followed"] += len(edges)
         for source, target, weight in edges:
             a = frontier[source] * min(weight, 1.0)

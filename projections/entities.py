@@ -1,0 +1,72 @@
+"""The `memory_entities` read model: which named entities each memory talks about, for the graph walk's entity
+edges (two memories of one agent that talk about the same entity are associated).
+
+An entity is what `domain.entities.entities` finds in the memory's text (lower-cased), without the utterance's
+speaker prefix: "Melanie: Oliver hid his bone" talks about Oliver, and who said it is not what it is about
+(every utterance of a speaker would otherwise be linked to every other). A memory whose content changes
+(MemoryReinforced's or MemoriesMerged's merged content) has its entities replaced. The rule is pure, so a
+rebuild gives the same rows. How common an entity is decides whether the walk follows it (recall/funnel/graph.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, text
+
+from domain.entities import entities, speaker
+from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
+
+_INSERT = text("""
+INSERT INTO memory_entities (tenant, memory_id, entity, agent_id)
+SELECT * FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:entities AS text[]),
+                     CAST(:agents AS text[]))
+ON CONFLICT DO NOTHING
+""")
+_AGENT = text("SELECT agent_id FROM memory_entities WHERE tenant = :tenant AND memory_id = :memory_id LIMIT 1")
+_KNOWN = text("SELECT agent_id FROM memories WHERE tenant = :tenant AND memory_id = :memory_id")
+_DROP = text("DELETE FROM memory_entities WHERE tenant = :tenant AND memory_id = :memory_id")
+
+
+def talks_about(content: str) -> list[str]:
+    """The entities a memory's text talks about, lower-cased, in order of first appearance."""
+    who = speaker(content)  # extracted from the whole text: after "Name: " a capital is not sentence grammar
+    found: list[str] = []
+    for entity in entities(content):
+        name = entity.lower()
+        if name not in found and (who is None or name != who.lower()):
+            found.append(name)
+    return found
+
+
+class EntitiesProjector:
+    name = "entities"
+    tables = ("memory_entities",)
+    types = ("MemoryRecorded", "MemoryReinforced", "MemoriesMerged")
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        rows: dict[str, list[object]] = {"tenants": [], "ids": [], "entities": [], "agents": []}
+
+        def add(tenant: str, memory_id: object, agent_id: str | None, content: str) -> None:
+            for entity in talks_about(content):
+                for key, value in (("tenants", tenant), ("ids", memory_id), ("entities", entity),
+                                   ("agents", agent_id)):
+                    rows[key].append(value)
+
+        def flush() -> None:
+            if rows["ids"]:
+                conn.execute(_INSERT, rows)
+                for values in rows.values():
+                    values.clear()
+
+        for event in events:
+            p = event.payload()
+            if isinstance(p, MemoryRecorded):
+                add(event.tenant, p.memory_id, p.agent_id, p.content)
+            elif isinstance(p, MemoryReinforced | MemoriesMerged):
+                flush()  # the replaced rows may be in this batch: write them before deleting
+                params = {"tenant": event.tenant, "memory_id": p.memory_id}
+                agent = conn.execute(_AGENT, params).first() or conn.execute(_KNOWN, params).first()
+                conn.execute(_DROP, params)
+                add(event.tenant, p.memory_id, agent[0] if agent else None, p.merged_content)
+        flush()

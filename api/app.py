@@ -17,6 +17,7 @@ from domain.errors import DomainError
 from infra.embedding import get_embedder
 from infra.logging import configure_logging
 from infra.settings import get_settings
+from recall.funnel import rerank
 
 log = structlog.get_logger(__name__)
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -32,7 +33,9 @@ def create_app() -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        get_embedder(settings.embedding_model).warm()  # load the model before the first recall, not during it
+        # Load (and on first start export) the query-time models before the first recall, not during it.
+        get_embedder(settings.embedding_model).warm()
+        rerank.warm(settings)
         yield
 
     app = FastAPI(title="Engramlog", version="0.1.0", lifespan=lifespan,

@@ -47,6 +47,13 @@ def _positive(name: str, default: str) -> float:
     return value
 
 
+def _choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = _env(name, default).strip().lower()
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=lambda: Path(_env("ENGRAMLOG_DATA_DIR", ".engramlog")).resolve())
@@ -64,6 +71,10 @@ class Settings:
     # Embeddings
     embedding_model: str = field(default_factory=lambda: _env("ENGRAMLOG_EMBEDDING_MODEL", "all-MiniLM-L6-v2"))
     embedding_dim: int = field(default_factory=lambda: int(_env("ENGRAMLOG_EMBEDDING_DIM", "384")))
+    # Query-time inference (the embedder and the reranker): "onnx" = ONNX Runtime on CPU, each model exported once
+    # into data_dir/models and checked against sentence-transformers (torch, logged, when it cannot serve); "torch".
+    inference_backend: str = field(default_factory=lambda: _choice(
+        "ENGRAMLOG_INFERENCE_BACKEND", "onnx", ("onnx", "torch")))
 
     # Write path limits
     max_content_chars: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_CONTENT_CHARS", "32768")))
@@ -118,7 +129,7 @@ class Settings:
     staging_ttl_days: float = field(default_factory=lambda: _positive("ENGRAMLOG_STAGING_TTL_DAYS", "14"))
     # Consolidation: cluster diameter (max cosine distance between any two members) and size, bridge floor,
     # near-duplicate threshold, Hebbian forget floor and its age / idleness gates, per-memory edge-weight cap,
-    # and the most memories one scope (tenant, agent, project) consolidates at once (the most recently used).
+    # and the page size: a scope of any size is read in chunks and planned in pages of this many memories.
     consolidation_cluster_distance: float = field(
         default_factory=lambda: _positive("ENGRAMLOG_CONSOLIDATION_CLUSTER_DISTANCE", "0.45"))
     consolidation_max_cluster: int = field(
@@ -176,6 +187,10 @@ class Settings:
     graph_temporal_window_s: float = field(
         default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_TEMPORAL_WINDOW_S", "1800")))
     graph_temporal_weight: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_TEMPORAL_WEIGHT", "0.5")))
+    # Entity edges (projections/entities.py): memories of one agent that talk about the same entity, followed
+    # only for entities at most `graph_entity_max_df` of the agent's memories talk about (a hub links nothing).
+    graph_entity_weight: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_ENTITY_WEIGHT", "0.15")))
+    graph_entity_max_df: int = field(default_factory=lambda: int(_env("ENGRAMLOG_GRAPH_ENTITY_MAX_DF", "8")))
     # Cross-encoder rerank: a local model path (sentence-transformers CrossEncoder); empty: the stage is skipped.
     reranker_model: str = field(default_factory=lambda: _env("ENGRAMLOG_RERANKER_MODEL", ""))
     reranker_max_length: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RERANKER_MAX_LENGTH", "256")))
@@ -187,10 +202,6 @@ class Settings:
     abstain_gate_k: int = field(default_factory=lambda: int(_env("ENGRAMLOG_ABSTAIN_GATE_K", "5")))
     abstain_sim_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_SIM_FLOOR", "0.3")))
     abstain_term_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_TERM_FLOOR", "0.3")))
-    # Entity edges (projections/entities.py): memories of one agent that talk about the same entity, followed
-    # only for entities at most `graph_entity_max_df` of the agent's memories talk about (a hub links nothing).
-    graph_entity_weight: float = field(default_factory=lambda: float(_env("ENGRAMLOG_GRAPH_ENTITY_WEIGHT", "0.15")))
-    graph_entity_max_df: int = field(default_factory=lambda: int(_env("ENGRAMLOG_GRAPH_ENTITY_MAX_DF", "8")))
     abstain_ce_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_CE_FLOOR", "0.5")))
     abstain_entity_frac: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_ENTITY_FRAC", "0.7")))
     abstain_quorum: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_QUORUM", "0.5")))

@@ -12,6 +12,11 @@ so a reranker that separates the pool sharply decides, and one that cannot tell 
 scores) leaves the composite's order nearly as it was. With no model configured, or a path that does not
 exist, the stage is skipped, logged, and every result's explanation says so; the pool is then ordered by the
 composite alone. Either way the results come from the pool.
+
+The model runs on ENGRAMLOG_INFERENCE_BACKEND: `onnx` (default) exports it once into data_dir/models and scores
+with ONNX Runtime (checked to match sentence-transformers' scores within 1e-4; infra/embedding.py), falling back
+to the torch CrossEncoder, logged, when the export cannot serve; `torch` is the CrossEncoder as is. The stage's
+config names the backend that scored.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 import structlog
 
+from infra.embedding import load_onnx_cross_encoder
 from infra.settings import Settings
 from recall.funnel.types import Item, StageReport, rank
 
@@ -38,12 +44,29 @@ def pool_size(k: int, settings: Settings) -> int:
 
 
 @lru_cache(maxsize=2)
-def load_cross_encoder(path: str, max_length: int) -> Any:
+def load_cross_encoder(path: str, max_length: int, backend: str = "torch", cache_root: Path | None = None) -> Any:
+    """A model with CrossEncoder's `predict` (one score per pair) and a `backend` attribute: the ONNX one when
+    asked and it can serve, else sentence-transformers' CrossEncoder."""
+    if backend == "onnx":
+        try:
+            if cache_root is None:
+                raise RuntimeError("no cache directory for the ONNX export")
+            model = load_onnx_cross_encoder(path, max_length, cache_root)
+            log.info("recall.reranker_loaded", model=path, max_length=max_length, backend="onnx")
+            return model
+        except Exception as exc:  # whatever broke, the torch CrossEncoder gives the same scores
+            log.warning("recall.reranker_onnx_unavailable", model=path, fallback="torch",
+                        reason=f"{type(exc).__name__}: {exc}")
     from sentence_transformers import CrossEncoder  # heavy: imported only when a reranker is configured
 
     model = CrossEncoder(path, device="cpu", local_files_only=True, max_length=max_length)
-    log.info("recall.reranker_loaded", model=path, max_length=max_length)
+    log.info("recall.reranker_loaded", model=path, max_length=max_length, backend="torch")
     return model
+
+
+def _model(settings: Settings) -> Any:
+    return load_cross_encoder(settings.reranker_model, settings.reranker_max_length, settings.inference_backend,
+                              settings.data_dir / "models")
 
 
 def unavailable(settings: Settings) -> str | None:
@@ -58,7 +81,7 @@ def unavailable(settings: Settings) -> str | None:
 
 def warm(settings: Settings) -> None:
     if unavailable(settings) is None:
-        load_cross_encoder(settings.reranker_model, settings.reranker_max_length).predict([("warm", "up")])
+        _model(settings).predict([("warm", "up")])
 
 
 def rerank(query: str, ranked: list[Item], k: int, settings: Settings, report: StageReport) -> list[Item]:
@@ -80,7 +103,8 @@ def rerank(query: str, ranked: list[Item], k: int, settings: Settings, report: S
         return pool
     if not pool:
         return pool
-    model = load_cross_encoder(settings.reranker_model, settings.reranker_max_length)
+    model = _model(settings)
+    report.config["backend"] = getattr(model, "backend", "torch")
     with _lock:  # one forward pass at a time on a small machine
         ce = [float(x) for x in model.predict([(query, i.content) for i in pool], batch_size=64,
                                               show_progress_bar=False)]

@@ -194,6 +194,9 @@ class Settings:
     # Cross-encoder rerank: a local model path (sentence-transformers CrossEncoder); empty: the stage is skipped.
     reranker_model: str = field(default_factory=lambda: _env("ENGRAMLOG_RERANKER_MODEL", ""))
     reranker_max_length: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RERANKER_MAX_LENGTH", "256")))
+    # int8 weights for the cross-encoder on the onnx backend: ~2× faster, scores within 0.02 (not identical).
+    reranker_quantize: str = field(default_factory=lambda: _choice(
+        "ENGRAMLOG_RERANKER_QUANTIZE", "none", ("none", "int8")))
     # Adaptive blend: the cross-encoder's weight grows from min to max with the spread of its scores in the pool.
     rerank_blend_min: float = field(default_factory=lambda: float(_env("ENGRAMLOG_RERANK_BLEND_MIN", "0.3")))
     rerank_blend_max: float = field(default_factory=lambda: float(_env("ENGRAMLOG_RERANK_BLEND_MAX", "0.8")))

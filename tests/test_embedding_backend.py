@@ -74,6 +74,24 @@ def test_cross_encoder_scores_match_torch(cache_root: Path, cross_encoder_dir: P
     assert abs(float(onnx_model.predict([pairs[0]])[0]) - float(reference[0])) <= 1e-4
 
 
+def test_int8_cross_encoder_is_made_once_and_stays_close(cache_root: Path, cross_encoder_dir: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from infra import embedding
+    from recall.funnel.rerank import load_cross_encoder
+
+    load = load_cross_encoder.__wrapped__
+    fp32 = load(str(cross_encoder_dir), 256, "onnx", cache_root)
+    int8 = load(str(cross_encoder_dir), 256, "onnx", cache_root, "int8")
+    assert (fp32.backend, int8.backend) == ("onnx", "onnx-int8")
+    [directory] = [d for d in cache_root.iterdir() if d.name.startswith("cross-encoder-")]
+    assert (directory / "model.int8.onnx").stat().st_size < (directory / "model.onnx").stat().st_size / 2
+    pairs = [(q, doc) for q in ("how long does sourdough proof", "sear the steak") for doc in COOKING]
+    diff = np.abs(fp32.predict(pairs) - int8.predict(pairs))
+    assert 0 < float(diff.max()) <= embedding.MAX_INT8_SCORE_DIFF  # close, and really another model
+    monkeypatch.setattr("onnxruntime.quantization.quantize_dynamic", lambda *a, **k: pytest.fail("quantized again"))
+    assert load(str(cross_encoder_dir), 256, "onnx", cache_root, "int8").backend == "onnx-int8"
+
+
 def test_embedder_falls_back_to_torch_with_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from infra import embedding
 

@@ -15,8 +15,10 @@ composite alone. Either way the results come from the pool.
 
 The model runs on ENGRAMLOG_INFERENCE_BACKEND: `onnx` (default) exports it once into data_dir/models and scores
 with ONNX Runtime (checked to match sentence-transformers' scores within 1e-4; infra/embedding.py), falling back
-to the torch CrossEncoder, logged, when the export cannot serve; `torch` is the CrossEncoder as is. The stage's
-config names the backend that scored.
+to the torch CrossEncoder, logged, when the export cannot serve; `torch` is the CrossEncoder as is. With
+ENGRAMLOG_RERANKER_QUANTIZE=int8 (onnx only) the export's weights are quantized to int8 once, checked within
+0.02 of the fp32 scores: about twice as fast on 2 cores, not bit-identical. The stage's config names the
+backend that scored.
 """
 
 from __future__ import annotations
@@ -44,15 +46,18 @@ def pool_size(k: int, settings: Settings) -> int:
 
 
 @lru_cache(maxsize=2)
-def load_cross_encoder(path: str, max_length: int, backend: str = "torch", cache_root: Path | None = None) -> Any:
+def load_cross_encoder(path: str, max_length: int, backend: str = "torch", cache_root: Path | None = None,
+                       quantize: str = "none") -> Any:
     """A model with CrossEncoder's `predict` (one score per pair) and a `backend` attribute: the ONNX one when
-    asked and it can serve, else sentence-transformers' CrossEncoder."""
+    asked and it can serve (int8 when `quantize` says so), else sentence-transformers' CrossEncoder."""
     if backend == "onnx":
         try:
             if cache_root is None:
                 raise RuntimeError("no cache directory for the ONNX export")
-            model = load_onnx_cross_encoder(path, max_length, cache_root)
-            log.info("recall.reranker_loaded", model=path, max_length=max_length, backend="onnx")
+            model = load_onnx_cross_encoder(path, max_length, cache_root, quantize)
+            if quantize == "int8":
+                model.backend = "onnx-int8"
+            log.info("recall.reranker_loaded", model=path, max_length=max_length, backend=model.backend)
             return model
         except Exception as exc:  # whatever broke, the torch CrossEncoder gives the same scores
             log.warning("recall.reranker_onnx_unavailable", model=path, fallback="torch",
@@ -66,7 +71,7 @@ def load_cross_encoder(path: str, max_length: int, backend: str = "torch", cache
 
 def _model(settings: Settings) -> Any:
     return load_cross_encoder(settings.reranker_model, settings.reranker_max_length, settings.inference_backend,
-                              settings.data_dir / "models")
+                              settings.data_dir / "models", settings.reranker_quantize)
 
 
 def unavailable(settings: Settings) -> str | None:

@@ -2,7 +2,8 @@
 
 pgvector applies WHERE filters after the HNSW scan, so a selective scope (one agent among many) loses most
 of its true neighbours. A scope small enough to scan exactly is scanned exactly (a few ms through the
-btree); larger ones use HNSW with iterative scans, which keep walking the graph until enough rows pass.
+btree); larger ones use HNSW with iterative scans, which keep walking the graph until enough rows pass (and
+when a scan gives up short of that, the query is answered exactly: method "hnsw_iterative+exact").
 """
 
 from __future__ import annotations
@@ -25,38 +26,50 @@ def vector_top(conn: Connection, scope: Scope, query_vector: str, n: int, exact_
                floor: float | None = None) -> tuple[dict[uuid.UUID, float], str]:
     """The top `n` memories by cosine similarity within `scope`, and the method used. With `statuses`, only
     memories in one of them; with `floor`, only cosines at or above it."""
-    where, params = scope.where("v")
-    params = {**params, "q": query_vector, "n": n}
-    if statuses is not None:
-        params["statuses"] = list(statuses)
     if scope_size(conn, scope, exact_max_rows + 1) <= exact_max_rows:
-        method = "exact"
-        join = ""
-        if statuses is not None:
-            join = " JOIN memories m ON m.tenant = v.tenant AND m.memory_id = v.memory_id AND m.status = ANY(:statuses)"
-        # "+ 0" makes the sort key an expression the HNSW index cannot serve, so the plan reads the scope's rows
-        # through the btree and sorts them: exact, and faster than materialising the scope first.
-        sql = f"""
-        SELECT v.memory_id, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine FROM memory_vectors v{join}
-        WHERE {where} ORDER BY (v.embedding <=> CAST(:q AS vector)) + 0, v.memory_id LIMIT :n
-        """
+        found, method = _exact(conn, scope, query_vector, n, statuses), "exact"
     else:
-        method = "hnsw_iterative"
-        if statuses is not None:
-            # A per-row filter (not a join), so the plan stays an ordered HNSW index scan that iterates.
-            where += (" AND (SELECT m.status FROM memories m WHERE m.tenant = v.tenant"
-                      " AND m.memory_id = v.memory_id) = ANY(:statuses)")
-        conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-        conn.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
-        sql = f"""
-        SELECT v.memory_id, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine FROM memory_vectors v
-        WHERE {where} ORDER BY v.embedding <=> CAST(:q AS vector) LIMIT :n
-        """
-    rows = conn.execute(text(sql), params)
-    found = {r.memory_id: float(r.cosine) for r in rows}
+        found, method = _hnsw_iterative(conn, scope, query_vector, n, ef_search, statuses), "hnsw_iterative"
+        # An iterative scan gives up at hnsw.max_scan_tuples / its memory limit: when it brought back fewer rows
+        # than the scope holds, what it missed is found exactly (slower, never short).
+        if len(found) < n and scope_size(conn, scope, n) > len(found):
+            found, method = _exact(conn, scope, query_vector, n, statuses), "hnsw_iterative+exact"
     if floor is not None:
         found = {i: c for i, c in found.items() if c >= floor}
     return found, method
+
+
+def _exact(conn: Connection, scope: Scope, query_vector: str, n: int,
+           statuses: tuple[str, ...] | None) -> dict[uuid.UUID, float]:
+    where, params = scope.where("v")
+    join = ""
+    if statuses is not None:
+        join = " JOIN memories m ON m.tenant = v.tenant AND m.memory_id = v.memory_id AND m.status = ANY(:statuses)"
+        params["statuses"] = list(statuses)
+    # "+ 0" makes the sort key an expression the HNSW index cannot serve, so the plan reads the scope's rows
+    # through the btree and sorts them: exact, and faster than materialising the scope first.
+    sql = f"""
+    SELECT v.memory_id, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine FROM memory_vectors v{join}
+    WHERE {where} ORDER BY (v.embedding <=> CAST(:q AS vector)) + 0, v.memory_id LIMIT :n
+    """
+    return {r.memory_id: float(r.cosine) for r in conn.execute(text(sql), {**params, "q": query_vector, "n": n})}
+
+
+def _hnsw_iterative(conn: Connection, scope: Scope, query_vector: str, n: int, ef_search: int,
+                    statuses: tuple[str, ...] | None) -> dict[uuid.UUID, float]:
+    where, params = scope.where("v")
+    if statuses is not None:
+        # A per-row filter (not a join), so the plan stays an ordered HNSW index scan that iterates.
+        where += (" AND (SELECT m.status FROM memories m WHERE m.tenant = v.tenant"
+                  " AND m.memory_id = v.memory_id) = ANY(:statuses)")
+        params["statuses"] = list(statuses)
+    conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+    conn.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+    sql = f"""
+    SELECT v.memory_id, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine FROM memory_vectors v
+    WHERE {where} ORDER BY v.embedding <=> CAST(:q AS vector) LIMIT :n
+    """
+    return {r.memory_id: float(r.cosine) for r in conn.execute(text(sql), {**params, "q": query_vector, "n": n})}
 
 
 def cosines_for(conn: Connection, tenant: str, ids: list[uuid.UUID], query_vector: str) -> dict[uuid.UUID, float]:

@@ -228,11 +228,14 @@ def memory_event(text_: str, agent_id: str | None, when: datetime, i: int, key_p
 
 
 def append_memories(engine: Any, tenant: str, texts: Sequence[str], agents: int, offset: int = 0,
-                    total: int | None = None, batch: int = 1000, via: str = "service") -> float:
+                    total: int | None = None, batch: int = 1000, via: str = "service", must_keep: bool = True) -> float:
     """Append MemoryRecorded events for `texts` in batches of `batch`. Answers seconds taken.
 
     via="service": services.append_events, the write path the API runs (validation, and whatever the write path
     decides along with the write, in the same transaction); use it to build a corpus recall will search.
+    `must_keep` (the default) bypasses the salience gate and the reinforcement check, as an import would: the
+    corpus's memories are "<speaker>: <sentence>" over a pool of sentences, near-duplicates the governor would
+    otherwise fold into one another, and a recall benchmark at N memories needs N recallable memories.
     via="log": eventstore.append alone, with the events prebuilt: the bare log, for measuring projectors without
     any work the write path may do (such as embedding at write time).
     """
@@ -261,6 +264,7 @@ def append_memories(engine: Any, tenant: str, texts: Sequence[str], agents: int,
                 type="MemoryRecorded", occurred_at=occurred_at(i, total), idempotency_key=f"bench:{tenant}:{i}",
                 data={"memory_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench:{tenant}:{i}")), "content": t,
                       "kind": "observation", "agent_id": f"agent-{i % agents}" if agents else None,
+                      "must_keep": must_keep,
                       "tags": ["bench"], "metadata": {"source": "bench", "i": i}}))
         append_events(engine, tenant, items, metadata)
     return time.perf_counter() - started

@@ -194,9 +194,10 @@ class Settings:
     # Cross-encoder rerank: a local model path (sentence-transformers CrossEncoder); empty: the stage is skipped.
     reranker_model: str = field(default_factory=lambda: _env("ENGRAMLOG_RERANKER_MODEL", ""))
     reranker_max_length: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RERANKER_MAX_LENGTH", "256")))
-    # int8 weights for the cross-encoder on the onnx backend: ~2× faster, scores within 0.02 (not identical).
+    # int8 weights for the cross-encoder on the onnx backend: p50 142 -> 85 ms at 10k memories (40 pairs), scores
+    # within 0.02 of fp32 (not identical); "none" keeps fp32.
     reranker_quantize: str = field(default_factory=lambda: _choice(
-        "ENGRAMLOG_RERANKER_QUANTIZE", "none", ("none", "int8")))
+        "ENGRAMLOG_RERANKER_QUANTIZE", "int8", ("none", "int8")))
     # Adaptive blend: the cross-encoder's weight grows from min to max with the spread of its scores in the pool.
     rerank_blend_min: float = field(default_factory=lambda: float(_env("ENGRAMLOG_RERANK_BLEND_MIN", "0.3")))
     rerank_blend_max: float = field(default_factory=lambda: float(_env("ENGRAMLOG_RERANK_BLEND_MAX", "0.8")))

@@ -176,7 +176,7 @@ def test_recall_with_the_reranker_is_the_same_on_both_backends(engine: Any, cros
     answers = {}
     for backend in ("torch", "onnx"):
         cfg = settings(inference_backend=backend, reranker_model=str(cross_encoder_dir), rerank_pool=10,
-                       data_dir=cache_root.parent)
+                       reranker_quantize="none", data_dir=cache_root.parent)  # fp32: the same model
         embedder = Embedder(cfg.embedding_model, backend, cache_root)
         answers[backend] = recall(engine, embedder, cfg, RecallRequest(Scope(tenant, None), "how do I bake sourdough?",
                                                                        5), {"source": "test", "actor": "test"})

@@ -115,7 +115,8 @@ class Settings:
     # Share of the way to 1 a reinforcement moves the memory's confidence (domain/reinforce.py).
     reinforce_confidence_gain: float = field(
         default_factory=lambda: float(_env("ENGRAMLOG_REINFORCE_CONFIDENCE_GAIN", "0.1")))
-    # Memories written but not yet projected that the governor also compares against (the newest this many).
+    # Memories written but not yet projected that the governor also compares against: those among the tenant's
+    # newest this many recorded events above the projections' checkpoints (a bounded cost per write).
     governance_unprojected_max: int = field(
         default_factory=lambda: int(_env("ENGRAMLOG_GOVERNANCE_UNPROJECTED_MAX", "500")))
 

@@ -196,10 +196,11 @@ SELECT u.memory_id, u.content, u.status FROM (
                      ORDER BY s.stream_version DESC LIMIT 1),
                     CASE a.data->>'disposition' WHEN 'discard' THEN 'discarded' ELSE a.data->>'disposition' END)
                AS status
-    FROM events e
+    FROM (SELECT position, tenant, stream_id, data FROM events
+          WHERE tenant = :tenant AND type = 'MemoryRecorded' AND position > :floor
+          ORDER BY position DESC LIMIT :limit) e
     JOIN events a ON a.tenant = e.tenant AND a.stream_id = e.stream_id AND a.type = 'MemoryAdmitted'
-    WHERE e.tenant = :tenant AND e.type = 'MemoryRecorded' AND e.position > :floor
-      AND e.data->>'agent_id' IS NOT DISTINCT FROM CAST(:agent_id AS text)
+    WHERE e.data->>'agent_id' IS NOT DISTINCT FROM CAST(:agent_id AS text)
       AND e.data->>'project' IS NOT DISTINCT FROM CAST(:project AS text)
       AND NOT (EXISTS (SELECT 1 FROM memories m WHERE m.tenant = e.tenant
                          AND m.memory_id = CAST(e.data->>'memory_id' AS uuid) AND m.status <> 'pending')
@@ -210,7 +211,11 @@ SELECT u.memory_id, u.content, u.status FROM (
 ) u
 WHERE u.status = ANY(:recallable)
 ORDER BY u.position DESC
-LIMIT :limit
+""")
+# Whether the tenant has more recorded events above the floor than the window the governor looks through.
+_BEYOND_WINDOW = text("""
+SELECT count(*) > :limit FROM (SELECT 1 FROM events WHERE tenant = :tenant AND type = 'MemoryRecorded'
+                                 AND position > :floor LIMIT :limit + 1) w
 """)
 # Below the slower of the two projections, less a margin for transactions that committed late (an event whose
 # transaction took its id before a checkpointed one's, but inserted it after, sits below the checkpoint).
@@ -222,16 +227,24 @@ SELECT content_hash, embedding::text FROM embedding_cache WHERE model = :model A
 """)
 
 
+_window_warned_at: dict[str, float] = {}
+
+
 def _unprojected(conn: Connection, tenant: str, scope: ScopeKey, model: str, limit: int) -> list[_Known]:
     """The scope's memories admitted active, staging or dormant whose projection has not caught up yet, with
-    their cached vectors (the newest `limit`, ENGRAMLOG_GOVERNANCE_UNPROJECTED_MAX, per scope)."""
+    their cached vectors: among the tenant's newest `limit` (ENGRAMLOG_GOVERNANCE_UNPROJECTED_MAX) recorded
+    events above the projections' floor, so a write costs the same however far the projections lag (with no
+    worker running, say); beyond the window a near-duplicate is caught once projected, by the next writes."""
     floor = conn.execute(_FLOOR).scalar_one()
-    rows = conn.execute(_UNPROJECTED, {"tenant": tenant, "floor": floor, "agent_id": scope[0], "project": scope[1],
-                                       "recallable": list(RECALLABLE), "limit": limit}).all()
+    params = {"tenant": tenant, "floor": floor, "limit": limit}
+    rows = conn.execute(_UNPROJECTED, {**params, "agent_id": scope[0], "project": scope[1],
+                                       "recallable": list(RECALLABLE)}).all()
+    quiet = time.monotonic() - _window_warned_at.get(tenant, -1e9) < 60
+    if not quiet and conn.execute(_BEYOND_WINDOW, params).scalar_one():
+        _window_warned_at[tenant] = time.monotonic()  # once a minute per tenant: every write would say it
+        log.warning("governance.unprojected_window_full", tenant=tenant, window=limit, floor=floor)
     if not rows:
         return []
-    if len(rows) >= limit:
-        log.warning("governance.unprojected_limit", tenant=tenant, agent_id=scope[0], project=scope[1], limit=limit)
     hashes = {r.memory_id: content_hash(r.content) for r in rows}
     cached = dict(conn.execute(_CACHED, {"model": model, "hashes": list(set(hashes.values()))}).all())
     out = []

@@ -189,28 +189,37 @@ def _nearest_in_read_model(conn: Connection, tenant: str, scope: ScopeKey, vecto
 # Memories of one scope recorded and admitted but not yet in both read models the nearest search uses, with
 # their status from their own stream (a status change or a supersede the projector has not applied yet counts).
 _UNPROJECTED = text("""
-SELECT u.memory_id, u.content, u.status FROM (
-    SELECT e.position, CAST(e.data->>'memory_id' AS uuid) AS memory_id, e.data->>'content' AS content,
-           coalesce((SELECT s.data->>'to_status' FROM events s
-                     WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id AND s.type = 'MemoryStatusChanged'
-                     ORDER BY s.stream_version DESC LIMIT 1),
-                    CASE a.data->>'disposition' WHEN 'discard' THEN 'discarded' ELSE a.data->>'disposition' END)
-               AS status
-    FROM (SELECT position, tenant, stream_id, data FROM events
-          WHERE tenant = :tenant AND type = 'MemoryRecorded' AND position > :floor
-          ORDER BY position DESC LIMIT :limit) e
-    JOIN events a ON a.tenant = e.tenant AND a.stream_id = e.stream_id AND a.type = 'MemoryAdmitted'
-    WHERE e.data->>'agent_id' IS NOT DISTINCT FROM CAST(:agent_id AS text)
-      AND e.data->>'project' IS NOT DISTINCT FROM CAST(:project AS text)
-      AND NOT (EXISTS (SELECT 1 FROM memories m WHERE m.tenant = e.tenant
-                         AND m.memory_id = CAST(e.data->>'memory_id' AS uuid) AND m.status <> 'pending')
-               AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.tenant = e.tenant
-                             AND v.memory_id = CAST(e.data->>'memory_id' AS uuid)))
-      AND NOT EXISTS (SELECT 1 FROM events s WHERE s.tenant = e.tenant AND s.stream_id = e.stream_id
-                        AND s.type = 'MemorySuperseded')
-) u
-WHERE u.status = ANY(:recallable)
-ORDER BY u.position DESC
+SELECT memory_id, content, status FROM (
+WITH recent AS MATERIALIZED (
+    SELECT position, stream_id, data FROM events
+    WHERE tenant = :tenant AND type = 'MemoryRecorded' AND position > :floor
+    ORDER BY position DESC LIMIT :limit
+), pending AS MATERIALIZED (
+    SELECT r.position, r.stream_id, CAST(r.data->>'memory_id' AS uuid) AS memory_id, r.data->>'content' AS content
+    FROM recent r
+    WHERE r.data->>'agent_id' IS NOT DISTINCT FROM CAST(:agent_id AS text)
+      AND r.data->>'project' IS NOT DISTINCT FROM CAST(:project AS text)
+      AND NOT (EXISTS (SELECT 1 FROM memories m WHERE m.tenant = :tenant
+                         AND m.memory_id = CAST(r.data->>'memory_id' AS uuid) AND m.status <> 'pending')
+               AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.tenant = :tenant
+                             AND v.memory_id = CAST(r.data->>'memory_id' AS uuid)))
+)
+-- The memory's own stream, read once through its (tenant, stream_id, version) key: a type predicate here would
+-- let the planner walk every event of that type in the tenant instead.
+SELECT p.memory_id, p.content,
+       coalesce(s.changed, CASE s.disposition WHEN 'discard' THEN 'discarded' ELSE s.disposition END) AS status
+FROM pending p
+CROSS JOIN LATERAL (
+    SELECT (array_agg(x.data->>'to_status' ORDER BY x.stream_version DESC)
+                FILTER (WHERE x.type = 'MemoryStatusChanged'))[1] AS changed,
+           (array_agg(x.data->>'disposition') FILTER (WHERE x.type = 'MemoryAdmitted'))[1] AS disposition,
+           bool_or(x.type = 'MemorySuperseded') AS superseded
+    FROM events x WHERE x.tenant = :tenant AND x.stream_id = p.stream_id
+) s
+WHERE coalesce(s.changed, CASE s.disposition WHEN 'discard' THEN 'discarded' ELSE s.disposition END)
+      = ANY(:recallable) AND NOT s.superseded
+ORDER BY p.position DESC
+) unprojected
 """)
 # Whether the tenant has more recorded events above the floor than the window the governor looks through.
 _BEYOND_WINDOW = text("""
@@ -222,19 +231,27 @@ SELECT count(*) > :limit FROM (SELECT 1 FROM events WHERE tenant = :tenant AND t
 _FLOOR = text("""
 SELECT greatest(0, coalesce(min(position), 0) - 1000) FROM projection_checkpoints WHERE name IN ('memories', 'vectors')
 """)
-_CACHED = text("""
-SELECT content_hash, embedding::text FROM embedding_cache WHERE model = :model AND content_hash = ANY(:hashes)
+# The cached vectors nearest each query vector among the given contents (vectors never leave PostgreSQL).
+_NEAREST_CACHED = text("""
+SELECT q.ord, c.content_hash, c.cosine FROM unnest(CAST(:qs AS vector[])) WITH ORDINALITY AS q(vec, ord)
+CROSS JOIN LATERAL (
+    SELECT e.content_hash, 1 - (e.embedding <=> q.vec) AS cosine FROM embedding_cache e
+    WHERE e.model = :model AND e.content_hash = ANY(:hashes)
+    ORDER BY (e.embedding <=> q.vec) + 0, e.content_hash LIMIT :k) c
 """)
 
 
 _window_warned_at: dict[str, float] = {}
 
 
-def _unprojected(conn: Connection, tenant: str, scope: ScopeKey, model: str, limit: int) -> list[_Known]:
-    """The scope's memories admitted active, staging or dormant whose projection has not caught up yet, with
-    their cached vectors: among the tenant's newest `limit` (ENGRAMLOG_GOVERNANCE_UNPROJECTED_MAX) recorded
-    events above the projections' floor, so a write costs the same however far the projections lag (with no
-    worker running, say); beyond the window a near-duplicate is caught once projected, by the next writes."""
+def _unprojected(conn: Connection, tenant: str, scope: ScopeKey, model: str, limit: int,
+                 vectors: list[str]) -> list[list[_Neighbour]]:
+    """For each query vector, the NEAREST_PER_QUERY most similar of the scope's memories admitted active,
+    staging or dormant whose projection has not caught up yet: among the tenant's newest `limit`
+    (ENGRAMLOG_GOVERNANCE_UNPROJECTED_MAX) recorded events above the projections' floor, so a write costs the
+    same however far the projections lag (with no worker running, say); beyond the window a near-duplicate is
+    caught once projected, by the next writes. Their vectors come from the embedding cache and are compared in
+    PostgreSQL (a memory written must-keep was not embedded on the write path: it is compared once projected)."""
     floor = conn.execute(_FLOOR).scalar_one()
     params = {"tenant": tenant, "floor": floor, "limit": limit}
     rows = conn.execute(_UNPROJECTED, {**params, "agent_id": scope[0], "project": scope[1],
@@ -243,16 +260,18 @@ def _unprojected(conn: Connection, tenant: str, scope: ScopeKey, model: str, lim
     if not quiet and conn.execute(_BEYOND_WINDOW, params).scalar_one():
         _window_warned_at[tenant] = time.monotonic()  # once a minute per tenant: every write would say it
         log.warning("governance.unprojected_window_full", tenant=tenant, window=limit, floor=floor)
+    out: list[list[_Neighbour]] = [[] for _ in vectors]
     if not rows:
-        return []
-    hashes = {r.memory_id: content_hash(r.content) for r in rows}
-    cached = dict(conn.execute(_CACHED, {"model": model, "hashes": list(set(hashes.values()))}).all())
-    out = []
+        return out
+    by_hash: dict[str, list[Any]] = {}
     for r in rows:
-        vector = cached.get(hashes[r.memory_id])
-        if vector is None:
-            continue  # a must-keep write: not embedded on the write path, so not compared before it is projected
-        out.append(_Known(r.memory_id, scope, from_pgvector(vector), r.status, r.content, INITIAL_CONFIDENCE))
+        by_hash.setdefault(content_hash(r.content), []).append(r)
+    nearest = conn.execute(_NEAREST_CACHED, {"model": model, "hashes": list(by_hash), "qs": vectors,
+                                             "k": NEAREST_PER_QUERY})
+    for n in nearest:
+        for r in by_hash[n.content_hash]:
+            out[n.ord - 1].append(_Neighbour(r.memory_id, float(n.cosine), r.status, r.content, INITIAL_CONFIDENCE,
+                                             0, "unprojected"))
     return out
 
 
@@ -540,11 +559,10 @@ class Prepared:
             lock_scopes(conn, tenant, set(scopes))
             for scope, group in scopes.items():
                 found = _nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)
-                pending = _unprojected(conn, tenant, scope, g.embedder.model, settings.governance_unprojected_max)
-                for w, neighbours in zip(group, found, strict=True):
-                    w.neighbours = neighbours + [
-                        _Neighbour(k.memory_id, float(np.dot(w.vector, k.vector)),  # type: ignore[arg-type]
-                                   k.status, k.content, k.confidence, 0, "unprojected") for k in pending]
+                pending = _unprojected(conn, tenant, scope, g.embedder.model, settings.governance_unprojected_max,
+                                       [w.literal or "" for w in group])
+                for w, neighbours, unprojected in zip(group, found, pending, strict=True):
+                    w.neighbours = neighbours + unprojected
             # The nearest memories' log state (reinforcements the read model has not applied yet, supersedes,
             # stream heads), read under the locks.
             ids = {n.memory_id for w in self.governed for n in w.neighbours} - set(g.states)

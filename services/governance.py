@@ -233,11 +233,13 @@ SELECT greatest(0, coalesce(min(position), 0) - 1000) FROM projection_checkpoint
 """)
 # The cached vectors nearest each query vector among the given contents (vectors never leave PostgreSQL).
 _NEAREST_CACHED = text("""
+WITH cached AS MATERIALIZED (
+    SELECT content_hash, embedding FROM embedding_cache WHERE model = :model AND content_hash = ANY(:hashes)
+)
 SELECT q.ord, c.content_hash, c.cosine FROM unnest(CAST(:qs AS vector[])) WITH ORDINALITY AS q(vec, ord)
 CROSS JOIN LATERAL (
-    SELECT e.content_hash, 1 - (e.embedding <=> q.vec) AS cosine FROM embedding_cache e
-    WHERE e.model = :model AND e.content_hash = ANY(:hashes)
-    ORDER BY (e.embedding <=> q.vec) + 0, e.content_hash LIMIT :k) c
+    SELECT e.content_hash, 1 - (e.embedding <=> q.vec) AS cosine FROM cached e
+    ORDER BY e.embedding <=> q.vec, e.content_hash LIMIT :k) c
 """)
 
 

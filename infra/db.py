@@ -23,11 +23,8 @@ def normalise_url(url: str) -> str:
 def engine_for(url: str, pool_size: int = 10) -> Engine:
     if not url:
         raise RuntimeError("no database: set DATABASE_URL or start the stack with `engramlog up`")
-    # psycopg prepares a statement after a few executions, and PostgreSQL then switches it to a generic plan
-    # when that looks no costlier: blind to LIMITs, positions and scope sizes, such a plan was 20x slower for the
-    # governor's window query (60 ms against 3 ms). Every plan here is made for its parameters.
     return create_engine(normalise_url(url), pool_size=pool_size, max_overflow=20, pool_pre_ping=True,
-                         future=True, connect_args={"options": "-c plan_cache_mode=force_custom_plan"})
+                         future=True)
 
 
 def get_engine() -> Engine:

@@ -558,6 +558,10 @@ class Prepared:
             # From here to the commit no other write decides in these scopes, and every read below sees what
             # the writes before this one committed (READ COMMITTED: each statement takes a fresh snapshot).
             # Nothing is written before the lock, so no transaction id is held while waiting for it.
+            # psycopg prepares a statement after a few runs, and PostgreSQL may then give it a generic plan,
+            # blind to the window's LIMIT and positions: 60 ms against 3 ms for _UNPROJECTED. For the rest of
+            # this write transaction every statement is planned for its parameters.
+            conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
             lock_scopes(conn, tenant, set(scopes))
             for scope, group in scopes.items():
                 found = _nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)

@@ -85,6 +85,19 @@ def events_of(engine: Engine, tenant: str, types: Sequence[str]) -> list[Any]:
             WHERE tenant = :t AND type = ANY(:types) ORDER BY position"""), {"t": tenant, "types": list(types)}).all()
 
 
+def head(engine: Engine, tenant: str) -> int:
+    """The tenant's last log position."""
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT max(position) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
+
+
+def types_after(engine: Engine, tenant: str, position: int) -> list[str]:
+    """The types of the tenant's events after `position`, in log order."""
+    with engine.connect() as conn:
+        return list(conn.execute(text("SELECT type FROM events WHERE tenant = :t AND position > :p ORDER BY position"),
+                                 {"t": tenant, "p": position}).scalars())
+
+
 def statuses(engine: Engine, tenant: str) -> dict[uuid.UUID, str]:
     with engine.connect() as conn:
         return dict(conn.execute(text("SELECT memory_id, status FROM memories WHERE tenant = :t"), {"t": tenant}).all())

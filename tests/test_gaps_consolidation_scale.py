@@ -14,7 +14,18 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from lifecycle_support import events_of, feedback, record, rows, served, statuses, sync, verify_tenant
+from lifecycle_support import (
+    events_of,
+    feedback,
+    head,
+    record,
+    rows,
+    served,
+    statuses,
+    sync,
+    types_after,
+    verify_tenant,
+)
 from sqlalchemy import Engine, text
 
 from domain.consolidation import ConsolidationConfig, Node, plan, prune
@@ -84,15 +95,11 @@ def test_a_scope_larger_than_a_page_is_consolidated_whole(engine, tenant) -> Non
     # Twice in a row: the same survivors, the same pages, no change.
     edges_after = rows(engine, "memory_edges", tenant, "source_id, target_id, kind")
     memories_after = rows(engine, "memories", tenant, "memory_id")
-    with engine.connect() as conn:
-        head = conn.execute(text("SELECT max(position) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
+    before = head(engine, tenant)
     [second] = consolidate(engine, clock + timedelta(minutes=1), tenant=tenant, settings=settings).runs
     assert not any(second.report["changes"].values()), second.report["changes"]
     assert second.report["pages"] == report["pages"]
-    with engine.connect() as conn:
-        new = conn.execute(text("SELECT type FROM events WHERE tenant = :t AND position > :p"),
-                           {"t": tenant, "p": head}).scalars().all()
-    assert new == ["ConsolidationCompleted"]
+    assert types_after(engine, tenant, before) == ["ConsolidationCompleted"]
     assert rows(engine, "memory_edges", tenant, "source_id, target_id, kind") == edges_after
     assert rows(engine, "memories", tenant, "memory_id") == memories_after
     assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0}

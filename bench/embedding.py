@@ -32,16 +32,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import machine, machine_line, percentile, save_result, wide
+from bench.common import latency_stats, machine, machine_line, save_result, wide
 from bench.corpus import memory_texts, questions, sentences
 
 MODEL = "all-MiniLM-L6-v2"
 WARMUP = 5
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2),
-            "mean": round(sum(values) / len(values), 2)}
 
 
 def _alternate(calls: dict[str, Callable[[int], Any]], runs: int) -> dict[str, list[float]]:
@@ -124,10 +119,10 @@ def run(queries: int, batches: int, ce_runs: int, contend: int = 0) -> dict[str,
     backends: dict[str, Any] = {}
     for name in embedders:
         backends[name] = {
-            "single_query_ms": _stats(single[name]),
+            "single_query_ms": latency_stats(single[name]),
             "batch32_texts_per_s": round(32 * batches / (sum(batch[name]) / 1000), 1),
-            "batch32_ms": _stats(batch[name]),
-            "cross_encoder_40_pairs_ms": _stats(ce[name]),
+            "batch32_ms": latency_stats(batch[name]),
+            "cross_encoder_40_pairs_ms": latency_stats(ce[name]),
         }
     return {"benchmark": "embedding", "machine": machine(), "model": MODEL, "torch_threads": torch.get_num_threads(),
             "queries": queries, "batches": batches, "ce_runs": ce_runs, "contend": contend, "backends": backends,

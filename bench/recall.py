@@ -31,15 +31,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import machine, machine_line, percentile, save_result, start_stack, wide
+from bench.common import latency_stats, machine, machine_line, save_result, start_stack, wide
 from bench.corpus import build_corpus, memory_texts, pool_embeddings, questions, sentences
 
 WARMUP = 10
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2),
-            "mean": round(sum(values) / len(values), 2) if values else float("nan")}
 
 
 def measure(engine: Any, tenant: str, agent_id: str | None, qs: list[str]) -> dict[str, Any]:
@@ -67,7 +62,7 @@ def measure(engine: Any, tenant: str, agent_id: str | None, qs: list[str]) -> di
         methods[answer.details.get("vector_method") or explanation.get("vector_method") or "?"] += 1
         results += len(answer.results)
         candidates += int(answer.details.get("candidates", 0) or 0)
-    return {"queries": len(measured), "wall_ms": _stats(wall), "served_ms": _stats(served),
+    return {"queries": len(measured), "wall_ms": latency_stats(wall), "served_ms": latency_stats(served),
             "vector_method": dict(methods), "mean_results": round(results / len(measured), 2),
             "mean_candidates": round(candidates / len(measured), 1)}
 
@@ -83,7 +78,7 @@ def embed_latency(qs: list[str]) -> dict[str, float]:
         t0 = time.perf_counter()
         embedder.encode_one(q)
         times.append((time.perf_counter() - t0) * 1000)
-    return _stats(times)
+    return latency_stats(times)
 
 
 def run(sizes: list[int], n_queries: int = 200, agents: int = 100, pool_size: int = 5000,

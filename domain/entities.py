@@ -94,6 +94,11 @@ def speaker(text: str) -> str | None:
     return match.group(1)
 
 
+def utterance_body(text: str) -> str:
+    """What an utterance says, without its speaker prefix; any other text whole."""
+    return text[len(match.group(0)):] if speaker(text) and (match := _SPEAKER.match(text)) else text
+
+
 # Grammatical person: whom an utterance is about. "I loved the race" is about its speaker; "your race sounded
 # great, how did you feel?" is about the one spoken to, though the speaker said it.
 FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves",
@@ -105,8 +110,7 @@ SECOND_PERSON = frozenset(["you", "your", "yours", "yourself", "yourselves", "yo
 def addresses_other(utterance: str) -> bool:
     """Whether an utterance speaks more in the second person than in the first: its subject is the one it
     addresses, not its speaker."""
-    body = utterance.split(":", 1)[1] if ":" in utterance else utterance
-    tokens = [w.lower().replace("’", "'") for w in _WORD.findall(body)]
+    tokens = [w.lower().replace("’", "'") for w in _WORD.findall(utterance_body(utterance))]
     first = sum(t in FIRST_PERSON for t in tokens)
     second = sum(t in SECOND_PERSON for t in tokens)
     return second > first
@@ -119,8 +123,7 @@ def statements(text: str) -> str:
     """The text without its questions (and an utterance without its speaker prefix): what it asserts. A
     question does not answer a question: "How did they handle the accident?" shares the query's words and
     says nothing about the accident."""
-    body = text[len(match.group(0)):] if (match := _SPEAKER.match(text)) and speaker(text) else text
-    return " ".join(s.strip() for s in _SENTENCE.findall(body) if not s.strip().endswith("?"))
+    return " ".join(s.strip() for s in _SENTENCE.findall(utterance_body(text)) if not s.strip().endswith("?"))
 
 
 def holds(text: str, text_words: set[str], entity: str, speakers: Iterable[str] | None = None) -> bool:

@@ -125,9 +125,9 @@ def _pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
     return (hidden * expanded).sum(axis=1) / np.clip(expanded.sum(axis=1), 1e-9, None)
 
 
-def _length_order(texts: Sequence[str]) -> list[int]:
-    # Longest first, as sentence-transformers batches: texts of similar length share a batch, so less padding.
-    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+def _length_order(lengths: Sequence[int]) -> list[int]:
+    # Longest first, as sentence-transformers batches: inputs of similar length share a batch, so less padding.
+    return sorted(range(len(lengths)), key=lambda i: -lengths[i])
 
 
 class OnnxSentenceModel:
@@ -144,7 +144,7 @@ class OnnxSentenceModel:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.model.manifest["dim"]), dtype=np.float32)
-        order = _length_order(texts)
+        order = _length_order([len(t) for t in texts])
         parts = []
         for start in range(0, len(order), batch_size):
             hidden, mask = self.model.run([texts[i] for i in order[start:start + batch_size]], None,
@@ -170,7 +170,7 @@ class OnnxCrossEncoder:
         pairs = list(pairs)
         if not pairs:
             return np.zeros((0,), dtype=np.float32)
-        order = sorted(range(len(pairs)), key=lambda i: -len(pairs[i][0]) - len(pairs[i][1]))
+        order = _length_order([len(a) + len(b) for a, b in pairs])
         parts = []
         for start in range(0, len(order), batch_size):
             chunk = [pairs[i] for i in order[start:start + batch_size]]

@@ -3,7 +3,7 @@
 - access_count / last_access_at: every memory a recall returned is one access at that RecallServed event's
   recorded time (the hit-log); every MemoryReinforced is one access of its target at its recorded time.
 - used_count / not_useful_count: the verdicts of RecallFeedbackGiven, once per (recall, memory): the first
-  verdict counts (projections/memories.counted_feedback).
+  verdict counts (projections/feedback.py).
 - MemoriesMerged folds the merged memories' statistics into the kept one, so its ACT-R activation reflects
   every use of the concept: access_count, used_count and not_useful_count summed, last_access_at the latest.
   A merge is not a reference: status_ref_count (when set) grows by the same folded accesses, so the decay
@@ -35,7 +35,7 @@ from domain.events import (
     RecallServed,
     RecordedEvent,
 )
-from projections.memories import counted_feedback
+from projections.feedback import counted_feedback
 
 REACTIVATED_FROM = ("dormant", "archived")
 

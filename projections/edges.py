@@ -21,7 +21,7 @@ from sqlalchemy import Connection, text
 
 from domain.events import EdgeAdjusted, MemorySuperseded, RecallFeedbackGiven, RecordedEvent, recall_stream
 from domain.hebbian import CAUSAL_WEIGHT, canonical, decayed, strengthen, validated_pairs
-from projections.memories import counted_feedback
+from projections.feedback import counted_feedback
 
 _GET = text("""
 SELECT weight, updated_at FROM memory_edges

@@ -16,20 +16,18 @@ does not depend on where batches are cut, and a rebuild reproduces it exactly:
 | MemoriesMerged      | merged ones: status 'merged', merged_into; the kept one: content = merged_content, |
 |                     | confidence = domain/reinforce.merged_confidence of the group's (evidence pooled)  |
 | RecallFeedbackGiven | confidence per domain/reinforce.feedback_confidence (used ↑, not_useful ↓), once |
-|                     | per (recall, memory): see `counted_feedback`                                      |
+|                     | per (recall, memory): see projections/feedback.py                                      |
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from domain.events import (
-    FeedbackItem,
     MemoriesMerged,
     MemoryAdmitted,
     MemoryRecorded,
@@ -41,6 +39,7 @@ from domain.events import (
 )
 from domain.reinforce import INITIAL_CONFIDENCE, feedback_confidence, merged_confidence
 from domain.text import content_hash
+from projections.feedback import counted_feedback
 
 _INSERT = text("""
 INSERT INTO memories (tenant, memory_id, content, content_hash, kind, agent_id, project, session_id, tags,
@@ -91,32 +90,6 @@ FROM unnest(CAST(:ids AS uuid[]), CAST(:confidences AS real[])) AS b(memory_id, 
 WHERE m.tenant = :tenant AND m.memory_id = b.memory_id
 """)
 _STATUS_OF = {"active": "active", "staging": "staging", "discard": "discarded"}
-# The feedback given on a recall before this event (its stream is ordered by stream_version).
-_EARLIER_FEEDBACK = text("""
-SELECT data FROM events
-WHERE tenant = :tenant AND stream_id = :stream AND type = 'RecallFeedbackGiven' AND stream_version < :version
-""")
-
-
-def counted_feedback(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> list[FeedbackItem]:
-    """The items of a RecallFeedbackGiven that count: feedback counts once per (recall, memory), the first
-    verdict wins. An item naming a memory judged by an earlier RecallFeedbackGiven on the recall's stream (a
-    lower stream_version), or earlier in this event, is skipped. Decided from the log alone, whatever was
-    applied before, so every projector that applies feedback (memories, activity, edges) and every rebuild
-    decides the same; services/feedback.py refuses such repeats before they reach the log."""
-    judged: set[uuid.UUID] = set()
-    if event.stream_version > 1:
-        for r in conn.execute(_EARLIER_FEEDBACK, {"tenant": event.tenant, "stream": event.stream_id,
-                                                  "version": event.stream_version}):
-            judged.update(uuid.UUID(i["memory_id"]) for i in r.data.get("items", []))
-    out = []
-    for item in p.items:
-        if item.memory_id not in judged:
-            judged.add(item.memory_id)
-            out.append(item)
-    return out
-
-
 class MemoriesProjector:
     name = "memories"
     tables = ("memories", "memory_history")

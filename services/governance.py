@@ -189,7 +189,6 @@ def _nearest_in_read_model(conn: Connection, tenant: str, scope: ScopeKey, vecto
 # Memories of one scope recorded and admitted but not yet in both read models the nearest search uses, with
 # their status from their own stream (a status change or a supersede the projector has not applied yet counts).
 _UNPROJECTED = text("""
-SELECT memory_id, content, status FROM (
 WITH recent AS MATERIALIZED (
     SELECT position, stream_id, data FROM events
     WHERE tenant = :tenant AND type = 'MemoryRecorded' AND position > :floor
@@ -219,7 +218,6 @@ CROSS JOIN LATERAL (
 WHERE coalesce(s.changed, CASE s.disposition WHEN 'discard' THEN 'discarded' ELSE s.disposition END)
       = ANY(:recallable) AND NOT s.superseded
 ORDER BY p.position DESC
-) unprojected
 """)
 # Whether the tenant has more recorded events above the floor than the window the governor looks through.
 _BEYOND_WINDOW = text("""
@@ -634,16 +632,6 @@ def prepare(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata:
     return Prepared(g, writes, explicit, governed, started)
 
 
-def govern(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata: dict[str, Any],
-           settings: Settings) -> dict[uuid.UUID, Decision]:
-    """Both phases, deciding in a transaction of its own: its locks end before anything is appended, so this
-    does not protect against racing writes. The write path (services/append_events.py) calls `prepare`, then
-    `Prepared.decide` in the transaction that appends the decisions."""
-    prepared = prepare(engine, tenant, recorded, metadata, settings)
-    with engine.begin() as conn:
-        return prepared.decide(conn)
-
-
 def embed_texts(engine: Engine, embedder: Any, texts: list[str]) -> list[tuple[str, np.ndarray]]:
     """Embed through the cache (committed at once, so the vectors projector will not compute them again)."""
     with engine.begin() as conn:
@@ -674,5 +662,5 @@ def decisions_from_log(engine: Engine, tenant: str, memory_ids: Sequence[uuid.UU
     return out
 
 
-__all__ = ["Decision", "Prepared", "decisions_from_log", "govern", "lock_scopes", "old_memory", "prepare",
+__all__ = ["Decision", "Prepared", "decisions_from_log", "lock_scopes", "old_memory", "prepare",
            "scope_lock_key", "with_decisions"]

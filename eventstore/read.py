@@ -5,6 +5,12 @@ that follows positions alone can pass an event that commits later with a lower p
 in (transaction id, position) order and only below the oldest transaction still running
 (`pg_snapshot_xmin`): every transaction below that has committed or aborted, so nothing can appear behind
 the checkpoint afterwards.
+
+Every batch must cost the same however long the log is: the read walks the `events_tx_position` index from the
+checkpoint and stops after `limit` rows. Its ORDER BY names the table's own columns (`e.tx_id`): a bare
+`tx_id` would mean the output column `tx_id::text::bigint`, which no index is ordered by, and every batch would
+then sort the whole log past the checkpoint. tests/test_eventstore_read_plan.py checks the plan, generic and
+custom.
 """
 
 from __future__ import annotations
@@ -27,21 +33,21 @@ class Checkpoint:
 
 
 _READ = text(f"""
-SELECT {COLUMNS} FROM events
-WHERE (tx_id, position) > (CAST(CAST(:tx AS text) AS xid8), :pos)
-  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
-  AND type = ANY(:types)
-ORDER BY tx_id, position
+SELECT {COLUMNS} FROM events e
+WHERE (e.tx_id, e.position) > (CAST(CAST(:tx AS text) AS xid8), :pos)
+  AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+  AND e.type = ANY(:types)
+ORDER BY e.tx_id, e.position
 LIMIT :limit
 """)
 
 _READ_UNTIL = text(f"""
-SELECT {COLUMNS} FROM events
-WHERE (tx_id, position) > (CAST(CAST(:tx AS text) AS xid8), :pos)
-  AND (tx_id, position) <= (CAST(CAST(:until_tx AS text) AS xid8), :until_pos)
-  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
-  AND type = ANY(:types)
-ORDER BY tx_id, position
+SELECT {COLUMNS} FROM events e
+WHERE (e.tx_id, e.position) > (CAST(CAST(:tx AS text) AS xid8), :pos)
+  AND (e.tx_id, e.position) <= (CAST(CAST(:until_tx AS text) AS xid8), :until_pos)
+  AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+  AND e.type = ANY(:types)
+ORDER BY e.tx_id, e.position
 LIMIT :limit
 """)
 

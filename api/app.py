@@ -12,10 +12,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.context import loopback_refusal
 from api.routes import events, feedback, memories, operations, recall
 from domain.errors import DomainError
 from infra.embedding import get_embedder
 from infra.logging import configure_logging
+from infra.loopback import listening_hosts, refuse_exposed_without_keys
 from infra.settings import get_settings
 from recall.funnel import rerank
 
@@ -33,6 +35,8 @@ def create_app() -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # A socket bound before start-up (inherited, --workers) is checked here; api/main.py checks the command line.
+        refuse_exposed_without_keys(bool(settings.api_keys), listening_hosts())
         # Load (and on first start export) the query-time models before the first recall, not during it.
         get_embedder(settings.embedding_model).warm()
         rerank.warm(settings)
@@ -57,6 +61,14 @@ def create_app() -> FastAPI:
             structlog.contextvars.unbind_contextvars("correlation_id")
         response.headers["x-correlation-id"] = correlation_id
         return response
+
+    @app.middleware("http")
+    async def loopback_only(request: Request, call_next):  # type: ignore[no-untyped-def]
+        # Outermost: a refused request reads no body. Keys off → this machine only, by peer and by Host (rebinding).
+        refusal = loopback_refusal(request.scope.get("client"), request.headers.get("host"))
+        if refusal:
+            return _error(403, "loopback_only", refusal)
+        return await call_next(request)
 
     @app.exception_handler(DomainError)
     async def domain_error(request: Request, exc: DomainError) -> JSONResponse:

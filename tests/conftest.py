@@ -82,10 +82,11 @@ def app():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def http(app):  # type: ignore[no-untyped-def]
-    """An HTTP client on the real app (single default tenant: ENGRAMLOG_API_KEYS unset)."""
+    """An HTTP client on the real app (single default tenant: ENGRAMLOG_API_KEYS unset), from loopback as the
+    keyless API requires."""
     from fastapi.testclient import TestClient
 
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1", client=("127.0.0.1", 50000)) as client:
         yield client
 
 

@@ -40,7 +40,7 @@ def client(app, tenant, monkeypatch, module_worker):  # type: ignore[no-untyped-
     settings = replace(get_settings(), api_keys={key: tenant})
     monkeypatch.setattr(api.context, "get_settings", lambda: settings)
     with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
-        c.actor = f"api-key:{key[:4]}…"  # type: ignore[attr-defined]
+        c.actor = f"api-key:{api.context.key_id(key)}"  # type: ignore[attr-defined]
         yield c
 
 

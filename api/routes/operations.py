@@ -8,25 +8,33 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from api.context import Caller, caller, engine
 from domain.errors import NotFound
 from infra.broker import broker
 from infra.settings import get_settings
+from projections.base import Projector
 from projections.rebuild import rebuild
 from projections.registry import PROJECTORS
-from projections.runner import status
+from projections.runner import ProjectionStatus, status
+from projections.tenant_progress import for_tenant
 from workers.heartbeat import HEARTBEAT_PREFIX
 
 router = APIRouter(tags=["operations"])
+
+
+def _status_for(conn: Connection, projector: Projector, who: Caller) -> ProjectionStatus:
+    """Global for operators; a tenant key sees its own events' progress only (not others' traffic)."""
+    overall = status(conn, projector)
+    return overall if who.operator else for_tenant(conn, projector, overall, who.tenant)
 
 
 @router.get("/v1/projections")
 def get_projections(who: Annotated[Caller, Depends(caller)],
                     db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
     with db.connect() as conn:
-        return {"projections": [asdict(status(conn, p)) for p in PROJECTORS.values()]}
+        return {"projections": [asdict(_status_for(conn, p, who)) for p in PROJECTORS.values()]}
 
 
 @router.post("/v1/projections/{name}/rebuild")
@@ -61,8 +69,9 @@ def healthz(db: Annotated[Engine, Depends(engine)]) -> JSONResponse:
 
 
 @router.get("/metrics")
-def metrics(db: Annotated[Engine, Depends(engine)]) -> Response:
-    lines = [generate_latest().decode()]
+def metrics(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)]) -> Response:
+    # This process's counters are every tenant's traffic: operators only. A tenant key gets its own lag.
+    lines = [generate_latest().decode()] if who.operator else []
     try:
         with db.connect() as conn:
             lines.append("# HELP engramlog_projection_lag_events Events not yet applied by a projection\n"
@@ -70,7 +79,7 @@ def metrics(db: Annotated[Engine, Depends(engine)]) -> Response:
             seconds = ["# HELP engramlog_projection_lag_seconds Age of the oldest unapplied event\n"
                        "# TYPE engramlog_projection_lag_seconds gauge\n"]
             for p in PROJECTORS.values():
-                s = status(conn, p)
+                s = _status_for(conn, p, who)
                 lines.append(f'engramlog_projection_lag_events{{projection="{p.name}"}} {s.lag_events}\n')
                 seconds.append(f'engramlog_projection_lag_seconds{{projection="{p.name}"}} {s.lag_seconds}\n')
             lines.extend(seconds)

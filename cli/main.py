@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli import dead_letters
+
 app = typer.Typer(help="Engramlog: event-sourced long-term memory for LLM agents.", no_args_is_help=True)
 events_app = typer.Typer(help="Query, follow and export the event log.", no_args_is_help=True)
 projections_app = typer.Typer(help="Status, rebuild and verify of the read models.", no_args_is_help=True)
@@ -40,8 +42,13 @@ def main(data_dir: DataDir = None) -> None:
 
 def _settings():  # type: ignore[no-untyped-def]
     from infra.settings import get_settings
+    from stack.state import stack_state_problem
 
-    return get_settings()
+    settings = get_settings()
+    problem = stack_state_problem(settings.data_dir)  # it names the API our key is sent to: trusted only if live
+    if problem:
+        fail(problem)
+    return settings
 
 
 def _engine():  # type: ignore[no-untyped-def]
@@ -291,13 +298,13 @@ def projections_status() -> None:
     from projections.runner import status
 
     table = Table()
-    for col in ("projection", "position", "head", "lag (events)", "lag (s)", "updated"):
+    for col in ("projection", "position", "head", "lag (events)", "lag (s)", "updated", "parked"):
         table.add_column(col)
     with _engine().connect() as conn:
         for p in PROJECTORS.values():
             s = status(conn, p)
             table.add_row(s.name, str(s.position), str(s.head), str(s.lag_events), f"{s.lag_seconds:.1f}",
-                          s.updated_at or "never")
+                          s.updated_at or "never", str(s.parked) + (f" (+{s.failing} failing)" if s.failing else ""))
     console.print(table)
 
 
@@ -305,15 +312,18 @@ def projections_status() -> None:
 def projections_rebuild(name: Annotated[str | None, typer.Argument()] = None,
                         all_: Annotated[bool, typer.Option("--all")] = False) -> None:
     """Rebuild from position 0 into fresh tables, then swap them in atomically."""
-    from projections.rebuild import rebuild
+    from projections.rebuild import ProjectionBusy, rebuild
     from projections.registry import PROJECTORS
 
     engine = _engine()
     for n in _names(name, all_):
         with _progress() as progress:
             task = progress.add_task(f"rebuild {n}", total=None)
-            checkpoint = rebuild(engine, PROJECTORS[n], _settings().projection_batch_size,
-                                 lambda done, total, t=task: progress.update(t, completed=done, total=total))
+            try:
+                checkpoint = rebuild(engine, PROJECTORS[n], _settings().projection_batch_size,
+                                     lambda done, total, t=task: progress.update(t, completed=done, total=total))
+            except ProjectionBusy as exc:
+                fail(str(exc))
         console.print(f"{n}: rebuilt to position {checkpoint.position}")
 
 
@@ -321,7 +331,7 @@ def projections_rebuild(name: Annotated[str | None, typer.Argument()] = None,
 def projections_verify(name: Annotated[str | None, typer.Argument()] = None,
                        all_: Annotated[bool, typer.Option("--all")] = False) -> None:
     """Rebuild into scratch tables and compare them with the live ones, row for row."""
-    from projections.rebuild import verify
+    from projections.rebuild import ProjectionBusy, verify
     from projections.registry import PROJECTORS
 
     engine = _engine()
@@ -329,8 +339,11 @@ def projections_verify(name: Annotated[str | None, typer.Argument()] = None,
     for n in _names(name, all_):
         with _progress() as progress:
             task = progress.add_task(f"verify {n}", total=None)
-            report = verify(engine, PROJECTORS[n], _settings().projection_batch_size,
-                            lambda done, total, t=task: progress.update(t, completed=done, total=total))
+            try:
+                report = verify(engine, PROJECTORS[n], _settings().projection_batch_size,
+                                lambda done, total, t=task: progress.update(t, completed=done, total=total))
+            except ProjectionBusy as exc:
+                fail(str(exc))
         for t in report.tables:
             verdict = "[green]identical[/green]" if t.identical else "[red]DIFFERENT[/red]"
             console.print(f"{n}.{t.table}: {verdict} (live {t.live_rows} rows, rebuilt {t.rebuilt_rows}, "
@@ -428,6 +441,8 @@ def lifecycle_consolidate(agent_id: Annotated[str | None, typer.Option("--agent-
     console.print(table)
     console.print(f"{len(result.runs)} tenant run(s); report stored as ConsolidationCompleted "
                   f"(run ids: {', '.join(str(r.run_id) for r in result.runs[:5]) or 'none'})")
+
+dead_letters.register(app, projections_app)  # projections dead-letters …, ingest dead-letters …
 
 if __name__ == "__main__":
     app()

@@ -15,8 +15,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli import dead_letters
-
 app = typer.Typer(help="Engramlog: event-sourced long-term memory for LLM agents.", no_args_is_help=True)
 events_app = typer.Typer(help="Query, follow and export the event log.", no_args_is_help=True)
 projections_app = typer.Typer(help="Status, rebuild and verify of the read models.", no_args_is_help=True)
@@ -42,13 +40,8 @@ def main(data_dir: DataDir = None) -> None:
 
 def _settings():  # type: ignore[no-untyped-def]
     from infra.settings import get_settings
-    from stack.state import stack_state_problem
 
-    settings = get_settings()
-    problem = stack_state_problem(settings.data_dir)  # it names the API our key is sent to: trusted only if live
-    if problem:
-        fail(problem)
-    return settings
+    return get_settings()
 
 
 def _engine():  # type: ignore[no-untyped-def]
@@ -298,13 +291,13 @@ def projections_status() -> None:
     from projections.runner import status
 
     table = Table()
-    for col in ("projection", "position", "head", "lag (events)", "lag (s)", "updated", "parked"):
+    for col in ("projection", "position", "head", "lag (events)", "lag (s)", "updated"):
         table.add_column(col)
     with _engine().connect() as conn:
         for p in PROJECTORS.values():
             s = status(conn, p)
             table.add_row(s.name, str(s.position), str(s.head), str(s.lag_events), f"{s.lag_seconds:.1f}",
-                          s.updated_at or "never", str(s.parked) + (f" (+{s.failing} failing)" if s.failing else ""))
+                          s.updated_at or "never")
     console.print(table)
 
 
@@ -441,8 +434,6 @@ def lifecycle_consolidate(agent_id: Annotated[str | None, typer.Option("--agent-
     console.print(table)
     console.print(f"{len(result.runs)} tenant run(s); report stored as ConsolidationCompleted "
                   f"(run ids: {', '.join(str(r.run_id) for r in result.runs[:5]) or 'none'})")
-
-dead_letters.register(app, projections_app)  # projections dead-letters …, ingest dead-letters …
 
 if __name__ == "__main__":
     app()

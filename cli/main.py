@@ -40,8 +40,13 @@ def main(data_dir: DataDir = None) -> None:
 
 def _settings():  # type: ignore[no-untyped-def]
     from infra.settings import get_settings
+    from stack.state import stack_state_problem
 
-    return get_settings()
+    settings = get_settings()
+    problem = stack_state_problem(settings.data_dir)  # it names the API our key is sent to: trusted only if live
+    if problem:
+        fail(problem)
+    return settings
 
 
 def _engine():  # type: ignore[no-untyped-def]
@@ -305,18 +310,15 @@ def projections_status() -> None:
 def projections_rebuild(name: Annotated[str | None, typer.Argument()] = None,
                         all_: Annotated[bool, typer.Option("--all")] = False) -> None:
     """Rebuild from position 0 into fresh tables, then swap them in atomically."""
-    from projections.rebuild import ProjectionBusy, rebuild
+    from projections.rebuild import rebuild
     from projections.registry import PROJECTORS
 
     engine = _engine()
     for n in _names(name, all_):
         with _progress() as progress:
             task = progress.add_task(f"rebuild {n}", total=None)
-            try:
-                checkpoint = rebuild(engine, PROJECTORS[n], _settings().projection_batch_size,
-                                     lambda done, total, t=task: progress.update(t, completed=done, total=total))
-            except ProjectionBusy as exc:
-                fail(str(exc))
+            checkpoint = rebuild(engine, PROJECTORS[n], _settings().projection_batch_size,
+                                 lambda done, total, t=task: progress.update(t, completed=done, total=total))
         console.print(f"{n}: rebuilt to position {checkpoint.position}")
 
 
@@ -324,7 +326,7 @@ def projections_rebuild(name: Annotated[str | None, typer.Argument()] = None,
 def projections_verify(name: Annotated[str | None, typer.Argument()] = None,
                        all_: Annotated[bool, typer.Option("--all")] = False) -> None:
     """Rebuild into scratch tables and compare them with the live ones, row for row."""
-    from projections.rebuild import ProjectionBusy, verify
+    from projections.rebuild import verify
     from projections.registry import PROJECTORS
 
     engine = _engine()
@@ -332,11 +334,8 @@ def projections_verify(name: Annotated[str | None, typer.Argument()] = None,
     for n in _names(name, all_):
         with _progress() as progress:
             task = progress.add_task(f"verify {n}", total=None)
-            try:
-                report = verify(engine, PROJECTORS[n], _settings().projection_batch_size,
-                                lambda done, total, t=task: progress.update(t, completed=done, total=total))
-            except ProjectionBusy as exc:
-                fail(str(exc))
+            report = verify(engine, PROJECTORS[n], _settings().projection_batch_size,
+                            lambda done, total, t=task: progress.update(t, completed=done, total=total))
         for t in report.tables:
             verdict = "[green]identical[/green]" if t.identical else "[red]DIFFERENT[/red]"
             console.print(f"{n}.{t.table}: {verdict} (live {t.live_rows} rows, rebuilt {t.rebuilt_rows}, "

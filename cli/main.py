@@ -310,15 +310,18 @@ def projections_status() -> None:
 def projections_rebuild(name: Annotated[str | None, typer.Argument()] = None,
                         all_: Annotated[bool, typer.Option("--all")] = False) -> None:
     """Rebuild from position 0 into fresh tables, then swap them in atomically."""
-    from projections.rebuild import rebuild
+    from projections.rebuild import ProjectionBusy, rebuild
     from projections.registry import PROJECTORS
 
     engine = _engine()
     for n in _names(name, all_):
         with _progress() as progress:
             task = progress.add_task(f"rebuild {n}", total=None)
-            checkpoint = rebuild(engine, PROJECTORS[n], _settings().projection_batch_size,
-                                 lambda done, total, t=task: progress.update(t, completed=done, total=total))
+            try:
+                checkpoint = rebuild(engine, PROJECTORS[n], _settings().projection_batch_size,
+                                     lambda done, total, t=task: progress.update(t, completed=done, total=total))
+            except ProjectionBusy as exc:
+                fail(str(exc))
         console.print(f"{n}: rebuilt to position {checkpoint.position}")
 
 
@@ -326,7 +329,7 @@ def projections_rebuild(name: Annotated[str | None, typer.Argument()] = None,
 def projections_verify(name: Annotated[str | None, typer.Argument()] = None,
                        all_: Annotated[bool, typer.Option("--all")] = False) -> None:
     """Rebuild into scratch tables and compare them with the live ones, row for row."""
-    from projections.rebuild import verify
+    from projections.rebuild import ProjectionBusy, verify
     from projections.registry import PROJECTORS
 
     engine = _engine()
@@ -334,8 +337,11 @@ def projections_verify(name: Annotated[str | None, typer.Argument()] = None,
     for n in _names(name, all_):
         with _progress() as progress:
             task = progress.add_task(f"verify {n}", total=None)
-            report = verify(engine, PROJECTORS[n], _settings().projection_batch_size,
-                            lambda done, total, t=task: progress.update(t, completed=done, total=total))
+            try:
+                report = verify(engine, PROJECTORS[n], _settings().projection_batch_size,
+                                lambda done, total, t=task: progress.update(t, completed=done, total=total))
+            except ProjectionBusy as exc:
+                fail(str(exc))
         for t in report.tables:
             verdict = "[green]identical[/green]" if t.identical else "[red]DIFFERENT[/red]"
             console.print(f"{n}.{t.table}: {verdict} (live {t.live_rows} rows, rebuilt {t.rebuilt_rows}, "

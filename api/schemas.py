@@ -169,7 +169,7 @@ class EventOut(BaseModel):
 
 class EventsPage(BaseModel):
     events: list[EventOut]
-    next_cursor: int | None
+    next_cursor: str | None  # opaque: pass it back as `cursor` (eventstore/query.py)
 
 
 # ------------------------------------------------------------------------------ governance (issue 3 §1)

@@ -215,21 +215,28 @@ def events_query(tenant: Tenant = "default", stream: str | None = None, type_: T
 def events_tail(tenant: Tenant = "default", type_: TypeOpt = None,
                 from_position: Annotated[int | None, typer.Option(help="default: the head")] = None,
                 interval: float = 1.0) -> None:
-    """Follow the log: print new events as JSON lines until Ctrl-C."""
-    from eventstore.query import query_events
-    from eventstore.read import head_position
+    """Follow the log: print new events as JSON lines until Ctrl-C. Events come in log order (transaction id,
+    position), each once its transaction and every older one have ended, so one that commits late is printed
+    too, never skipped."""
+    from dataclasses import replace
+
+    from eventstore.query import query_events, safe_head
+    from eventstore.read import Checkpoint
 
     engine = _engine()
-    with engine.connect() as conn:
-        after = from_position if from_position is not None else head_position(conn)
+    f = _filter(tenant, None, type_, from_position, None, None, None)
+    if from_position is None:
+        with engine.connect() as conn:
+            f = replace(f, after_cursor=safe_head(conn))
     try:
         while True:
             with engine.connect() as conn:
-                events = query_events(conn, _filter(tenant, None, type_, after, None, None, None), 500)
+                events = query_events(conn, f, 500)
             for e in events:
                 print(json.dumps(_event_dict(e)), flush=True)
-                after = e.position
-            if not events:
+            if events:
+                f = replace(f, after_cursor=Checkpoint(events[-1].tx_id, events[-1].position))
+            else:
                 time.sleep(interval)
     except KeyboardInterrupt:
         pass
@@ -271,7 +278,9 @@ def events_export(fmt: Annotated[str, typer.Option("--format", help="jsonl or cs
                 break
             from dataclasses import replace
 
-            f = replace(f, after_position=page[-1].position)
+            from eventstore.read import Checkpoint
+
+            f = replace(f, after_cursor=Checkpoint(page[-1].tx_id, page[-1].position))  # log order: see query.py
     if output:
         out.close()
     err.print(f"exported {written} events")

@@ -1,14 +1,27 @@
-"""Analyst queries over the log: filter by stream, type, position and time, paginated by position."""
+"""Analyst queries over the log: filter by stream, type, position and time, paged gap-safely.
+
+Pages follow the log order the projectors read in (eventstore/read.py): by (transaction id, position), and only
+events below the oldest transaction still running. Paging on by position alone would skip an event whose
+transaction took a lower position but committed after the page was read; in this order such an event comes
+after the cursor. The cursor is opaque to callers ("<tx_id>-<position>", `page_cursor`); `after_position` /
+`before_position` stay plain filters on the position. An event is therefore listed once its transaction and
+every older one have ended (a running write delays it by as long as that write runs).
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, text
 
+from domain.errors import InvalidPayload
 from domain.events import RecordedEvent
-from eventstore.read import COLUMNS, row_to_event
+from eventstore.read import COLUMNS, Checkpoint, row_to_event
+
+MAX_BIGINT = 2**63 - 1
+_CURSOR = re.compile(r"(\d{1,19})-(\d{1,19})")
 
 
 @dataclass(frozen=True)
@@ -20,29 +33,61 @@ class EventFilter:
     before_position: int | None = None
     since: datetime | None = None
     until: datetime | None = None
+    after_cursor: Checkpoint | None = None  # page on after this event (log order): see page_cursor
+
+
+def page_cursor(event: RecordedEvent) -> str:
+    """The cursor that pages on after `event`."""
+    return f"{event.tx_id}-{event.position}"
+
+
+def parse_cursor(value: str) -> Checkpoint:
+    """A cursor given back by `page_cursor`; anything else is a 422 with the reason."""
+    match = _CURSOR.fullmatch(value)
+    if not match or max(int(match.group(1)), int(match.group(2))) > MAX_BIGINT:
+        raise InvalidPayload("cursor must be a next_cursor this API answered (\"<tx_id>-<position>\")")
+    return Checkpoint(int(match.group(1)), int(match.group(2)))
+
+
+_SAFE_HEAD = text("""
+SELECT e.tx_id::text::bigint, e.position FROM events e
+WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY e.tx_id DESC, e.position DESC LIMIT 1
+""")
+
+
+def safe_head(conn: Connection) -> Checkpoint:
+    """The last event in log order below the horizon: following the log from here misses nothing after it."""
+    row = conn.execute(_SAFE_HEAD).first()
+    return Checkpoint(row[0], row[1]) if row else Checkpoint()
 
 
 def query_events(conn: Connection, f: EventFilter, limit: int = 100) -> list[RecordedEvent]:
-    """Events matching `f`, ascending by position; page on by passing the last position as after_position."""
-    clauses = ["tenant = :tenant"]
+    """Events matching `f` in log order; page on with `after_cursor` = the last event's (tx_id, position)."""
+    clauses = ["e.tenant = :tenant", "e.tx_id < pg_snapshot_xmin(pg_current_snapshot())"]
     params: dict[str, object] = {"tenant": f.tenant, "limit": limit}
+    if f.after_cursor is not None:
+        clauses.append("(e.tx_id, e.position) > (CAST(CAST(:cursor_tx AS text) AS xid8), :cursor_pos)")
+        params.update(cursor_tx=f.after_cursor.tx_id, cursor_pos=f.after_cursor.position)
     if f.stream_id is not None:
-        clauses.append("stream_id = :stream_id")
+        clauses.append("e.stream_id = :stream_id")
         params["stream_id"] = f.stream_id
     if f.types:
-        clauses.append("type = ANY(:types)")
+        clauses.append("e.type = ANY(:types)")
         params["types"] = list(f.types)
     if f.after_position is not None:
-        clauses.append("position > :after")
+        clauses.append("e.position > :after")
         params["after"] = f.after_position
     if f.before_position is not None:
-        clauses.append("position < :before")
+        clauses.append("e.position < :before")
         params["before"] = f.before_position
     if f.since is not None:
-        clauses.append("recorded_at >= :since")
+        clauses.append("e.recorded_at >= :since")
         params["since"] = f.since
     if f.until is not None:
-        clauses.append("recorded_at < :until")
+        clauses.append("e.recorded_at < :until")
         params["until"] = f.until
-    sql = f"SELECT {COLUMNS} FROM events WHERE {' AND '.join(clauses)} ORDER BY position LIMIT :limit"
+    # e.tx_id, not tx_id: the bare name would be the output column tx_id::text::bigint (see eventstore/read.py).
+    sql = (f"SELECT {COLUMNS} FROM events e WHERE {' AND '.join(clauses)} "
+           "ORDER BY e.tx_id, e.position LIMIT :limit")
     return [row_to_event(r) for r in conn.execute(text(sql), params)]

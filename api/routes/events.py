@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
 from api.schemas import EventOut, EventsIn, EventsPage, PositionsOut
-from eventstore.query import EventFilter, query_events
+from eventstore.query import EventFilter, page_cursor, parse_cursor, query_events
 from services.append_events import EventInput, append_events
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
@@ -27,11 +27,12 @@ def post_events(body: EventsIn, who: Annotated[Caller, Depends(caller)],
 def get_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                stream_id: str | None = None, type: Annotated[list[str] | None, Query()] = None,
                after: int | None = None, before: int | None = None, since: datetime | None = None,
-               until: datetime | None = None, cursor: int | None = None,
+               until: datetime | None = None,
+               cursor: Annotated[str | None, Query(max_length=40)] = None,  # the previous page's next_cursor
                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> EventsPage:
-    after_position = max(filter(None, (after, cursor)), default=None)
-    f = EventFilter(who.tenant, stream_id, tuple(type or ()), after_position, before, since, until)
+    f = EventFilter(who.tenant, stream_id, tuple(type or ()), after, before, since, until,
+                    after_cursor=parse_cursor(cursor) if cursor is not None else None)
     with db.connect() as conn:
         events = query_events(conn, f, limit)
     out = [EventOut(**{k: getattr(e, k) for k in EventOut.model_fields}) for e in events]
-    return EventsPage(events=out, next_cursor=events[-1].position if len(events) == limit else None)
+    return EventsPage(events=out, next_cursor=page_cursor(events[-1]) if len(events) == limit else None)

@@ -77,6 +77,7 @@ WHERE tenant = :tenant AND memory_id = :memory_id AND status = :from_status
 _MERGED = text("""
 UPDATE memories SET status = 'merged', merged_into = :kept, status_changed_at = :clock
 WHERE tenant = :tenant AND memory_id = ANY(:merged) AND memory_id <> :kept
+  AND status IN ('active', 'dormant')  -- only what consolidation merges: never a superseded or archived one
 """)
 _KEPT = text("""
 UPDATE memories SET content = :content, content_hash = :content_hash WHERE tenant = :tenant AND memory_id = :kept

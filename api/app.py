@@ -6,15 +6,18 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import psycopg
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.context import loopback_refusal
-from api.routes import events, feedback, memories, operations, recall
+from api.routes import dead_letters, events, feedback, memories, operations, recall
 from domain.errors import DomainError
+from infra.db_errors import is_unavailable
 from infra.embedding import get_embedder
 from infra.logging import configure_logging
 from infra.loopback import listening_hosts, refuse_exposed_without_keys
@@ -25,8 +28,19 @@ log = structlog.get_logger(__name__)
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
+def _printable(detail: object) -> object:
+    """A detail that can be sent as UTF-8 JSON: a refused input's lone surrogates are escaped, not re-raised."""
+    if isinstance(detail, str):
+        return detail.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(detail, list | tuple):
+        return [_printable(d) for d in detail]
+    if isinstance(detail, dict):
+        return {str(_printable(k)): _printable(v) for k, v in detail.items()}
+    return detail
+
+
 def _error(status: int, kind: str, detail: object) -> JSONResponse:
-    return JSONResponse({"error": kind, "detail": detail}, status_code=status)
+    return JSONResponse({"error": kind, "detail": _printable(detail)}, status_code=status)
 
 
 def create_app() -> FastAPI:
@@ -42,9 +56,10 @@ def create_app() -> FastAPI:
         rerank.warm(settings)
         yield
 
-    app = FastAPI(title="Engramlog", version="0.1.0", lifespan=lifespan,
+    # max_body_size: a body over the limit is refused while it arrives (chunked too), not by Content-Length alone.
+    app = FastAPI(title="Engramlog", version="0.1.0", lifespan=lifespan, max_body_size=MAX_BODY_BYTES,
                   description="Event-sourced long-term memory for LLM agents")
-    for module in (events, memories, recall, feedback, operations):
+    for module in (events, memories, recall, feedback, operations, dead_letters):
         app.include_router(module.router)
 
     @app.middleware("http")
@@ -53,9 +68,6 @@ def create_app() -> FastAPI:
         request.state.correlation_id = correlation_id
         structlog.contextvars.bind_contextvars(correlation_id=correlation_id)
         try:
-            length = int(request.headers.get("content-length") or 0)
-            if length > MAX_BODY_BYTES:
-                return _error(413, "payload_too_large", f"request body over {MAX_BODY_BYTES} bytes")
             response = await call_next(request)
         finally:
             structlog.contextvars.unbind_contextvars("correlation_id")
@@ -83,9 +95,19 @@ def create_app() -> FastAPI:
         reasons = [f"{'.'.join(str(p) for p in e['loc'] if p != 'body')}: {e['msg']}" for e in errors]
         return _error(422, "invalid_request", reasons)
 
+    @app.exception_handler(SQLAlchemyError)
+    @app.exception_handler(psycopg.Error)
+    async def database_error(request: Request, exc: Exception) -> JSONResponse:
+        # Down, restarting, out of connections, a statement or lock timeout: a JSON 503, as the README promises.
+        if is_unavailable(exc):
+            log.warning("request.database_unavailable", error=type(exc).__name__, detail=str(exc)[:300])
+            return _error(503, "service_unavailable", "the database is unavailable or busy; retry")
+        log.error("request.database_error", error=type(exc).__name__, detail=str(exc)[:300])
+        return _error(500, "internal_error", "a database statement failed")
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        response = _error(exc.status_code, "http_error", exc.detail)
+        response = _error(exc.status_code, "payload_too_large" if exc.status_code == 413 else "http_error", exc.detail)
         for k, v in (exc.headers or {}).items():
             response.headers[k] = v
         return response

@@ -4,13 +4,35 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from domain.events import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_KIND_CHARS,
+    MAX_REASON_CHARS,
+    MAX_STREAM_ID_CHARS,
+    MAX_TAGS,
+    ScopeText,
+    Tag,
+    check_metadata,
+    has_lone_surrogate,
+)
+
+MAX_POSITION = 2**63 - 1  # positions are bigint
 
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        # JSON may escape a lone UTF-16 surrogate ("\ud800"): not text PostgreSQL, UTF-8 or a reply can carry.
+        if has_lone_surrogate(data):
+            raise ValueError("text must be valid Unicode: a lone surrogate (\\ud800-\\udfff) is not")
+        return data
 
 
 class SignalsIn(Body):
@@ -24,18 +46,18 @@ class SignalsIn(Body):
 
 
 class EventIn(Body):
-    type: str
+    type: str = Field(max_length=100)
     data: dict[str, Any]
-    stream_id: str | None = None
-    schema_version: int | None = Field(default=None, ge=1)
-    expected_version: int | None = Field(default=None, ge=0)
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    stream_id: str | None = Field(default=None, min_length=1, max_length=MAX_STREAM_ID_CHARS)
+    schema_version: int | None = Field(default=None, ge=1, le=1000)
+    expected_version: int | None = Field(default=None, ge=0, le=MAX_POSITION)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)
     occurred_at: datetime | None = None
 
 
 class EventsIn(Body):
     events: list[EventIn] = Field(min_length=1)
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)
 
 
 class PositionsOut(BaseModel):
@@ -44,19 +66,21 @@ class PositionsOut(BaseModel):
 
 class MemoryIn(Body):
     content: str = Field(min_length=1)
-    kind: str = "observation"
-    agent_id: str | None = None
-    project: str | None = None
-    session_id: str | None = None
-    tags: list[str] = Field(default_factory=list, max_length=64)
+    kind: str = Field(default="observation", min_length=1, max_length=MAX_KIND_CHARS)
+    agent_id: ScopeText | None = None
+    project: ScopeText | None = None
+    session_id: ScopeText | None = None
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     metadata: dict[str, Any] = Field(default_factory=dict)
     occurred_at: datetime | None = None
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)
     # Governance: bypass the salience gate; producer signals in [0, 1]; the memory this one supersedes.
     must_keep: bool = False
     signals: SignalsIn | None = None
     supersedes: uuid.UUID | None = None
-    reason: str | None = Field(default=None, min_length=1, max_length=2000)
+    reason: str | None = Field(default=None, min_length=1, max_length=MAX_REASON_CHARS)
+
+    _metadata = field_validator("metadata")(check_metadata)
 
 
 class MemoriesIn(Body):
@@ -97,11 +121,11 @@ class MemoryOut(BaseModel):
 class RecallIn(Body):
     query: str
     k: int = 10
-    agent_id: str | None = None
-    project: str | None = None
-    session_id: str | None = None
-    kinds: list[str] = Field(default_factory=list)
-    min_position: int | None = Field(default=None, ge=0)
+    agent_id: ScopeText | None = None
+    project: ScopeText | None = None
+    session_id: ScopeText | None = None
+    kinds: list[Annotated[str, Field(max_length=MAX_KIND_CHARS)]] = Field(default_factory=list, max_length=64)
+    min_position: int | None = Field(default=None, ge=0, le=MAX_POSITION)
     # Statuses beyond active and dormant: staging, superseded (history, score × 0.1), archived.
     include_staging: bool = False
     include_history: bool = False
@@ -179,16 +203,18 @@ class SupersedeIn(Body):
     """POST /v1/memories/{id}/supersede: the new content and why; scope, kind and tags default to the old one's."""
 
     content: str = Field(min_length=1)
-    reason: str = Field(min_length=1, max_length=2000)
-    kind: str | None = None
-    agent_id: str | None = None
-    project: str | None = None
-    session_id: str | None = None
-    tags: list[str] | None = Field(default=None, max_length=64)
+    reason: str = Field(min_length=1, max_length=MAX_REASON_CHARS)
+    kind: str | None = Field(default=None, min_length=1, max_length=MAX_KIND_CHARS)
+    agent_id: ScopeText | None = None
+    project: ScopeText | None = None
+    session_id: ScopeText | None = None
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
     metadata: dict[str, Any] = Field(default_factory=dict)
     occurred_at: datetime | None = None
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)
     signals: SignalsIn | None = None
+
+    _metadata = field_validator("metadata")(check_metadata)
 
 
 class SupersededOut(BaseModel):

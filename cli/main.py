@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli import dead_letters
+
 app = typer.Typer(help="Engramlog: event-sourced long-term memory for LLM agents.", no_args_is_help=True)
 events_app = typer.Typer(help="Query, follow and export the event log.", no_args_is_help=True)
 projections_app = typer.Typer(help="Status, rebuild and verify of the read models.", no_args_is_help=True)
@@ -305,13 +307,13 @@ def projections_status() -> None:
     from projections.runner import status
 
     table = Table()
-    for col in ("projection", "position", "head", "lag (events)", "lag (s)", "updated"):
+    for col in ("projection", "position", "head", "lag (events)", "lag (s)", "updated", "parked"):
         table.add_column(col)
     with _engine().connect() as conn:
         for p in PROJECTORS.values():
             s = status(conn, p)
             table.add_row(s.name, str(s.position), str(s.head), str(s.lag_events), f"{s.lag_seconds:.1f}",
-                          s.updated_at or "never")
+                          s.updated_at or "never", str(s.parked) + (f" (+{s.failing} failing)" if s.failing else ""))
     console.print(table)
 
 
@@ -448,6 +450,8 @@ def lifecycle_consolidate(agent_id: Annotated[str | None, typer.Option("--agent-
     console.print(table)
     console.print(f"{len(result.runs)} tenant run(s); report stored as ConsolidationCompleted "
                   f"(run ids: {', '.join(str(r.run_id) for r in result.runs[:5]) or 'none'})")
+
+dead_letters.register(app, projections_app)  # projections dead-letters …, ingest dead-letters …
 
 if __name__ == "__main__":
     app()

@@ -15,7 +15,7 @@ appears in it as a word, case-insensitively.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from domain.text import STOPWORDS
 
@@ -34,33 +34,60 @@ monday tuesday wednesday thursday friday saturday sunday today yesterday tomorro
 _NOT_ENTITIES = STOPWORDS | frozenset(_COMMON.split()) | frozenset(PRONOUNS)
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
-_SENTENCE_END = re.compile(r"[.!?\n]\s*[\"'“‘(]*$")
-_POSSESSIVE = re.compile(r"(['’]s|['’])$", re.IGNORECASE)
+
+
+# Bounds: a run of capitalised words longer than this is not a name (a heading, shouting), and a bounded entity
+# fits every index it is stored in.
+MAX_ENTITY_WORDS = 6
+MAX_ENTITY_CHARS = 100
+_QUOTES = "\"'“‘("
 
 
 def _strip_possessive(word: str) -> str:
-    return _POSSESSIVE.sub("", word)
+    if word.endswith(("'s", "’s", "'S", "’S")):
+        return word[:-2]
+    return word[:-1] if word.endswith(("'", "’")) else word
 
 
 def _is_capitalised(word: str) -> bool:
     return word[:1].isupper()
 
 
+def _ends_sentence(gap: str) -> bool:
+    r"""Whether the text between two words ends a sentence: [.!?] or a newline, then spaces, then opening quotes
+    or brackets (the same as matching `[.!?\n]\s*["'“‘(]*$`, read from the end, so linear in the gap)."""
+    unquoted = gap.rstrip(_QUOTES)
+    bare = unquoted.rstrip()
+    return "\n" in unquoted[len(bare):] or bare[-1:] in (".", "!", "?")
+
+
+def _words_with_position(text: str) -> Iterator[tuple[re.Match[str], bool]]:
+    """Each word of `text` with whether it starts a sentence (the text's start, or after a sentence end)."""
+    previous_end = 0
+    first = True
+    for match in _WORD.finditer(text):
+        gap = text[previous_end:match.start()]
+        yield match, (first and not gap.strip()) or _ends_sentence(gap)
+        previous_end, first = match.end(), False
+
+
 def entities(text: str, names: set[str] | None = None) -> list[str]:
     """Entities in `text`, in order of first appearance, without repeats (see the module's rule). A
-    sentence-initial capitalised word in `names` (known names, lower-cased) counts too."""
-    found: list[str] = []
+    sentence-initial capitalised word in `names` (known names, lower-cased) counts too. Linear in the text: each
+    word is looked at once, with the text between it and the previous word."""
+    found: dict[str, None] = {}
     run: list[str] = []
+    run_chars = 0
 
     def close() -> None:
-        if run:
-            phrase = " ".join(run)
-            if phrase not in found:
-                found.append(phrase)
-            run.clear()
+        nonlocal run_chars
+        if run and len(run) <= MAX_ENTITY_WORDS and run_chars + len(run) - 1 <= MAX_ENTITY_CHARS:
+            found.setdefault(" ".join(run))
+        run.clear()
+        run_chars = 0
 
     previous_end = -1
-    for match in _WORD.finditer(text):
+    for match, sentence_start in _words_with_position(text):
         word = match.group()
         bare = _strip_possessive(word)
         if run and text[previous_end:match.start()] != " ":  # words of one entity: one space apart
@@ -69,17 +96,17 @@ def entities(text: str, names: set[str] | None = None) -> list[str]:
         if not bare or not _is_capitalised(bare) or bare.lower() in _NOT_ENTITIES:
             close()
             continue
-        before = text[:match.start()]
         after = text[match.end():match.end() + 1]
         possessive = bare != word
-        sentence_start = not before.strip() or bool(_SENTENCE_END.search(before))
         if sentence_start and not run and not (after == ":" or possessive) and bare.lower() not in (names or ()):
             continue
-        run.append(bare)
+        if len(run) <= MAX_ENTITY_WORDS:  # a longer run is dropped when it ends: hold no more than that
+            run.append(bare)
+            run_chars += len(bare)
         if possessive:
             close()
     close()
-    return found
+    return list(found)
 
 
 _SPEAKER = re.compile(r"\s*([^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*){0,3})\s*:\s", re.UNICODE)
@@ -176,12 +203,7 @@ def replace_pronouns(query: str, entity: str, which: set[str] | None = None) -> 
 
 
 def _sentence_initial(text: str) -> list[str]:
-    out = []
-    for match in _WORD.finditer(text):
-        before = text[:match.start()]
-        if not before.strip() or _SENTENCE_END.search(before):
-            out.append(_strip_possessive(match.group()))
-    return out
+    return [_strip_possessive(match.group()) for match, start in _words_with_position(text) if start]
 
 
 def most_salient(texts: Iterable[str]) -> str | None:

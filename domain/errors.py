@@ -17,6 +17,14 @@ class InvalidPayload(DomainError):
 
 class ConcurrencyConflict(DomainError):
     status_code = 409
+    # True when the same request may pass if sent again (it lost a race); False when it never will.
+    retryable = False
+
+
+class RetryableConflict(ConcurrencyConflict):
+    """A concurrent append won a race: the request, sent again, is decided against the new state."""
+
+    retryable = True
 
 
 class NotFound(DomainError):

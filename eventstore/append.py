@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import IntegrityError
 
-from domain.errors import ConcurrencyConflict
+from domain.errors import ConcurrencyConflict, RetryableConflict
 from domain.events import NewEvent
 
 _EXISTING_KEYS = text("""
@@ -74,6 +74,9 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
     next_version = dict(heads)
     for e in events:
         current = next_version.get(e.stream_id, 0)
+        if e.type == "MemoryRecorded" and current:
+            raise ConcurrencyConflict(f"stream {e.stream_id!r} already exists (version {current}): a memory is "
+                                      "recorded once")
         if e.expected_version is not None and e.expected_version != current:
             raise ConcurrencyConflict(
                 f"stream {e.stream_id!r} is at version {current}, expected {e.expected_version}")
@@ -104,7 +107,7 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
             if len(existing) == len(events):
                 return [existing[e.idempotency_key] for e in events]  # type: ignore[index]
         if constraint in ("events_stream_version", "events_idempotency"):
-            raise ConcurrencyConflict(f"a concurrent append won the race ({constraint}); retry") from None
+            raise RetryableConflict(f"a concurrent append won the race ({constraint}); retry") from None
         raise
     by_id = {row.event_id: row.position for row in rows}
     return [by_id[e.event_id] for e in events]

@@ -19,3 +19,9 @@ class Projector(Protocol):
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         """Apply a batch in the caller's transaction. Unqualified table names: rebuilds redirect them."""
         ...
+
+
+def repeated_recording(event: RecordedEvent) -> bool:
+    """A MemoryRecorded that is not its stream's first event: a memory is recorded once (the write path refuses
+    another), so one written before that rule is ignored by every projector, live and rebuilt alike."""
+    return event.type == "MemoryRecorded" and event.stream_version != 1

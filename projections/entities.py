@@ -6,16 +6,20 @@ speaker prefix: "Melanie: Oliver hid his bone" talks about Oliver, and who said 
 (every utterance of a speaker would otherwise be linked to every other). A memory whose content changes
 (MemoryReinforced's or MemoriesMerged's merged content) has its entities replaced. The rule is pure, so a
 rebuild gives the same rows. How common an entity is decides whether the walk follows it (recall/funnel/graph.py).
+The agent of a memory whose content changes is its MemoryRecorded's, read from the log (never from another
+projection's table).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, text
 
 from domain.entities import entities, speaker
-from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
+from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent, memory_stream, parse
+from projections.base import repeated_recording
 
 _INSERT = text("""
 INSERT INTO memory_entities (tenant, memory_id, entity, agent_id)
@@ -23,20 +27,32 @@ SELECT * FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:entit
                      CAST(:agents AS text[]))
 ON CONFLICT DO NOTHING
 """)
-_AGENT = text("SELECT agent_id FROM memory_entities WHERE tenant = :tenant AND memory_id = :memory_id LIMIT 1")
-_KNOWN = text("SELECT agent_id FROM memories WHERE tenant = :tenant AND memory_id = :memory_id")
+# The memory's recording, its stream's first event (read through the (tenant, stream_id, version) key).
+_AGENT = text("""
+SELECT schema_version, data FROM events WHERE tenant = :tenant AND stream_id = :stream AND stream_version = 1
+  AND type = 'MemoryRecorded'
+""")
 _DROP = text("DELETE FROM memory_entities WHERE tenant = :tenant AND memory_id = :memory_id")
 
 
 def talks_about(content: str) -> list[str]:
     """The entities a memory's text talks about, lower-cased, in order of first appearance."""
     who = speaker(content)  # extracted from the whole text: after "Name: " a capital is not sentence grammar
-    found: list[str] = []
+    who_name = who.lower() if who is not None else None
+    found: dict[str, None] = {}
     for entity in entities(content):
         name = entity.lower()
-        if name not in found and (who is None or name != who.lower()):
-            found.append(name)
-    return found
+        if name != who_name:
+            found.setdefault(name)
+    return list(found)
+
+
+def _agent(conn: Connection, tenant: str, memory_id: uuid.UUID) -> str | None:
+    row = conn.execute(_AGENT, {"tenant": tenant, "stream": memory_stream(memory_id)}).first()
+    if row is None:
+        return None
+    recorded = parse("MemoryRecorded", row.schema_version, row.data)  # upcast: an old event keeps its scope
+    return recorded.agent_id if isinstance(recorded, MemoryRecorded) else None
 
 
 class EntitiesProjector:
@@ -60,13 +76,14 @@ class EntitiesProjector:
                     values.clear()
 
         for event in events:
+            if repeated_recording(event):
+                continue
             p = event.payload()
             if isinstance(p, MemoryRecorded):
                 add(event.tenant, p.memory_id, p.agent_id, p.content)
             elif isinstance(p, MemoryReinforced | MemoriesMerged):
                 flush()  # the replaced rows may be in this batch: write them before deleting
                 params = {"tenant": event.tenant, "memory_id": p.memory_id}
-                agent = conn.execute(_AGENT, params).first() or conn.execute(_KNOWN, params).first()
                 conn.execute(_DROP, params)
-                add(event.tenant, p.memory_id, agent[0] if agent else None, p.merged_content)
+                add(event.tenant, p.memory_id, _agent(conn, event.tenant, p.memory_id), p.merged_content)
         flush()

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, text
 
 from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
 from domain.text import term_frequencies
+from projections.base import repeated_recording
 
 _DOCS = text("""
 INSERT INTO keyword_docs (tenant, memory_id, length, agent_id, project, session_id, kind)
@@ -84,7 +85,8 @@ class KeywordProjector:
         run: list[RecordedEvent] = []  # consecutive MemoryRecorded, indexed in bulk
         for event in events:
             if event.type == "MemoryRecorded":
-                run.append(event)
+                if not repeated_recording(event):
+                    run.append(event)
                 continue
             self._index(conn, run)
             run = []

@@ -39,6 +39,7 @@ from domain.events import (
 )
 from domain.reinforce import INITIAL_CONFIDENCE, feedback_confidence, merged_confidence
 from domain.text import content_hash
+from projections.base import repeated_recording
 from projections.feedback import counted_feedback
 
 _INSERT = text("""
@@ -46,6 +47,7 @@ INSERT INTO memories (tenant, memory_id, content, content_hash, kind, agent_id, 
                       metadata, occurred_at, recorded_at, status, position, confidence)
 VALUES (:tenant, :memory_id, :content, :content_hash, :kind, :agent_id, :project, :session_id, :tags,
         CAST(:metadata AS jsonb), :occurred_at, :recorded_at, 'pending', :position, :confidence)
+ON CONFLICT (tenant, memory_id) DO NOTHING
 """)
 _ADMIT = text("""
 UPDATE memories m SET status = b.status, salience = b.salience, route = b.route, memory_type = b.memory_type,
@@ -91,6 +93,8 @@ FROM unnest(CAST(:ids AS uuid[]), CAST(:confidences AS real[])) AS b(memory_id, 
 WHERE m.tenant = :tenant AND m.memory_id = b.memory_id
 """)
 _STATUS_OF = {"active": "active", "staging": "staging", "discard": "discarded"}
+
+
 class MemoriesProjector:
     name = "memories"
     tables = ("memories", "memory_history")
@@ -112,6 +116,8 @@ class MemoriesProjector:
         rows: list[dict[str, Any]] = []
         admitted: dict[tuple[str, Any], dict[str, Any]] = {}
         for event in run:
+            if repeated_recording(event):
+                continue
             p = event.payload()
             if isinstance(p, MemoryRecorded):
                 rows.append({

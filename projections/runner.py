@@ -1,4 +1,9 @@
-"""Runs projectors: each batch and its checkpoint commit in one transaction, under an advisory lock."""
+"""Runs projectors: each batch and its checkpoint commit in one transaction, under an advisory lock.
+
+Each event is applied in a savepoint when its batch fails (projections/dead_letters.py): the bad event is retried
+on the next runs and, after MAX_EVENT_FAILURES, parked so the checkpoint moves past it; the other events of the
+batch, other tenants' events and the other projectors go on.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from sqlalchemy import Connection, Engine, text
 
 from eventstore.read import Checkpoint, read_after
 from projections.base import Projector
+from projections.dead_letters import apply_guarded, open_counts
 
 log = structlog.get_logger(__name__)
 
@@ -49,11 +55,13 @@ def run_batch(engine: Engine, projector: Projector, batch_size: int) -> int | No
         events = read_after(conn, checkpoint, projector.types, batch_size)
         if not events:
             return 0
-        projector.apply(conn, events)
-        last = events[-1]
+        done = apply_guarded(conn, projector, events)
+        if not done:  # its first event failed and is not parked yet: tried again on the next run
+            return 0
+        last = done[-1]
         save_checkpoint(conn, projector.name, Checkpoint(last.tx_id, last.position))
-    log.debug("projection.batch", projection=projector.name, events=len(events), position=last.position)
-    return len(events)
+    log.debug("projection.batch", projection=projector.name, events=len(done), position=last.position)
+    return len(done)
 
 
 def catch_up(engine: Engine, projector: Projector, batch_size: int, max_seconds: float = 60.0) -> int:
@@ -76,6 +84,8 @@ class ProjectionStatus:
     lag_events: int
     lag_seconds: float
     updated_at: str | None
+    parked: int = 0  # events it could not apply and moved past (projection_dead_letters), until retried/skipped
+    failing: int = 0  # events failing now, retried on the next runs until parked
 
 
 _STATUS = text("""
@@ -92,12 +102,14 @@ LEFT JOIN projection_checkpoints c ON c.name = :name
 """)
 
 
-def status(conn: Connection, projector: Projector) -> ProjectionStatus:
+def status(conn: Connection, projector: Projector, dead_letters_of: str | None = None) -> ProjectionStatus:
+    """Position and lag; parked / failing events of one tenant (`dead_letters_of`) or of all (None)."""
     row = conn.execute(_STATUS, {"name": projector.name, "types": list(projector.types)}).one()
+    parked, failing = open_counts(conn, dead_letters_of).get(projector.name, (0, 0))
     return ProjectionStatus(
         name=projector.name, position=row.position, head=row.head, lag_events=row.lag_events,
         lag_seconds=float(row.lag_seconds or 0.0),
-        updated_at=row.updated_at.isoformat() if row.updated_at else None,
+        updated_at=row.updated_at.isoformat() if row.updated_at else None, parked=parked, failing=failing,
     )
 
 

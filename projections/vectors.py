@@ -14,6 +14,7 @@ from sqlalchemy import Connection, text
 from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
 from infra.embedding import embed_cached, get_embedder
 from infra.settings import get_settings
+from projections.base import repeated_recording
 
 _INSERT = text("""
 INSERT INTO memory_vectors (tenant, memory_id, agent_id, project, session_id, kind, model, embedding)
@@ -21,6 +22,7 @@ SELECT t, i, a, p, s, k, :model, CAST(e AS vector)
 FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:agents AS text[]), CAST(:projects AS text[]),
             CAST(:sessions AS text[]), CAST(:kinds AS text[]), CAST(:embeddings AS text[]))
      AS b(t, i, a, p, s, k, e)
+ON CONFLICT (tenant, memory_id) DO NOTHING
 """)
 
 
@@ -40,7 +42,8 @@ class VectorsProjector:
         run: list[RecordedEvent] = []  # consecutive MemoryRecorded, embedded and inserted in bulk
         for event in events:
             if event.type == "MemoryRecorded":
-                run.append(event)
+                if not repeated_recording(event):
+                    run.append(event)
                 continue
             self._insert(conn, run)
             run = []

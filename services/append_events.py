@@ -17,7 +17,15 @@ from typing import Any
 from sqlalchemy import Engine
 
 from domain.errors import ConcurrencyConflict, ContentTooLarge, InvalidPayload
-from domain.events import NewEvent, memory_stream, validate_payload
+from domain.events import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_STREAM_ID_CHARS,
+    NewEvent,
+    has_lone_surrogate,
+    memory_stream,
+    occurred_in_range,
+    validate_payload,
+)
 from eventstore.append import append, existing_positions
 from infra.metrics import EVENTS_APPENDED
 from infra.settings import get_settings
@@ -26,8 +34,10 @@ from workers.wake import wake_projections
 
 # Decisions, appended by the system (the governor, the scheduler) with the inputs they used, and feedback,
 # appended by its endpoint once validated against its recall: never posted as raw events by a producer.
+# RecallServed is the hit-log, appended by recall itself (a forged one would inflate activation).
 SYSTEM_TYPES = frozenset({"MemoryAdmitted", "MemoryReinforced", "MemorySuperseded", "MemoryStatusChanged",
-                          "MemoriesMerged", "EdgeAdjusted", "ConsolidationCompleted", "RecallFeedbackGiven"})
+                          "MemoriesMerged", "EdgeAdjusted", "ConsolidationCompleted", "RecallFeedbackGiven",
+                          "RecallServed"})
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,7 @@ class EventInput:
     schema_version: int | None = None
     expected_version: int | None = None
     idempotency_key: str | None = None
-    occurred_at: datetime | None = None
+    occurred_at: datetime | str | None = None  # a string (queued producer messages): ISO 8601
 
 
 def has_nul(value: object) -> bool:
@@ -52,7 +62,29 @@ def has_nul(value: object) -> bool:
     return False
 
 
+def _occurred_at(value: datetime | str | None) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidPayload(f"occurred_at {value!r} is not an ISO 8601 date-time") from None
+    return occurred_in_range(value)
+
+
+def _check_keys(item: EventInput, batch_key: str | None) -> None:
+    for name, value, limit in (("stream_id", item.stream_id, MAX_STREAM_ID_CHARS),
+                               ("idempotency_key", item.idempotency_key, MAX_IDEMPOTENCY_KEY_CHARS),
+                               ("the batch's idempotency_key", batch_key, MAX_IDEMPOTENCY_KEY_CHARS)):
+        if value is not None and (not isinstance(value, str) or len(value) > limit):
+            raise InvalidPayload(f"{item.type}: {name} must be a string of at most {limit} characters")
+
+
 def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEvent:
+    _check_keys(item, batch_key)
+    if has_lone_surrogate([item.data, item.stream_id, item.idempotency_key, batch_key]):
+        raise InvalidPayload(f"{item.type}: text must be valid Unicode (a lone surrogate \\ud800-\\udfff is not)")
     data = validate_payload(item.type, item.data, item.schema_version)
     if has_nul([data, item.stream_id, item.idempotency_key, batch_key]):
         raise InvalidPayload(f"{item.type}: text must not contain NUL (\\u0000) characters")
@@ -66,12 +98,25 @@ def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEven
         own = memory_stream(uuid.UUID(data["memory_id"]))
         if stream_id not in (None, own):
             raise InvalidPayload(f"MemoryRecorded belongs on stream {own!r}, not {stream_id!r}")
-        stream_id, expected = own, 0 if expected is None else expected
+        if expected not in (None, 0):
+            raise InvalidPayload(f"MemoryRecorded starts its memory's stream, at version 0 (expected_version 0 or "
+                                 f"absent), not {expected}: a memory is recorded once")
+        stream_id, expected = own, 0
     if not stream_id:
         raise InvalidPayload(f"{item.type}: stream_id is required")
     key = item.idempotency_key or (f"{batch_key}:{index}" if batch_key else None)
-    return NewEvent(type=item.type, stream_id=stream_id, data=data, occurred_at=item.occurred_at,
+    return NewEvent(type=item.type, stream_id=stream_id, data=data, occurred_at=_occurred_at(item.occurred_at),
                     expected_version=expected, idempotency_key=key)
+
+
+def _recorded_once(events: Sequence[NewEvent]) -> None:
+    seen: set[str] = set()
+    for e in events:
+        if e.type == "MemoryRecorded":
+            if e.stream_id in seen:
+                raise InvalidPayload(f"MemoryRecorded twice for {e.stream_id!r} in one batch; a memory is "
+                                     "recorded once")
+            seen.add(e.stream_id)
 
 
 @dataclass(frozen=True)
@@ -103,6 +148,7 @@ def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], me
     if len(items) > settings.max_batch:
         raise InvalidPayload(f"a batch holds at most {settings.max_batch} events, got {len(items)}")
     events = [to_new_event(item, idempotency_key, i) for i, item in enumerate(items)]
+    _recorded_once(events)
     if not _is_system(metadata):
         refused = sorted({e.type for e in events if e.type in SYSTEM_TYPES})
         if refused:

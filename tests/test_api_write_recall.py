@@ -269,12 +269,12 @@ def test_expected_version_conflict_is_409_and_atomic(client, engine, tenant):
         {"type": "MemoryRecorded", "data": {"memory_id": memory_id, "content": "recorded twice"}}]})
     assert again.status_code == 409, again.text
     assert "version" in again.json()["detail"]
-    # An explicit wrong expected_version on a fresh stream conflicts too, and takes its valid batch-mate down.
+    # A memory is recorded at version 0 only: another expected_version is refused, with its valid batch-mate.
     mixed = client.post("/v1/events", json={"events": [
         {"type": "MemoryRecorded", "data": {"memory_id": str(uuid.uuid4()), "content": "fine on its own"}},
         {"type": "MemoryRecorded", "expected_version": 3,
          "data": {"memory_id": str(uuid.uuid4()), "content": "wrong expectation"}}]})
-    assert mixed.status_code == 409, mixed.text
+    assert mixed.status_code == 422, mixed.text
     assert count_events(engine, tenant) == 1
     # The right expected version is accepted.
     right = client.post("/v1/events", json={"events": [
@@ -333,8 +333,9 @@ def test_projections_status_metrics_and_health(client, http, engine, tenant, war
     assert http.get("/healthz").json() == {"status": "ok"}
 
 
-def test_min_position_beyond_the_log_is_503_with_a_clear_message(client, engine, monkeypatch, warm_worker):
-    """Even with every projection caught up, a position the log has not reached yet cannot be served."""
+def test_min_position_beyond_the_log_is_refused_at_once(client, engine, monkeypatch, warm_worker):
+    """Even with every projection caught up, a position the log has not reached yet cannot be served: no write
+    answered it, so it is a 422 at once, not a wait and a 503."""
     import api.routes.recall
     from infra.settings import get_settings, replace
 
@@ -346,7 +347,7 @@ def test_min_position_beyond_the_log_is_503_with_a_clear_message(client, engine,
     started = time.monotonic()
     response = client.post("/v1/recall", json={"query": "anything at all", "min_position": head + 10**9})
     elapsed = time.monotonic() - started
-    assert response.status_code == 503, response.text
+    assert response.status_code == 422, response.text
     detail = response.json()["detail"]
-    assert str(head + 10**9) in detail and "not reached" in detail, detail
-    assert elapsed < 5, f"the wait is bounded by the setting (0.3 s) but took {elapsed:.1f}s"
+    assert str(head + 10**9) in detail and "beyond the log's head" in detail, detail
+    assert elapsed < 5, f"refused without waiting, but took {elapsed:.1f}s"

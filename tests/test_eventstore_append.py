@@ -104,7 +104,7 @@ def test_memory_recorded_on_a_foreign_stream_is_refused(engine, tenant):
 def test_stream_id_required_for_non_memory_events(engine, tenant):
     data = {"recall_id": str(uuid.uuid4()), "query": "q", "k": 1, "latency_ms": 1.0}
     with pytest.raises(InvalidPayload, match="stream_id is required"):
-        append_events(engine, tenant, [EventInput(type="RecallServed", data=data)], {})
+        append_events(engine, tenant, [EventInput(type="RecallServed", data=data)], {"actor": "system:test"})
     assert count(engine, tenant) == 0
 
 
@@ -177,13 +177,14 @@ def test_expected_version_matches_then_mismatches(engine, tenant):
     data = {"recall_id": str(uuid.uuid4()), "query": "q", "k": 1, "latency_ms": 1.0}
     ev = lambda expected: EventInput(type="RecallServed", data=data, stream_id=stream,  # noqa: E731
                                      expected_version=expected)
-    append_events(engine, tenant, [ev(0)], {})
-    append_events(engine, tenant, [ev(1), ev(None), ev(None)], {})  # versions 2, 3, 4
+    system = {"actor": "system:test"}  # RecallServed is the system's (recall's) own event
+    append_events(engine, tenant, [ev(0)], system)
+    append_events(engine, tenant, [ev(1), ev(None), ev(None)], system)  # versions 2, 3, 4
     with pytest.raises(ConcurrencyConflict) as err:
-        append_events(engine, tenant, [ev(1)], {})
+        append_events(engine, tenant, [ev(1)], system)
     assert "is at version 4, expected 1" in str(err.value) and err.value.status_code == 409
     with pytest.raises(ConcurrencyConflict):
-        append_events(engine, tenant, [ev(0)], {})
+        append_events(engine, tenant, [ev(0)], system)
     assert [r.stream_version for r in rows(engine, tenant)] == [1, 2, 3, 4]
 
 

@@ -1,4 +1,10 @@
-"""Dramatiq actors: project on wake-up, and ingest events enqueued by producers."""
+"""Dramatiq actors: project on wake-up, and ingest events enqueued by producers.
+
+Ingest never drops a message. A message that cannot be appended as it is (bad input, a conflict no retry
+resolves) is dead-lettered at once with its reason (workers/ingest_dead_letters.py); a lost race is retried
+MAX_CONFLICT_RETRIES times, an unexpected error MAX_ERROR_RETRIES times, and then dead-lettered; while the
+database is unavailable the message is retried without a limit (it stays queued in Redis).
+"""
 
 from __future__ import annotations
 
@@ -7,19 +13,32 @@ from typing import Any
 import dramatiq
 import structlog
 
+from domain.errors import ConcurrencyConflict, DomainError
 from infra.broker import broker  # noqa: F401 - binds the actors below to the configured broker
 from infra.db import get_engine
+from infra.db_errors import is_unavailable
 from infra.settings import get_settings
 
 log = structlog.get_logger(__name__)
 
+MAX_CONFLICT_RETRIES = 20
+MAX_ERROR_RETRIES = 5
+
 
 def catch_up_all() -> int:
+    """Catch every projector up, each on its own: one that fails stops only itself (logged), never the others."""
     from projections.registry import PROJECTORS
     from projections.runner import catch_up
 
     engine, batch = get_engine(), get_settings().projection_batch_size
-    return sum(catch_up(engine, projector, batch) for projector in PROJECTORS.values())
+    applied = 0
+    for projector in PROJECTORS.values():
+        try:
+            applied += catch_up(engine, projector, batch)
+        except Exception as exc:
+            log.warning("projection.catch_up_failed", projection=projector.name, error=str(exc)[:500],
+                        unavailable=is_unavailable(exc))
+    return applied
 
 
 @dramatiq.actor(queue_name="projections", max_retries=0, time_limit=10 * 60 * 1000)
@@ -30,21 +49,49 @@ def run_projections() -> None:
         log.info("projections.caught_up", applied=applied)
 
 
-def _retry_transient(retries: int, exc: Exception) -> bool:
-    """Retry what may pass later (database or network down); bad input or a conflict never will."""
-    from domain.errors import DomainError
+def _retry_ingest(retries: int, exc: BaseException) -> bool:
+    """Which failures of an ingest message are tried again (the rest go to ingest_dead_letters, via
+    `park_exhausted_ingest`). Refusals never reach here: the actor dead-letters them itself."""
+    if is_unavailable(exc):
+        return True  # nothing can be written meanwhile, the dead-letter table included: keep it queued
+    if isinstance(exc, ConcurrencyConflict) and exc.retryable:
+        return retries < MAX_CONFLICT_RETRIES
+    return retries < MAX_ERROR_RETRIES
 
-    return retries < 20 and not isinstance(exc, DomainError)
+
+def _retry_parking(retries: int, exc: BaseException) -> bool:
+    return is_unavailable(exc) or retries < MAX_ERROR_RETRIES  # past that, Dramatiq's own dead-letter queue keeps it
 
 
-@dramatiq.actor(queue_name="ingest", retry_when=_retry_transient, min_backoff=500, max_backoff=30_000)
+@dramatiq.actor(queue_name="ingest", retry_when=_retry_parking, min_backoff=500, max_backoff=60_000)
+def park_exhausted_ingest(message: dict[str, Any], retry_info: dict[str, Any]) -> None:
+    """An ingest message whose retries are exhausted: dead-lettered with the last error (retried itself while the
+    database is down)."""
+    from workers.ingest_dead_letters import park
+
+    args = list(message.get("args") or [None, None, None])
+    tenant, events, metadata = (args + [None, None, None])[:3]
+    trace = str((message.get("options") or {}).get("traceback") or "").strip().splitlines()
+    reason = f"retries exhausted ({retry_info.get('retries')}): {trace[-1] if trace else 'unknown error'}"
+    park(get_engine(), tenant, events, metadata, reason, "RetriesExhausted")
+
+
+@dramatiq.actor(queue_name="ingest", retry_when=_retry_ingest, min_backoff=500, max_backoff=60_000,
+                on_retry_exhausted=park_exhausted_ingest.actor_name)
 def ingest_events(tenant: str, events: list[dict[str, Any]], metadata: dict[str, Any]) -> list[int]:
     """Append events a producer enqueued. Each carries an idempotency key, so redelivery never duplicates."""
-    from services.append_events import EventInput, append_events
+    from workers.ingest_dead_letters import append_message, park
 
-    structlog.contextvars.bind_contextvars(correlation_id=metadata.get("correlation_id"))
+    structlog.contextvars.bind_contextvars(correlation_id=(metadata or {}).get("correlation_id")
+                                           if isinstance(metadata, dict) else None)
     try:
-        positions = append_events(get_engine(), tenant, [EventInput(**e) for e in events], metadata)
+        try:
+            positions = append_message(get_engine(), tenant, events, metadata)
+        except DomainError as exc:
+            if isinstance(exc, ConcurrencyConflict) and exc.retryable:
+                raise  # a lost race: decided again against the new state
+            park(get_engine(), tenant, events, metadata, str(exc), type(exc).__name__)
+            return []
         log.info("ingest.appended", tenant=tenant, events=len(events), last_position=positions[-1])
         return positions
     finally:

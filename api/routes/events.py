@@ -2,18 +2,58 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
-from sqlalchemy import Engine
+from psycopg.types.datetime import TimestamptzLoader
+from sqlalchemy import Connection, Engine
 
 from api.context import Caller, caller, engine
-from api.schemas import EventOut, EventsIn, EventsPage, PositionsOut
+from api.schemas import MAX_POSITION, EventOut, EventsIn, EventsPage, PositionsOut
+from domain.errors import InvalidPayload
+from domain.events import MAX_STREAM_ID_CHARS
 from eventstore.query import EventFilter, page_cursor, parse_cursor, query_events
 from services.append_events import EventInput, append_events
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
+Position = Annotated[int | None, Query(ge=0, le=MAX_POSITION)]
+
+
+class _BoundedTimestamptzLoader(TimestamptzLoader):
+    """A stored time Python cannot hold (year 0 or 10000 in UTC, written before the write path bounded
+    occurred_at) reads as the earliest / latest datetime instead of failing the whole page."""
+
+    def load(self, data):  # type: ignore[no-untyped-def]
+        try:
+            return super().load(data)
+        except Exception as exc:  # psycopg.DataError ("timestamp too large"), or a ValueError
+            raw = bytes(data)
+            if raw.endswith(b"BC") or raw.startswith(b"-"):
+                return datetime.min.replace(tzinfo=UTC)
+            if raw[:1].isdigit() or raw == b"infinity":
+                return datetime.max.replace(tzinfo=UTC)
+            raise exc
+
+
+def _readable(conn: Connection) -> Connection:
+    conn.connection.driver_connection.adapters.register_loader("timestamptz", _BoundedTimestamptzLoader)
+    return conn
+
+
+def _utc(name: str, value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidPayload(f"{name} {value.isoformat()} is out of range in UTC") from None
+
+
+def _text(name: str, value: str | None, limit: int) -> str | None:
+    if value is not None and ("\x00" in value or len(value) > limit):
+        raise InvalidPayload(f"{name} must be at most {limit} characters, without NUL (\\u0000)")
+    return value
 
 
 @router.post("", response_model=PositionsOut, status_code=201)
@@ -25,14 +65,19 @@ def post_events(body: EventsIn, who: Annotated[Caller, Depends(caller)],
 
 @router.get("", response_model=EventsPage)
 def get_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
-               stream_id: str | None = None, type: Annotated[list[str] | None, Query()] = None,
-               after: int | None = None, before: int | None = None, since: datetime | None = None,
+               stream_id: str | None = None,
+               type: Annotated[list[str] | None, Query()] = None,
+               after: Position = None, before: Position = None, since: datetime | None = None,
                until: datetime | None = None,
                cursor: Annotated[str | None, Query(max_length=40)] = None,  # the previous page's next_cursor
                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> EventsPage:
-    f = EventFilter(who.tenant, stream_id, tuple(type or ()), after, before, since, until,
+    if len(type or ()) > 100:
+        raise InvalidPayload("at most 100 types")
+    types = tuple(_text("type", t, 100) or "" for t in type or ())
+    f = EventFilter(who.tenant, _text("stream_id", stream_id, MAX_STREAM_ID_CHARS), types, after, before,
+                    _utc("since", since), _utc("until", until),
                     after_cursor=parse_cursor(cursor) if cursor is not None else None)
     with db.connect() as conn:
-        events = query_events(conn, f, limit)
+        events = query_events(_readable(conn), f, limit)
     out = [EventOut(**{k: getattr(e, k) for k in EventOut.model_fields}) for e in events]
     return EventsPage(events=out, next_cursor=page_cursor(events[-1]) if len(events) == limit else None)

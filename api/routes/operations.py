@@ -19,6 +19,7 @@ from projections.rebuild import rebuild
 from projections.registry import PROJECTORS
 from projections.runner import ProjectionStatus, status
 from projections.tenant_progress import for_tenant
+from workers import ingest_dead_letters
 from workers.heartbeat import HEARTBEAT_PREFIX
 
 router = APIRouter(tags=["operations"])
@@ -26,7 +27,7 @@ router = APIRouter(tags=["operations"])
 
 def _status_for(conn: Connection, projector: Projector, who: Caller) -> ProjectionStatus:
     """Global for operators; a tenant key sees its own events' progress only (not others' traffic)."""
-    overall = status(conn, projector)
+    overall = status(conn, projector, None if who.operator else who.tenant)  # parked events: the tenant's own
     return overall if who.operator else for_tenant(conn, projector, overall, who.tenant)
 
 
@@ -34,7 +35,8 @@ def _status_for(conn: Connection, projector: Projector, who: Caller) -> Projecti
 def get_projections(who: Annotated[Caller, Depends(caller)],
                     db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
     with db.connect() as conn:
-        return {"projections": [asdict(_status_for(conn, p, who)) for p in PROJECTORS.values()]}
+        return {"projections": [asdict(_status_for(conn, p, who)) for p in PROJECTORS.values()],
+                "ingest_dead_letters": ingest_dead_letters.parked_count(conn, None if who.operator else who.tenant)}
 
 
 @router.post("/v1/projections/{name}/rebuild")
@@ -78,11 +80,18 @@ def metrics(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depen
                          "# TYPE engramlog_projection_lag_events gauge\n")
             seconds = ["# HELP engramlog_projection_lag_seconds Age of the oldest unapplied event\n"
                        "# TYPE engramlog_projection_lag_seconds gauge\n"]
+            parked = ["# HELP engramlog_projection_dead_letters Events a projection parked and moved past\n"
+                      "# TYPE engramlog_projection_dead_letters gauge\n"]
             for p in PROJECTORS.values():
                 s = _status_for(conn, p, who)
                 lines.append(f'engramlog_projection_lag_events{{projection="{p.name}"}} {s.lag_events}\n')
                 seconds.append(f'engramlog_projection_lag_seconds{{projection="{p.name}"}} {s.lag_seconds}\n')
+                parked.append(f'engramlog_projection_dead_letters{{projection="{p.name}"}} {s.parked}\n')
             lines.extend(seconds)
+            lines.extend(parked)
+            waiting = ingest_dead_letters.parked_count(conn, None if who.operator else who.tenant)
+            lines.append("# HELP engramlog_ingest_dead_letters Queued producer messages parked, not appended\n"
+                         f"# TYPE engramlog_ingest_dead_letters gauge\nengramlog_ingest_dead_letters {waiting}\n")
     except Exception:
         pass  # the database being down must not hide this process's own metrics
     return Response("".join(lines), media_type=CONTENT_TYPE_LATEST)

@@ -10,6 +10,8 @@ from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
+from domain.errors import InvalidPayload
+from eventstore.read import head_position
 from infra.embedding import get_embedder
 from infra.settings import get_settings
 from recall.scope import Scope
@@ -22,6 +24,12 @@ router = APIRouter(prefix="/v1", tags=["recall"])
 def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
                 db: Annotated[Engine, Depends(engine)]) -> RecallOut:
     settings = get_settings()
+    if body.min_position is not None:
+        # A position the log has not reached yet was never answered by a write: refused now, not waited for.
+        with db.connect() as conn:
+            head = head_position(conn)
+        if body.min_position > head:
+            raise InvalidPayload(f"min_position {body.min_position} is beyond the log's head ({head})")
     scope = Scope(who.tenant, body.agent_id, body.project, body.session_id, tuple(body.kinds))
     request = RecallRequest(scope, body.query, body.k, body.min_position, include_staging=body.include_staging,
                             include_history=body.include_history, include_archived=body.include_archived,

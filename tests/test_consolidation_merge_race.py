@@ -63,3 +63,135 @@ def test_a_merge_leaves_a_superseded_memory_superseded(engine, tenant):
     assert now[gone][0] == "superseded"  # not rewritten to merged by a merge planned on an older snapshot
     assert now[other] == ("merged", kept)
     assert now[kept][0] == "active"
+
+
+KEPT_TEXT = "Alice moved to Lisbon in May 2024 and she loves the city"
+DUPLICATE_TEXT = "Alice moved to Lisbon in May 2024, and she loves the city"
+
+
+def reinforced(memory_id: uuid.UUID, content: str, confidence: float) -> NewEvent:
+    return NewEvent("MemoryReinforced", memory_stream(memory_id), {
+        "memory_id": str(memory_id), "observation_id": str(uuid.uuid4()), "similarity": 0.97,
+        "merged_content": content, "confidence": confidence})
+
+
+def two_duplicates(engine: Any, tenant: str) -> tuple[uuid.UUID, uuid.UUID]:
+    """Two near-duplicate active memories of one scope, projected (the first recorded is the one a merge keeps)."""
+    kept, dup = uuid.uuid4(), uuid.uuid4()
+    system_append(engine, tenant, [recorded(kept, KEPT_TEXT), admitted(kept)])
+    system_append(engine, tenant, [recorded(dup, DUPLICATE_TEXT), admitted(dup)])
+    return kept, dup
+
+
+def merges_of(engine: Any, tenant: str) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        return [r.data for r in conn.execute(text(
+            "SELECT data FROM events WHERE tenant = :t AND type = 'MemoriesMerged' ORDER BY position"), {"t": tenant})]
+
+
+def content_of(engine: Any, tenant: str, memory_id: uuid.UUID) -> str:
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT content FROM memories WHERE tenant = :t AND memory_id = :m"),
+                            {"t": tenant, "m": memory_id}).scalar_one()
+
+
+def test_a_memory_reinforced_after_the_snapshot_keeps_its_new_text(engine, tenant, monkeypatch):
+    import workers.consolidation as consolidation
+
+    kept, dup = two_duplicates(engine, tenant)
+    grown = KEPT_TEXT + ". She works at the bakery by the river"
+    original_prune = consolidation.prune
+    injected: list[bool] = []
+
+    def prune_then_reinforce(nodes, threshold):  # type: ignore[no-untyped-def]
+        merges = original_prune(nodes, threshold)
+        if merges and not injected:  # the plan is made; now a write reinforces the kept memory
+            injected.append(True)
+            system_append(engine, tenant, [reinforced(kept, grown, 0.6)])
+        return merges
+
+    monkeypatch.setattr(consolidation, "prune", prune_then_reinforce)
+    consolidation.consolidate(engine, tenant=tenant, agent_id="a")
+    project(engine, "memories")
+    assert injected
+    assert content_of(engine, tenant, kept) == grown  # not the snapshot's text written back by the merge
+    assert all(m["merged_content"] == grown for m in merges_of(engine, tenant) if m["memory_id"] == str(kept))
+
+
+def _advisory_waiters(engine: Any) -> int:
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"),
+                            ).scalar_one()
+
+
+def test_a_write_after_the_merge_is_decided_on_the_merged_memory(engine, tenant, monkeypatch):
+    """The governor decides from the read models: until the memories projection has applied a merge, a write in
+    that scope would reinforce the kept memory from its unpooled confidence (or reinforce the merged one). The
+    merge holds the scope's lock until it is projected, so the write waits and then sees the merged state."""
+    import workers.consolidation as consolidation
+    from domain.reinforce import merged_confidence
+    from projections.runner import lock_key
+    from services.remember import MemoryInput, remember
+
+    kept, dup = two_duplicates(engine, tenant)
+    system_append(engine, tenant, [reinforced(kept, KEPT_TEXT, 0.6), reinforced(dup, DUPLICATE_TEXT, 0.6)])
+    pooled = merged_confidence([0.6, 0.6])
+    holder = engine.connect()
+    key = {"key": lock_key("memories")}
+    original_prune = consolidation.prune
+
+    def prune_then_pause_memories(nodes, threshold):  # type: ignore[no-untyped-def]
+        merges = original_prune(nodes, threshold)
+        if merges and not holder.info.get("locked"):  # keep the memories projection from applying the merge
+            holder.execute(text("SELECT pg_advisory_lock(hashtext(:key))"), key)
+            holder.commit()
+            holder.info["locked"] = True
+        return merges
+
+    monkeypatch.setattr(consolidation, "prune", prune_then_pause_memories)
+    errors: list[BaseException] = []
+
+    def run(target: Any) -> threading.Thread:
+        def guarded() -> None:
+            try:
+                target()
+            except BaseException as exc:
+                errors.append(exc)
+        thread = threading.Thread(target=guarded, daemon=True)
+        thread.start()
+        return thread
+
+    try:
+        cycle = run(lambda: consolidation.consolidate(engine, tenant=tenant, agent_id="a"))
+        _wait(lambda: merges_of(engine, tenant) or errors)
+        assert not errors, errors
+        waiting_before = _advisory_waiters(engine)
+        write = run(lambda: remember(engine, tenant, [MemoryInput(content=KEPT_TEXT, agent_id="a")],
+                                     {"actor": "test"}))
+        _wait(lambda: _advisory_waiters(engine) > waiting_before or errors)  # the write waits for the scope
+    finally:
+        if holder.info.get("locked"):
+            holder.execute(text("SELECT pg_advisory_unlock(hashtext(:key))"), key)
+            holder.commit()
+        holder.close()
+    cycle.join(120)
+    write.join(120)
+    assert not errors, errors
+    with engine.connect() as conn:
+        [decision] = conn.execute(text("""
+            SELECT data FROM events
+            WHERE tenant = :t AND type = 'MemoryAdmitted' AND data->>'reason' LIKE 'reinforced %'"""),
+            {"t": tenant}).scalars().all()
+    assert decision["inputs"]["reinforced"] == str(kept)  # not the memory just merged into it
+    assert abs(decision["inputs"]["target_confidence"] - pooled) < 1e-6  # from the pooled confidence
+
+
+def _wait(predicate: Any, timeout: float = 120.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")

@@ -16,6 +16,15 @@ ConsolidationCompleted per tenant on the run's stream `consolidation-<run_id>`, 
 transaction, by the actor "system:scheduler". ConsolidationCompleted is the stored report; it is appended on
 every run that found memories to consolidate, also when nothing changed (its counts are then all zero), so
 the log shows that the cycle ran and with which clock. A second run in a row appends only that.
+
+Merges against concurrent writes: the plan is made on a snapshot without locks; a run with merges is appended
+holding the governor's scope locks (services/governance.py `scope_lock_key`, as session locks, in key order) of
+the merges' scopes, and only if, under those locks, every memory a merge names is as the plan saw it (every event
+on its stream applied by the memories projection, same content, still active or dormant). The MemoriesMerged
+carries the kept memory's stream head as its expected version. Otherwise the run is planned again on a fresh
+snapshot (up to MERGE_ATTEMPTS times). The locks are held until the memories projection has applied the merges,
+so a write the governor decides next in those scopes reinforces the merged state (content, pooled confidence),
+never the stale one, and never reinforces a memory that was just merged away.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -33,14 +42,19 @@ import structlog
 from sqlalchemy import Connection, Engine, text
 
 from domain.consolidation import ConsolidationConfig, Edge, EdgeChange, Merge, Node, Plan, plan, prune
+from domain.errors import ConcurrencyConflict, NotCaughtUp
 from domain.events import NewEvent, memory_stream, validate_payload
+from eventstore.append import append
 from infra.settings import Settings, get_settings
+from services.governance import scope_lock_key
 from workers.lifecycle import SCHEDULER_ACTOR, append_system_events, as_clock, job_lock, sync_projections
 
 log = structlog.get_logger(__name__)
 RECALLABLE = ("active", "dormant")
 MAX_SCOPES_IN_REPORT = 100
 READ_MODELS = ("memories", "vectors", "activity", "edges")
+MERGE_ATTEMPTS = 5  # plans of one tenant's run, when a merge's memories changed between snapshot and append
+ScopeKey = tuple[str | None, str | None]  # (agent_id, project), as the governor locks it
 
 
 def config_from(settings: Settings) -> ConsolidationConfig:
@@ -185,14 +199,18 @@ def _plan_part(conn: Connection, tenant: str, nodes: list[Node], edge_rows: Any,
 
 
 def _scope_plans(conn: Connection, tenant: str, agent: str | None, project: str | None, clock: datetime,
-                 config: ConsolidationConfig, page_size: int, overlay: _Overlay, run: _ScopeRun) -> Iterator[Plan]:
+                 config: ConsolidationConfig, page_size: int, overlay: _Overlay, run: _ScopeRun,
+                 seen: dict[uuid.UUID, str]) -> Iterator[Plan]:
     """The scope's plans, page by page, then its orphan edges'. The caller adds each plan's edge changes to
-    `overlay` before asking for the next one."""
+    `overlay` before asking for the next one. `seen` receives the snapshot's content of every memory a merge
+    names (checked again before the merges are appended)."""
     scope = {"tenant": tenant, "agent": agent, "project": project}
     nodes = _read_nodes(conn, scope, page_size)
     run.memories = len(nodes)
     merges = prune(nodes, config.duplicate_similarity)
     merged_into = {m: k.memory_id for k in merges for m in k.merged_ids}
+    named = set(merged_into) | {k.memory_id for k in merges}
+    seen.update({n.memory_id: n.content for n in nodes if n.memory_id in named})
     by_kept = {k.memory_id: k for k in merges}
     survivors = [n for n in nodes if n.memory_id not in merged_into]  # oldest first, as read
     del nodes
@@ -233,14 +251,105 @@ def consolidate(engine: Engine, clock: datetime | None = None, tenant: str | Non
     return result
 
 
+@dataclass
+class _TenantPlan:
+    run_id: uuid.UUID
+    events: list[NewEvent]
+    report: dict[str, Any]
+    merge_scopes: set[ScopeKey] = field(default_factory=set)
+    seen: dict[uuid.UUID, str] = field(default_factory=dict)  # memory named by a merge → content planned on
+
+
+class StalePlan(ConcurrencyConflict):
+    """A memory a merge names changed after the snapshot the plan was made on."""
+
+
 def _consolidate_tenant(engine: Engine, tenant: str, agent_id: str | None, clock: datetime,
                         config: ConsolidationConfig, settings: Settings) -> TenantRun:
+    for attempt in range(1, MERGE_ATTEMPTS + 1):
+        planned = _plan_tenant(engine, tenant, agent_id, clock, config, settings)
+        metadata = {"actor": SCHEDULER_ACTOR, "source": "consolidation", "correlation_id": str(planned.run_id)}
+        try:
+            if planned.merge_scopes:
+                positions = _append_merges(engine, tenant, planned, metadata)
+            else:
+                positions = append_system_events(engine, tenant, planned.events, metadata)
+            break
+        except ConcurrencyConflict as exc:  # StalePlan, or a writer won the race on a kept memory's stream
+            if attempt == MERGE_ATTEMPTS:
+                raise
+            log.info("lifecycle.consolidation_replan", tenant=tenant, attempt=attempt, reason=str(exc))
+            sync_projections(engine, READ_MODELS)
+    report = planned.report
+    log.info("lifecycle.consolidation_run", tenant=tenant, run_id=str(planned.run_id), **report["changes"])
+    return TenantRun(tenant, planned.run_id, clock, report, positions[-1])
+
+
+_SESSION_LOCK = text("SELECT pg_advisory_lock(CAST(:key AS bigint))")
+_SESSION_UNLOCK = text("SELECT pg_advisory_unlock(CAST(:key AS bigint))")
+# Per stream: its head version, and whether the memories projection has applied every event of its types on it.
+_STREAMS_NOW = text("""
+SELECT e.stream_id, max(e.stream_version) AS version,
+       bool_and(NOT (e.type = ANY(:types))
+                OR (e.tx_id, e.position) <= (CAST(CAST(:tx AS text) AS xid8), :pos)) AS applied
+FROM events e WHERE e.tenant = :tenant AND e.stream_id = ANY(:streams) GROUP BY e.stream_id
+""")
+_MEMORIES_NOW = text("SELECT memory_id, status, content FROM memories WHERE tenant = :tenant AND memory_id = ANY(:ids)")
+
+
+def _append_merges(engine: Engine, tenant: str, planned: _TenantPlan, metadata: dict[str, Any]) -> list[int]:
+    """Append the run holding the merges' scope locks, if the memories they name are as planned; then wait for
+    the memories projection to apply it before letting writes into those scopes again."""
+    from projections.registry import get_projector
+    from projections.runner import load_checkpoint
+
+    keys = sorted({scope_lock_key(tenant, s) for s in planned.merge_scopes})
+    with engine.connect() as conn:
+        taken: list[int] = []
+        try:
+            for key in keys:  # the order lock_scopes takes them in: no deadlock with a governed write
+                conn.execute(_SESSION_LOCK, {"key": key})
+                taken.append(key)
+            conn.commit()
+            with conn.begin():
+                checkpoint = load_checkpoint(conn, "memories")
+                streams = {memory_stream(m): m for m in planned.seen}
+                now = {r.stream_id: r for r in conn.execute(_STREAMS_NOW, {
+                    "tenant": tenant, "streams": list(streams), "types": list(get_projector("memories").types),
+                    "tx": checkpoint.tx_id, "pos": checkpoint.position})}
+                state = {r.memory_id: r for r in conn.execute(_MEMORIES_NOW, {"tenant": tenant,
+                                                                              "ids": list(planned.seen)})}
+                for memory_id, content in planned.seen.items():
+                    stream, row = now.get(memory_stream(memory_id)), state.get(memory_id)
+                    if stream is None or not stream.applied or row is None or row.status not in RECALLABLE \
+                            or row.content != content:
+                        raise StalePlan(f"memory {memory_id} changed after the consolidation snapshot")
+                events = [replace(e, expected_version=now[e.stream_id].version) if e.type == "MemoriesMerged" else e
+                          for e in planned.events]
+                positions = append(conn, tenant, events, metadata)
+            # Writes in these scopes wait until the merges are in the read model the governor decides from.
+            try:
+                sync_projections(engine, ("memories",))
+            except NotCaughtUp as exc:  # appended all the same; the next writes may decide on the older state
+                log.warning("lifecycle.consolidation_merges_unprojected", tenant=tenant, reason=str(exc))
+            return positions
+        finally:
+            conn.rollback()
+            for key in taken:
+                conn.execute(_SESSION_UNLOCK, {"key": key})
+            conn.commit()
+
+
+def _plan_tenant(engine: Engine, tenant: str, agent_id: str | None, clock: datetime, config: ConsolidationConfig,
+                 settings: Settings) -> _TenantPlan:
     run_id = uuid.uuid4()
     overlay = _Overlay()
     events: list[NewEvent] = []
     scopes: list[dict[str, Any]] = []
     changes: Counter[str] = Counter()
     observed: Counter[str] = Counter()
+    merge_scopes: set[ScopeKey] = set()
+    named: dict[uuid.UUID, str] = {}
     page_size = settings.consolidation_max_memories
     with engine.connect() as conn:
         units = conn.execute(_SCOPES, {"tenant": tenant, "statuses": list(RECALLABLE), "agent": agent_id}).all()
@@ -248,12 +357,14 @@ def _consolidate_tenant(engine: Engine, tenant: str, agent_id: str | None, clock
             run = _ScopeRun()
             counts: Counter[str] = Counter()
             seen = {"clusters": 0, "largest_cluster": 0}
-            for p in _scope_plans(conn, tenant, unit.agent_id, unit.project, clock, config, page_size, overlay, run):
+            for p in _scope_plans(conn, tenant, unit.agent_id, unit.project, clock, config, page_size, overlay, run,
+                                  named):
                 counts.update(p.counts())
                 page_seen = p.observed()
                 seen["clusters"] += page_seen["clusters"]
                 seen["largest_cluster"] = max(seen["largest_cluster"], page_seen["largest_cluster"])
                 for m in p.merges:
+                    merge_scopes.add((unit.agent_id, unit.project))
                     data = validate_payload("MemoriesMerged", {
                         "memory_id": str(m.memory_id), "merged_ids": [str(i) for i in m.merged_ids],
                         "similarity": m.similarity, "merged_content": m.merged_content,
@@ -284,7 +395,4 @@ def _consolidate_tenant(engine: Engine, tenant: str, agent_id: str | None, clock
         "run_id": str(run_id), "tenant_scope": {"tenant": tenant, "agent_id": agent_id},
         "clock": clock.isoformat(), "report": report})
     events.append(NewEvent("ConsolidationCompleted", consolidation_stream(run_id), completed, occurred_at=clock))
-    metadata = {"actor": SCHEDULER_ACTOR, "source": "consolidation", "correlation_id": str(run_id)}
-    positions = append_system_events(engine, tenant, events, metadata)
-    log.info("lifecycle.consolidation_run", tenant=tenant, run_id=str(run_id), **report["changes"])
-    return TenantRun(tenant, run_id, clock, report, positions[-1])
+    return _TenantPlan(run_id, events, report, merge_scopes, named)

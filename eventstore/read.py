@@ -6,19 +6,23 @@ in (transaction id, position) order and only below the oldest transaction still 
 (`pg_snapshot_xmin`): every transaction below that has committed or aborted, so nothing can appear behind
 the checkpoint afterwards.
 
-Every batch must cost the same however long the log is: the read walks the `events_tx_position` index from the
-checkpoint and stops after `limit` rows. Its ORDER BY names the table's own columns (`e.tx_id`): a bare
-`tx_id` would mean the output column `tx_id::text::bigint`, which no index is ordered by, and every batch would
-then sort the whole log past the checkpoint. tests/test_eventstore_read_plan.py checks the plan, generic and
-custom.
+Every batch must cost the same however long the log is, and whatever share of it the projector's types are:
+for each of its types the read takes an ordered range of the `events_type_tx_position` index (type, tx_id,
+position) from the checkpoint, at most `limit` entries; the ranges are merged in (tx_id, position) order
+(a Merge Append that stops after `limit` keys) and only those rows are fetched. A projector with nothing to
+apply costs one index probe per type. ORDER BY clauses name the table's own columns: a bare `tx_id` in a
+query that outputs `tx_id::text::bigint AS tx_id` would mean that output column, which no index is ordered
+by (every batch then sorted the whole log past the checkpoint). tests/test_eventstore_read_plan.py checks the
+plan, generic (as psycopg's prepared statements may get it) and custom.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from domain.events import RecordedEvent
 
@@ -32,23 +36,22 @@ class Checkpoint:
     position: int = 0
 
 
-_READ = text(f"""
-SELECT {COLUMNS} FROM events e
-WHERE (e.tx_id, e.position) > (CAST(CAST(:tx AS text) AS xid8), :pos)
-  AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-  AND e.type = ANY(:types)
-ORDER BY e.tx_id, e.position
-LIMIT :limit
-""")
+_GAP_SAFE = ("(tx_id, position) > (CAST(CAST(:tx AS text) AS xid8), :pos)"
+             " AND tx_id < pg_snapshot_xmin(pg_current_snapshot())")
+_UNTIL = " AND (tx_id, position) <= (CAST(CAST(:until_tx AS text) AS xid8), :until_pos)"
 
-_READ_UNTIL = text(f"""
+
+@lru_cache(maxsize=256)
+def _read_statement(n_types: int, until: bool) -> TextClause:
+    """One ordered, bounded index range per type (:type_0 ...), merged; then the rows of the first `limit` keys."""
+    bound = _GAP_SAFE + (_UNTIL if until else "")
+    ranges = " UNION ALL ".join(
+        f"(SELECT tx_id, position FROM events WHERE type = :type_{i} AND {bound} ORDER BY tx_id, position LIMIT :limit)"
+        for i in range(n_types))
+    return text(f"""
 SELECT {COLUMNS} FROM events e
-WHERE (e.tx_id, e.position) > (CAST(CAST(:tx AS text) AS xid8), :pos)
-  AND (e.tx_id, e.position) <= (CAST(CAST(:until_tx AS text) AS xid8), :until_pos)
-  AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
-  AND e.type = ANY(:types)
+WHERE e.position IN (SELECT k.position FROM ({ranges}) AS k ORDER BY k.tx_id, k.position LIMIT :limit)
 ORDER BY e.tx_id, e.position
-LIMIT :limit
 """)
 
 
@@ -59,11 +62,15 @@ def row_to_event(row: object) -> RecordedEvent:
 
 def read_after(conn: Connection, after: Checkpoint, types: Sequence[str], limit: int,
                until: Checkpoint | None = None) -> list[RecordedEvent]:
-    params = {"tx": after.tx_id, "pos": after.position, "types": list(types), "limit": limit}
-    if until is None:
-        rows = conn.execute(_READ, params)
-    else:
-        rows = conn.execute(_READ_UNTIL, {**params, "until_tx": until.tx_id, "until_pos": until.position})
+    """The next `limit` events of `types` after `after` (and at or before `until`), in (tx_id, position) order."""
+    distinct = sorted(set(types))
+    if not distinct:
+        return []
+    params: dict[str, object] = {"tx": after.tx_id, "pos": after.position, "limit": limit,
+                                 **{f"type_{i}": t for i, t in enumerate(distinct)}}
+    if until is not None:
+        params.update(until_tx=until.tx_id, until_pos=until.position)
+    rows = conn.execute(_read_statement(len(distinct), until is not None), params)
     return [row_to_event(r) for r in rows]
 
 

@@ -128,6 +128,14 @@ class _Ticker:
             self.progress(self.done, self.total)
 
 
+# Events the live projection moved past without applying them (projections/dead_letters.py): a replay leaves them
+# out too, so the rebuilt tables are the live ones; an operator's retry or skip decides them, not a rebuild.
+_NOT_APPLIED = text("""
+SELECT position FROM public.projection_dead_letters
+WHERE projection = :projection AND status IN ('parked', 'skipped') AND position = ANY(:positions)
+""")
+
+
 def _replay(conn: Connection, schema: str, projector: Projector, start: Checkpoint, batch_size: int,
             until: Checkpoint | None = None, max_batches: int | None = None) -> tuple[Checkpoint, int]:
     """Apply batches into the scratch tables in the caller's transaction; answers (checkpoint, events applied)."""
@@ -138,7 +146,11 @@ def _replay(conn: Connection, schema: str, projector: Projector, start: Checkpoi
         events = read_after(conn, checkpoint, projector.types, batch_size, until=until)
         if not events:
             break
-        projector.apply(conn, events)
+        parked = set(conn.execute(_NOT_APPLIED, {"projection": projector.name,
+                                                 "positions": [e.position for e in events]}).scalars())
+        todo = [e for e in events if e.position not in parked] if parked else events
+        if todo:
+            projector.apply(conn, todo)
         checkpoint = Checkpoint(events[-1].tx_id, events[-1].position)
         applied += len(events)
     return checkpoint, applied

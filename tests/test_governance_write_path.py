@@ -166,8 +166,10 @@ def test_a_reinforced_staging_memory_is_promoted(client, engine, tenant, governa
     assert staged["disposition"] == "staging", staged
     wait_projected(engine, staged["position"])
     assert memory(client, staged["memory_id"])["status"] == "staging"
-    # Staging is not recalled by default.
-    assert staged["memory_id"] not in recalled(client, "what does Grace drink?", staged["position"])
+    # Staging is recalled only as the safety net (nothing active answers), and marked so.
+    r = client.post("/v1/recall", json={"query": "what does Grace drink?", "min_position": staged["position"]}).json()
+    assert [x["memory_id"] for x in r["results"]] == [staged["memory_id"]]
+    assert r["results"][0]["explanation"]["from_staging"] is True
 
     governance_settings()  # back to the defaults
     repeat = write(client, "Grace prefers tea over coffee in the afternoon.")
@@ -179,7 +181,8 @@ def test_a_reinforced_staging_memory_is_promoted(client, engine, tenant, governa
     assert (change["data"]["from_status"], change["data"]["to_status"], change["data"]["reason"]) == \
         ("staging", "active", "reinforced")
     assert change["metadata"]["actor"] == "system:governor"
-    assert staged["memory_id"] in recalled(client, "what does Grace drink?", repeat["position"])
+    r = client.post("/v1/recall", json={"query": "what does Grace drink?", "min_position": repeat["position"]}).json()
+    assert r["results"][0]["memory_id"] == staged["memory_id"] and not r["results"][0]["explanation"]["from_staging"]
 
 
 # ------------------------------------------------------------------------------------------------- the gate

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.context import loopback_refusal
-from api.routes import events, feedback, memories, operations, recall
+from api.routes import events, feedback, memories, operations, positions, recall
 from domain.errors import DomainError
 from infra.embedding import get_embedder
 from infra.logging import configure_logging
@@ -44,7 +44,7 @@ def create_app() -> FastAPI:
 
     app = FastAPI(title="Engramlog", version="0.1.0", lifespan=lifespan,
                   description="Event-sourced long-term memory for LLM agents")
-    for module in (events, memories, recall, feedback, operations):
+    for module in (events, memories, recall, positions, feedback, operations):
         app.include_router(module.router)
 
     @app.middleware("http")

@@ -25,14 +25,13 @@ from typing import Any
 import structlog
 from sqlalchemy import Engine, text
 
-from domain.errors import InvalidPayload, NotCaughtUp, NotFound
+from domain.errors import InvalidPayload, NotFound
 from domain.events import NewEvent, recall_stream, validate_payload
 from eventstore.append import append
 from infra.embedding import Embedder, to_pgvector
 from infra.metrics import EVENTS_APPENDED, RECALL_LATENCY
 from infra.settings import Settings
-from projections.registry import PROJECTORS
-from projections.runner import has_reached
+from recall.consistency import wait_for_position
 from recall.funnel import abstain, candidates, composite, coref, graph, prf, rerank
 from recall.funnel.types import Item, StageReport, timed
 from recall.scope import Scope
@@ -41,9 +40,6 @@ from services.append_events import has_nul
 log = structlog.get_logger(__name__)
 MAX_K = 100
 MAX_QUERY_CHARS = 4096
-# Read-your-writes waits for the read models that decide eligibility: a memory not yet in `vectors` is scored on
-# its keyword leg renormalised to weight 1 (domain/ranking.py), so a large import never waits on the embedder.
-READ_MODELS = ("memories", "keyword")
 DEFAULT_STATUSES = ("active", "dormant")
 
 
@@ -95,21 +91,6 @@ def validate(request: RecallRequest) -> None:
         raise InvalidPayload(f"k must be between 1 and {MAX_K}")
     if has_nul([request.query, *request.scope.as_dict().values()]):
         raise InvalidPayload("query and scope must not contain NUL (\\u0000) characters")
-
-
-def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
-    """Read-your-writes: wait until every read model recall uses has applied `position`."""
-    deadline = time.monotonic() + timeout_s
-    pending = list(READ_MODELS)
-    while True:
-        with engine.connect() as conn:
-            pending = [name for name in pending if not has_reached(conn, PROJECTORS[name], position)]
-        if not pending:
-            return
-        if time.monotonic() >= deadline:
-            raise NotCaughtUp(f"projections {', '.join(pending)} have not reached position {position} "
-                              f"after {timeout_s:g}s; retry shortly")
-        time.sleep(0.05)
 
 
 @dataclass

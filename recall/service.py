@@ -153,9 +153,8 @@ def _weak(first: _Pass, request: RecallRequest, settings: Settings) -> str | Non
     if first.abstained:
         return f"abstained: {first.abstained['reason']}"
     best = first.best_cosine(settings.abstain_gate_k)
-    if best is None or best < settings.staging_fallback_sim:
-        shown = "none" if best is None else f"{best:.3f}"
-        return f"weak relevance: best cosine {shown} < {settings.staging_fallback_sim:g}"
+    if best is not None and best < settings.staging_fallback_sim:  # None: no vector yet, nothing to judge by
+        return f"weak relevance: best cosine {best:.3f} < {settings.staging_fallback_sim:g}"
     return None
 
 

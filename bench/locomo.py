@@ -259,10 +259,10 @@ def load_conversations(data: Path, wanted: Sequence[str] = ()) -> list[Conversat
 
 
 def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
-            ) -> tuple[int, float, dict[str, str | None], dict[str, int]]:
+            ) -> tuple[int, float, dict[str, str | None], dict[str, str]]:
     """Write a conversation's turns. Answers the last position, the seconds taken, each dia_id's memory (the
     memory holding the turn: itself, or the one it reinforced; None when the gate discarded or staged it) and
-    the count of each disposition."""
+    each dia_id's disposition (active, staging, discard or reinforced)."""
     agent_id = f"locomo-{run_id}-{conv.sample_id}"
     memories = [{
         "content": t["content"], "kind": "message", "agent_id": agent_id,
@@ -274,7 +274,7 @@ def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
     started = time.perf_counter()
     last = 0
     holder: dict[str, str | None] = {}
-    dispositions: dict[str, int] = {}
+    dispositions: dict[str, str] = {}
     for start in range(0, len(memories), BATCH):
         batch = memories[start:start + BATCH]
         written = client.remember_many(batch)
@@ -283,7 +283,7 @@ def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
             disposition = w.get("disposition") or "active"
             if w.get("reinforced"):
                 disposition = "reinforced"
-            dispositions[disposition] = dispositions.get(disposition, 0) + 1
+            dispositions[m["metadata"]["dia_id"]] = disposition
             kept = w.get("reinforced") or (w["memory_id"] if disposition in ("active", "reinforced") else None)
             holder[m["metadata"]["dia_id"]] = str(kept) if kept else None
     return last, time.perf_counter() - started, holder, dispositions
@@ -302,6 +302,17 @@ def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position
         except EngramlogError as exc:
             if exc.status != 503 or time.monotonic() > deadline:
                 raise
+
+
+def _wait_projected(client: Any, position: int, timeout_s: float = FIRST_QUERY_DEADLINE_S) -> float:
+    """Seconds until every projection has applied `position`: questions are asked of the whole corpus, vectors
+    included (read-your-writes alone would let the first questions run on the keyword leg)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if all(p["position"] >= position for p in client.projections()):
+            break
+        time.sleep(0.2)
+    return time.monotonic() - started
 
 
 def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path | None, api_key: str | None,
@@ -328,10 +339,17 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
         started = time.perf_counter()
         holders: dict[str, dict[str, str | None]] = {}
         dispositions: dict[str, int] = {}
+        evidence_kept: dict[str, int] = {"active": 0, "held": 0, "all": 0}
         for conv in conversations:
-            position, seconds, holders[conv.sample_id], counts = _ingest(client, run_id, conv, must_keep=not gate)
-            for key, n in counts.items():
-                dispositions[key] = dispositions.get(key, 0) + n
+            position, seconds, holders[conv.sample_id], per_turn = _ingest(client, run_id, conv, must_keep=not gate)
+            counts: dict[str, int] = {}
+            for d in per_turn.values():
+                counts[d] = counts.get(d, 0) + 1
+                dispositions[d] = dispositions.get(d, 0) + 1
+            for dia_id in {d for q in conv.questions if q.category in SCORED_CATEGORIES for d in q.evidence}:
+                evidence_kept["all"] += 1
+                evidence_kept["active"] += per_turn.get(dia_id) == "active"
+                evidence_kept["held"] += holders[conv.sample_id].get(dia_id) is not None
             last_position = max(last_position, position)
             console.print(f"  ingested {conv.sample_id}: {len(conv.turns)} turns in {seconds:.1f}s "
                           f"({', '.join(f'{n} {d}' for d, n in sorted(counts.items()))})")
@@ -339,7 +357,14 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
         total_turns = sum(len(c.turns) for c in conversations)
         ingest = {"memories": total_turns, "write_s": round(write_s, 3),
                   "memories_per_s": round(total_turns / write_s, 1) if write_s else None,
-                  "last_position": last_position, "must_keep": not gate, "dispositions": dispositions}
+                  "last_position": last_position, "must_keep": not gate, "dispositions": dispositions,
+                  # The gate's two duties: keep what questions need, decline filler.
+                  "evidence_turns": evidence_kept["all"],
+                  "evidence_admitted_active": round(evidence_kept["active"] / max(1, evidence_kept["all"]), 4),
+                  "evidence_held_active": round(evidence_kept["held"] / max(1, evidence_kept["all"]), 4),
+                  "turns_not_kept_active": round(1 - dispositions.get("active", 0) / max(1, total_turns), 4)}
+
+        ingest["all_projected_after_s"] = round(_wait_projected(client, last_position), 3)
 
         # 2. Ask. The first query of each conversation carries min_position = the last write of the run, so
         #    nothing is asked before every projection has applied every memory; those queries are scored but
@@ -504,6 +529,10 @@ def print_report(report: dict[str, Any], console: Console) -> None:
     if ing.get("dispositions"):
         console.print(f"ingest ({'must_keep' if ing.get('must_keep') else 'salience gate on'}): "
                       + ", ".join(f"{n} {d}" for d, n in sorted(ing["dispositions"].items())))
+        if "evidence_admitted_active" in ing:
+            console.print(f"evidence turns admitted active: {ing['evidence_admitted_active']:.1%} "
+                          f"(held by an active memory, reinforced included: {ing['evidence_held_active']:.1%}) of "
+                          f"{ing['evidence_turns']}; all turns not kept active: {ing['turns_not_kept_active']:.1%}")
     console.print(f"ingest: {ing['memories']} memories in {ing['write_s']:.1f}s "
                   f"({ing['memories_per_s']}/s); queryable (all projections caught up) "
                   f"{ing.get('queryable_after_s', float('nan')):.1f}s after the last write")

@@ -116,8 +116,11 @@ def remember(content: str, agent_id: str | None = None, project: str | None = No
              tag: Annotated[list[str] | None, typer.Option(help="repeatable")] = None,
              metadata: Annotated[str | None, typer.Option(help="a JSON object")] = None,
              idempotency_key: str | None = None,
-             must_keep: Annotated[bool, typer.Option(help="bypass the salience gate")] = False) -> None:
-    """Record one memory through the API (governed: salience gate, reinforce, supersede)."""
+             must_keep: Annotated[bool, typer.Option(help="bypass the salience gate")] = False,
+             wait: Annotated[bool, typer.Option(help="return once the memory is recallable")] = True,
+             wait_timeout: Annotated[float, typer.Option(help="seconds to wait for it")] = 30.0) -> None:
+    """Record one memory through the API (governed: salience gate, reinforce, supersede). Returns once it is
+    recallable (so a `recall` right after finds it) unless --no-wait."""
     from client import EngramlogError
 
     try:
@@ -129,6 +132,8 @@ def remember(content: str, agent_id: str | None = None, project: str | None = No
             out = c.remember(content, kind=kind, agent_id=agent_id, project=project, session_id=session_id,
                              tags=tag or [], metadata=meta, idempotency_key=idempotency_key,
                              must_keep=must_keep or None)
+            if wait:
+                out["recallable"] = c.wait_recallable(out["position"], wait_timeout)
     except EngramlogError as exc:
         fail(str(exc))
     except Exception as exc:

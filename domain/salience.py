@@ -5,8 +5,9 @@
 
 Weights and thresholds are settings (ENGRAMLOG_SALIENCE_W_*, ENGRAMLOG_GATE_ACTIVE / _STAGING).
 
-Novelty is 1 − the highest cosine between the observation and the scope's existing memories (active, staging
-or dormant), clamped to [0, 1]; an empty scope is fully novel (1.0).
+Novelty is information novelty (domain/novelty.py): how much of the observation its nearest memories in the
+scope (active, staging or dormant) do not already hold, by key terms, content terms and a cosine calibrated to
+the embedding model; filler is 0, an empty scope 1.0.
 
 The other four signals are in [0, 1]. When the producer sends one (MemoryRecorded.signals) it is used as is
 (source "producer"); otherwise it comes from these text heuristics (source "heuristic"), each of which also
@@ -233,13 +234,6 @@ def correction_signal(text: str, producer: dict[str, Any] | None) -> Correction:
 # ---------------------------------------------------------------------------------------------- the gate
 
 
-def novelty(nearest_cosine: float | None) -> float:
-    """1 − the highest cosine to the scope's memories, in [0, 1]; an empty scope is fully novel."""
-    if nearest_cosine is None:
-        return 1.0
-    return min(1.0, max(0.0, 1.0 - nearest_cosine))
-
-
 def type_bonus(memory_type: str) -> float:
     return TYPE_BONUS.get(memory_type, 0.0)
 
@@ -252,9 +246,10 @@ def disposition(score: float, thresholds: Thresholds) -> Disposition:
     return "discard"
 
 
-def salience(nearest_cosine: float | None, signals: dict[str, Signal], memory_type: str,
+def salience(novelty: float, signals: dict[str, Signal], memory_type: str,
              weights: Weights = Weights(), thresholds: Thresholds = Thresholds()) -> Salience:
-    nov = novelty(nearest_cosine)
+    """The gate's score for an observation of information novelty `novelty` (domain/novelty.py)."""
+    nov = min(1.0, max(0.0, novelty))
     bonus = type_bonus(memory_type)
     score = (weights.novelty * nov + weights.surprise * signals["surprise"].value
              + weights.decision * signals["decision"].value + weights.causal * signals["causal"].value

@@ -212,6 +212,11 @@ class Settings:
     abstain_quorum: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_QUORUM", "0.5")))
     abstain_veto: tuple[str, ...] = field(default_factory=lambda: tuple(
         k.strip() for k in _env("ENGRAMLOG_ABSTAIN_VETO", "entity").split(",") if k.strip()))
+    # Staging as a safety net: when the active and dormant memories do not answer (the gate abstains, or the best
+    # cosine in the gate's top K is under this floor), recall runs again with staging memories included.
+    staging_fallback: bool = field(
+        default_factory=lambda: _env("ENGRAMLOG_STAGING_FALLBACK", "1").lower() not in ("0", "false", "no"))
+    staging_fallback_sim: float = field(default_factory=lambda: float(_env("ENGRAMLOG_STAGING_FALLBACK_SIM", "0.45")))
 
     @property
     def multi_tenant(self) -> bool:

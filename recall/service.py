@@ -8,7 +8,9 @@ timing, counts and knobs; the RecallServed event stores the same explanation, so
 why a recall answered what it did.
 
 Statuses: by default only active and dormant memories are recalled (dormant ones rank lower through
-activation); include_staging adds staging, include_history adds superseded (score × superseded_factor),
+activation), and staging ones when those do not answer (the staging fallback: the gate abstained or the best
+cosine is weak; the explanation's `staging_fallback` says why, and each result's `from_staging`); include_staging
+adds staging always, include_history adds superseded (score × superseded_factor),
 include_archived adds archived. Discarded and merged memories are never recalled.
 """
 
@@ -23,14 +25,13 @@ from typing import Any
 import structlog
 from sqlalchemy import Engine, text
 
-from domain.errors import InvalidPayload, NotCaughtUp, NotFound
+from domain.errors import InvalidPayload, NotFound
 from domain.events import NewEvent, recall_stream, validate_payload
 from eventstore.append import append
 from infra.embedding import Embedder, to_pgvector
 from infra.metrics import EVENTS_APPENDED, RECALL_LATENCY
 from infra.settings import Settings
-from projections.registry import PROJECTORS
-from projections.runner import has_reached
+from recall.consistency import wait_for_position
 from recall.funnel import abstain, candidates, composite, coref, graph, prf, rerank
 from recall.funnel.types import Item, StageReport, timed
 from recall.scope import Scope
@@ -39,7 +40,6 @@ from services.append_events import has_nul
 log = structlog.get_logger(__name__)
 MAX_K = 100
 MAX_QUERY_CHARS = 4096
-READ_MODELS = ("memories", "keyword", "vectors")
 DEFAULT_STATUSES = ("active", "dormant")
 
 
@@ -93,29 +93,27 @@ def validate(request: RecallRequest) -> None:
         raise InvalidPayload("query and scope must not contain NUL (\\u0000) characters")
 
 
-def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
-    """Read-your-writes: wait until every read model recall uses has applied `position`."""
-    deadline = time.monotonic() + timeout_s
-    pending = list(READ_MODELS)
-    while True:
-        with engine.connect() as conn:
-            pending = [name for name in pending if not has_reached(conn, PROJECTORS[name], position)]
-        if not pending:
-            return
-        if time.monotonic() >= deadline:
-            raise NotCaughtUp(f"projections {', '.join(pending)} have not reached position {position} "
-                              f"after {timeout_s:g}s; retry shortly")
-        time.sleep(0.05)
+@dataclass
+class _Pass:
+    """One run of the funnel over one set of statuses."""
+
+    statuses: tuple[str, ...]
+    query: str
+    items: dict[uuid.UUID, Item]
+    legs: dict[str, Any]
+    ranked: list[Item]
+    reports: dict[str, StageReport]
+    reranked: bool
+    abstained: dict[str, Any] | None
+    trace: dict[str, list[str]]
+
+    def best_cosine(self, k: int) -> float | None:
+        return max((i.cosine for i in self.ranked[:k] if i.cosine is not None), default=None)
 
 
-def recall(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
-           metadata: dict[str, Any]) -> RecallAnswer:
-    validate(request)
-    started = time.perf_counter()
-    if request.min_position:
-        wait_for_position(engine, request.min_position, settings.min_position_wait_s)
-    scope, k, statuses = request.scope, request.k, request.statuses()
-    now = datetime.now(UTC)
+def _run(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
+         statuses: tuple[str, ...], now: datetime, vectors: dict[str, str]) -> _Pass:
+    scope, k = request.scope, request.k
     reports = {name: StageReport(name) for name in
                ("embed", "coref", "candidates", "composite", "prf", "graph", "rerank", "abstain")}
     trace: dict[str, list[str]] = {}
@@ -124,7 +122,9 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
         with timed(reports["coref"]) as r:
             query = coref.resolve(conn, scope, request.query, statuses, settings.coref_recent, r)
         with timed(reports["embed"]) as r:
-            query_vector = to_pgvector(embedder.encode_one(query))
+            if query not in vectors:
+                vectors[query] = to_pgvector(embedder.encode_one(query))
+            query_vector = vectors[query]
             r.config = {"model": embedder.model}
         with timed(reports["candidates"]) as r:
             items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r)
@@ -138,13 +138,50 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
             ranked = graph.walk(conn, scope.tenant, ranked, now, settings, r, statuses)
     if request.trace:
         trace["pool"] = [str(i.memory_id) for i in ranked[:rerank.pool_size(k, settings)]]
-    with timed(reports["rerank"]) as r:
+    with timed(reports["rerank"]) as r:  # outside the transaction: model inference holds no snapshot
         ranked = rerank.rerank(query, ranked, k, settings, r)
     reranked = reports["rerank"].skipped is None and bool(ranked)
     with timed(reports["abstain"]) as r:
         abstained = abstain.judge(query, ranked, reranked, settings, r)
     if request.trace:
         trace["ranked"] = [str(i.memory_id) for i in ranked[:k]]
+    return _Pass(statuses, query, items, legs, ranked, reports, reranked, abstained, trace)
+
+
+def _weak(first: _Pass, request: RecallRequest, settings: Settings) -> str | None:
+    """Why the active and dormant memories do not answer (so staging is looked at), or None when they do."""
+    if first.abstained:
+        return f"abstained: {first.abstained['reason']}"
+    best = first.best_cosine(settings.abstain_gate_k)
+    if best is not None and best < settings.staging_fallback_sim:  # None: no vector yet, nothing to judge by
+        return f"weak relevance: best cosine {best:.3f} < {settings.staging_fallback_sim:g}"
+    return None
+
+
+def recall(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
+           metadata: dict[str, Any]) -> RecallAnswer:
+    validate(request)
+    started = time.perf_counter()
+    if request.min_position:
+        wait_for_position(engine, request.min_position, settings.min_position_wait_s)
+    scope, k = request.scope, request.k
+    now = datetime.now(UTC)
+    vectors: dict[str, str] = {}
+    chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors)
+    # Staging is a safety net: when the recallable memories do not answer, look at staging before giving up.
+    fallback: dict[str, Any] | None = None
+    why = None if "staging" in chosen.statuses or not settings.staging_fallback else _weak(chosen, request, settings)
+    if why:
+        second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors)
+        staged = [str(i.memory_id) for i in second.ranked[:k] if i.status == "staging"]
+        used = second.abstained is None and bool(staged)
+        fallback = {"reason": why, "used": used, "staging_results": staged if used else [],
+                    "first_pass": {"abstained": chosen.abstained, "best_cosine": chosen.best_cosine(k)},
+                    "floor": settings.staging_fallback_sim}
+        if used:
+            chosen = second
+    statuses, query, items, legs, ranked = chosen.statuses, chosen.query, chosen.items, chosen.legs, chosen.ranked
+    reports, abstained, trace = chosen.reports, chosen.abstained, chosen.trace
     top = [] if abstained else ranked[:k]
     results = [_result(i, rank_ + 1, reports["rerank"].skipped) for rank_, i in enumerate(top)]
     latency_ms = (time.perf_counter() - started) * 1000
@@ -158,6 +195,7 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
         "stages": [reports[n].as_dict() for n in
                    ("coref", "embed", "candidates", "composite", "prf", "graph", "rerank", "abstain")],
         "abstained": abstained,
+        "staging_fallback": fallback,
     }
     recall_id = uuid.uuid4()
     served = validate_payload("RecallServed", {
@@ -173,7 +211,7 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     EVENTS_APPENDED.inc()  # the hit-log event is an append like any other
     log.info("recall.served", recall_id=str(recall_id), results=len(results), latency_ms=round(latency_ms, 1),
              candidates=len(items), vector_method=legs["vector_method"], abstained=abstained is not None,
-             reranked=reranked)
+             reranked=chosen.reranked, staging_fallback=None if fallback is None else fallback["used"])
     details: dict[str, Any] = {
         "candidates": len(items), "keyword_candidates": reports["candidates"].counts.get("keyword", 0),
         "vector_method": legs["vector_method"],
@@ -194,6 +232,7 @@ def _result(item: Item, rank_: int, rerank_skipped: str | None) -> RecallResult:
         "weight_vector": relevance.get("weight_vector"), "weight_keyword": relevance.get("weight_keyword"),
         "note": None if item.cosine is not None else "no vector yet: scored on the keyword leg alone (weight 1)",
         "status": item.status,
+        "from_staging": item.status == "staging",
         "stages": {name: item.stages[name] for name in ("candidates", "composite", "prf", "graph", "rerank")
                    if name in item.stages},
     }

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from domain.errors import ConcurrencyConflict, FeedbackAlreadyGiven, InvalidPayload, NotFound
-from domain.events import NewEvent, recall_stream, validate_payload
+from domain.events import SYSTEM_ACTOR, NewEvent, memory_stream, recall_stream, validate_payload
+from domain.memory_status import status_from_stream
 from eventstore.append import append
+from eventstore.stream import read_stream
 from infra.metrics import EVENTS_APPENDED
 from workers.wake import wake_projections
 
@@ -20,6 +23,34 @@ SELECT type, data, stream_version, position FROM events WHERE tenant = :tenant A
 ORDER BY stream_version
 """)
 APPEND_ATTEMPTS = 5
+_MERGED = text("""
+SELECT 1 FROM events WHERE tenant = :tenant AND type = 'MemoriesMerged' AND data->'merged_ids' ? :memory_id LIMIT 1
+""")
+
+
+def promotions(conn: Connection, tenant: str, cause: NewEvent, recall_id: uuid.UUID, used: Sequence[str],
+               metadata: dict[str, Any]) -> list[NewEvent]:
+    """Staging memories a client used after a recall returned them become active: one MemoryStatusChanged each,
+    by the system actor, with the clock and the recall it followed (expected on the memory's stream head, so a
+    concurrent status change makes the feedback check again)."""
+    clock = datetime.now(UTC)
+    events = []
+    for memory_id in used:
+        stream = read_stream(conn, tenant, memory_stream(uuid.UUID(memory_id)))
+        if status_from_stream(stream, memory_id) != "staging":
+            continue
+        if conn.execute(_MERGED, {"tenant": tenant, "memory_id": memory_id}).first():
+            continue
+        data = validate_payload("MemoryStatusChanged", {
+            "memory_id": memory_id, "from_status": "staging", "to_status": "active",
+            "reason": f"promoted: used after recall {recall_id}", "clock": clock.isoformat(),
+            "inputs": {"recall_id": str(recall_id), "verdict": "used"}})
+        events.append(NewEvent("MemoryStatusChanged", memory_stream(uuid.UUID(memory_id)), data,
+                               expected_version=stream[-1].stream_version,
+                               metadata={"actor": SYSTEM_ACTOR, "correlation_id": metadata.get("correlation_id"),
+                                         "causation_id": str(cause.event_id), "source": metadata.get("source"),
+                                         "requested_by": metadata.get("actor")}))
+    return events
 
 
 def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequence[dict[str, Any]],
@@ -73,7 +104,9 @@ def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequ
                          expected_version=max(r.stream_version for r in rows))
         try:
             with engine.begin() as conn:
-                [position] = append(conn, tenant, [event], metadata)
+                promoted = promotions(conn, tenant, event, recall_id,
+                                      [i["memory_id"] for i in fresh if i["verdict"] == "used"], metadata)
+                [position, *_] = append(conn, tenant, [event, *promoted], metadata)
         except ConcurrencyConflict:
             if attempt == APPEND_ATTEMPTS - 1:
                 raise

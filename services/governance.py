@@ -9,11 +9,16 @@ For every MemoryRecorded of a batch, in batch order, the first rule that applies
 3. a correction signal (the producer's signals.correction, else a correction phrase) and a nearest memory at
    cosine ≥ ENGRAMLOG_SUPERSEDE_THRESHOLD → admitted active, and MemorySuperseded(nearest, new,
    "correction_signal").
-4. a nearest memory at cosine ≥ ENGRAMLOG_REINFORCE_THRESHOLD → MemoryReinforced(nearest, merged content per
+4. a near memory that already holds the observation (domain/novelty.is_repeat: every content term in it, or
+   cosine ≥ ENGRAMLOG_REINFORCE_THRESHOLD, and no key term it lacks: a new number is never merged away; filler
+   reinforces nothing) → MemoryReinforced(that memory, merged content per
    domain/reinforce.py, new confidence); the observation is admitted as `discard` (reason "reinforced <id>"),
    so it stays in the log but not in recall; a staging or dormant memory reinforced is made active again
    (MemoryStatusChanged, reason "reinforced", with the clock read here).
-5. otherwise → MemoryAdmitted with the salience gate's disposition (domain/salience.py).
+5. otherwise → MemoryAdmitted with the salience gate's disposition (domain/salience.py), its novelty the
+   information novelty of domain/novelty.py against the NEAREST_PER_QUERY nearest memories, calibrated to the
+   embedding model (infra/calibration.py); the evidence (terms, key terms, per neighbour what is new, the
+   calibration) is recorded in the decision's inputs (`novelty_evidence`).
 
 "Nearest" is the most similar memory in the write's scope (tenant, agent_id, project; None matches None) with
 status active, staging or dormant, among: the vectors read model joined with memories; memories recorded
@@ -50,9 +55,11 @@ from sqlalchemy import Connection, Engine, text
 from domain.classify import classify, route
 from domain.errors import AlreadySuperseded, InvalidPayload, NotFound
 from domain.events import SYSTEM_ACTOR, MemoryRecorded, NewEvent, memory_stream, validate_payload
+from domain.novelty import Calibration, Neighbour, is_repeat, novelty
 from domain.reinforce import INITIAL_CONFIDENCE, merge_content, reinforced_confidence
 from domain.salience import Thresholds, Weights, correction_signal, resolve_signals, salience
 from domain.text import content_hash
+from infra.calibration import calibration_for
 from infra.embedding import embed_cached, from_pgvector, get_embedder
 from infra.settings import Settings
 
@@ -346,6 +353,7 @@ class _Governor:
         self.superseded: set[uuid.UUID] = set()
         self.states: dict[uuid.UUID, _StreamState] = {}
         self.embedder = get_embedder(settings.embedding_model)
+        self.calibration: Calibration | None = None  # the model's novelty calibration, read once governed
 
     # ------------------------------------------------------------------------------------------- metadata
 
@@ -383,15 +391,24 @@ class _Governor:
 
         nearest = self.nearest(w)
         signals = m.signals.model_dump() if m.signals else None
-        scored = salience(nearest.cosine if nearest else None, resolve_signals(m.content, signals),
-                          typed.memory_type, self.weights, self.thresholds)
+        compared = w.neighbours[:NEAREST_PER_QUERY]
+        assert self.calibration is not None, "prepare() calibrates before any governed decision"
+        informed = novelty(m.content, [Neighbour(str(n.memory_id), n.cosine, n.content) for n in compared],
+                           self.calibration)
+        scored = salience(informed.value, resolve_signals(m.content, signals), typed.memory_type, self.weights,
+                          self.thresholds)
         correction = correction_signal(m.content, signals)
-        inputs = {**base, **scored.inputs(), "correction": correction.as_dict(),
+        # The neighbour that already holds the observation (a repeat or a paraphrase, no new key term), if any.
+        repeat = None if informed.filler else next(
+            (n for n, c in zip(compared, informed.comparisons, strict=True)
+             if is_repeat(c, self.settings.reinforce_threshold)), None)
+        inputs = {**base, **scored.inputs(), "novelty_evidence": informed.as_dict(),
+                  "correction": correction.as_dict(),
                   "nearest_id": str(nearest.memory_id) if nearest else None,
                   "nearest_cosine": round(nearest.cosine, 6) if nearest else None,
                   "nearest_source": nearest.source if nearest else None,
                   "neighbours": [{"memory_id": str(n.memory_id), "cosine": round(n.cosine, 6), "source": n.source}
-                                 for n in w.neighbours[:NEAREST_PER_QUERY]],
+                                 for n in compared],
                   "weights": self.weights.as_dict(),
                   "thresholds": {"active": self.thresholds.active, "staging": self.thresholds.staging,
                                  "reinforce": self.settings.reinforce_threshold,
@@ -406,8 +423,8 @@ class _Governor:
             return self.admit(w, "active", scored.score, typed.memory_type, routed.route,
                               f"supersedes {nearest.memory_id} (correction signal)", inputs,
                               supersede=(nearest.memory_id, "correction_signal", nearest.cosine))
-        if nearest and nearest.cosine >= self.settings.reinforce_threshold:
-            return self.reinforce(w, nearest, scored.score, typed.memory_type, routed.route, inputs)
+        if repeat is not None:
+            return self.reinforce(w, repeat, scored.score, typed.memory_type, routed.route, inputs)
         return self.admit(w, scored.disposition, scored.score, typed.memory_type, routed.route,
                           f"salience {scored.score:.3f} → {scored.disposition}", inputs)
 
@@ -626,6 +643,7 @@ def prepare(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata:
         if state.superseded:
             raise AlreadySuperseded(f"memory {old} is already superseded; supersede its successor instead")
     if governed:
+        g.calibration = calibration_for(engine, g.embedder)
         vectors = embed_texts(engine, g.embedder, [w.memory.content for w in governed])
         for w, (literal, vector) in zip(governed, vectors, strict=True):
             w.literal, w.vector = literal, vector

@@ -18,7 +18,6 @@ from domain.salience import (
     disposition,
     effort_heuristic,
     named_entities,
-    novelty,
     resolve_signals,
     salience,
     surprise_heuristic,
@@ -37,20 +36,13 @@ def producer(values: dict[str, float]) -> dict[str, Signal]:
 
 def test_salience_is_the_weighted_sum_plus_type_bonus():
     # 0.45·novelty + 0.15·surprise + 0.15·decision + 0.15·causal + 0.1·effort + bonus
-    s = salience(0.2, producer({"surprise": 0.4, "decision": 0.2, "causal": 1.0, "effort": 0.5}), "decision")
+    s = salience(0.8, producer({"surprise": 0.4, "decision": 0.2, "causal": 1.0, "effort": 0.5}), "decision")
     expected = 0.45 * 0.8 + 0.15 * 0.4 + 0.15 * 0.2 + 0.15 * 1.0 + 0.1 * 0.5 + 0.10
     assert s.score == pytest.approx(expected)
     assert s.novelty == pytest.approx(0.8) and s.type_bonus == 0.10
     assert s.disposition == "active"
     # Everything at its maximum, a model (no bonus): exactly 1.
-    assert salience(None, producer(ONE), "model").score == pytest.approx(1.0)
-
-
-def test_novelty_is_one_minus_the_nearest_cosine_clamped():
-    assert novelty(None) == 1.0  # an empty scope is fully novel
-    assert novelty(0.25) == pytest.approx(0.75)
-    assert novelty(1.0) == 0.0
-    assert novelty(1.0000001) == 0.0 and novelty(-0.3) == 1.0
+    assert salience(1.0, producer(ONE), "model").score == pytest.approx(1.0)
 
 
 def test_disposition_thresholds_are_inclusive_and_configurable():
@@ -65,12 +57,12 @@ def test_disposition_thresholds_are_inclusive_and_configurable():
 
 
 def test_a_fully_novel_plain_write_is_active_and_a_near_copy_without_signals_is_discarded():
-    plain = salience(None, resolve_signals("ok", None), "model")
+    plain = salience(1.0, resolve_signals("ok", None), "model")
     assert plain.score >= 0.45 and plain.disposition == "active"
-    near = salience(0.85, producer(ZERO), "model")  # 0.45 · 0.15
+    near = salience(0.15, producer(ZERO), "model")  # 0.45 · 0.15
     assert near.score == pytest.approx(0.0675) and near.disposition == "discard"
     # The same near copy, typed as a correction, gets the bonus (0.15) and lands in staging.
-    assert salience(0.85, producer(ZERO), "correction").disposition == "staging"
+    assert salience(0.15, producer(ZERO), "correction").disposition == "staging"
 
 
 def test_weights_change_the_score():

@@ -6,13 +6,14 @@ Channels (each votes relevant or not; a channel with nothing to judge is absent)
 - keyword: the share of the query's distinct terms (the BM25 tokenizer's) that the top K's memories contain
   ≥ ENGRAMLOG_ABSTAIN_TERM_FLOOR (absent when the query has no terms, e.g. only stop-words);
 - agreement: some top-K memory was found by both legs (a BM25 match with a cosine ≥ the candidate floor);
+  absent while no top-K memory has its vector yet (just written: read-your-writes does not wait for vectors);
 - entity: when the query names entities, the top-K memories that best answer the rest of the query (those
   whose statements — questions left out: a question does not answer one — share at least
   ENGRAMLOG_ABSTAIN_ENTITY_FRAC of the best share of its other terms; with no term in common, those with a
-  cosine ≥ the vector floor) must include one about a named entity: an utterance ("Caroline: ...") is about
-  its speaker, or, when it speaks mostly in the second person, about the one it addresses; any other memory
-  about every entity it mentions. A question about what Bob did is not answered by what Alice did on the
-  same topic (domain.entities);
+  cosine ≥ the vector floor, or no vector yet) must include one about a named entity: an utterance
+  ("Caroline: ...") is about its speaker, or, when it speaks mostly in the second person, about the one it
+  addresses; any other memory about every entity it mentions. A question about what Bob did is not
+  answered by what Alice did on the same topic (domain.entities);
 - cross_encoder: when the reranker ran, its best score in the top K ≥ ENGRAMLOG_ABSTAIN_CE_FLOOR.
 Verdict: abstain when the share of present channels voting relevant is under ENGRAMLOG_ABSTAIN_QUORUM (0.5),
 or when a channel listed in ENGRAMLOG_ABSTAIN_VETO (default: entity) votes not relevant. Pool width and the
@@ -57,8 +58,10 @@ def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
         channels["keyword"] = {"value": round(share, 4), "floor": settings.abstain_term_floor,
                                "matched": sorted(found), "terms": sorted(terms),
                                "relevant": share >= settings.abstain_term_floor}
-    both = [i for i in top if i.bm25 is not None and i.cosine is not None and i.cosine >= settings.sim_candidate_floor]
-    channels["agreement"] = {"value": len(both), "relevant": bool(both)}
+    if best_cosine is not None:  # no vector in the top K yet (just written): the legs cannot agree or disagree
+        both = [i for i in top
+                if i.bm25 is not None and i.cosine is not None and i.cosine >= settings.sim_candidate_floor]
+        channels["agreement"] = {"value": len(both), "relevant": bool(both)}
     named = entities(query)
     if named:
         channels["entity"] = _entity_channel(named, terms, top, settings)
@@ -95,8 +98,8 @@ def _entity_channel(named: list[str], terms: set[str], top: list[Item], settings
         best = max(share for share, _ in shares)
         if best > 0:
             answering = [i for share, i in shares if share >= settings.abstain_entity_frac * best]
-        else:  # no term in common: the memories close in meaning answer it
-            answering = [i for i in top if i.cosine is not None and i.cosine >= settings.abstain_sim_floor]
+        else:  # no term in common: the memories close in meaning answer it (one without its vector yet may)
+            answering = [i for i in top if i.cosine is None or i.cosine >= settings.abstain_sim_floor]
     else:
         best, answering = 1.0, top
     speakers = speakers_of(i.content for i in top)

@@ -1,0 +1,40 @@
+"""GET /v1/positions/{position}: read-your-writes for clients, whether what was written up to a position is
+recallable yet (the read models recall waits for, recall/consistency.py), optionally waiting for it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query
+from pydantic import BaseModel
+from sqlalchemy import Engine
+
+from api.context import Caller, caller, engine
+from domain.errors import InvalidPayload
+from eventstore.read import head_position
+from recall.consistency import READ_MODELS, await_position
+
+router = APIRouter(prefix="/v1", tags=["recall"])
+MAX_POSITION = 2**63 - 1
+
+
+class PositionOut(BaseModel):
+    position: int
+    recallable: bool
+    pending: list[str]
+    read_models: list[str]
+
+
+@router.get("/positions/{position}", response_model=PositionOut)
+async def get_position(position: Annotated[int, Path(ge=0, le=MAX_POSITION)],
+                       _who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
+                       wait: Annotated[float, Query(ge=0, le=60, description="seconds to wait for it")] = 0
+                       ) -> PositionOut:
+    """`recallable` once memories and keyword have applied `position` (a vector may still be on its way: such a
+    memory is scored on its keyword leg alone). With `wait`, answers as soon as it is, or after `wait` s."""
+    with db.connect() as conn:
+        head = head_position(conn)
+    if position > head:
+        raise InvalidPayload(f"position {position} is beyond the log's head: nothing was written there yet")
+    still = await await_position(db, position, wait)
+    return PositionOut(position=position, recallable=not still, pending=still, read_models=list(READ_MODELS))

@@ -1,0 +1,27 @@
+"""A memory's status, as its own stream says (the log is ahead of the read model; a write decides on the log)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from domain.events import RecordedEvent
+
+# The governor's disposition → the status a memory admitted with it has.
+DISPOSITION_STATUS = {"active": "active", "staging": "staging", "discard": "discarded"}
+
+
+def status_from_stream(events: Iterable[RecordedEvent], memory_id: str) -> str | None:
+    """The memory's status after its own stream's events (None before it is admitted). A merge is recorded on
+    the kept memory's stream (MemoriesMerged), not on the merged ones': ask the log for it separately."""
+    status: str | None = None
+    for e in events:
+        if e.type == "MemoryAdmitted":
+            status = DISPOSITION_STATUS[e.data["disposition"]]
+        elif e.type == "MemoryStatusChanged":
+            status = e.data["to_status"]
+        elif e.type == "MemorySuperseded" and e.data.get("memory_id") == memory_id:
+            status = "superseded"
+    return status
+
+
+__all__ = ["DISPOSITION_STATUS", "status_from_stream"]

@@ -1,0 +1,57 @@
+"""Read-your-writes: whether the read models that decide what recall can return have applied a position.
+
+Recall waits for `memories` (status, scope) and `keyword` (BM25 postings) only. A memory whose vector is not
+projected yet is scored on its keyword leg renormalised to weight 1 (domain/ranking.py) and its result says so,
+so the first recall after a large import never waits on the embedder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
+
+from domain.errors import NotCaughtUp
+from projections.registry import PROJECTORS
+from projections.runner import has_reached
+
+READ_MODELS = ("memories", "keyword")
+_POLL_S = 0.05
+
+
+def pending(engine: Engine, position: int, names: tuple[str, ...] = READ_MODELS) -> list[str]:
+    """The read models among `names` that have not applied `position` yet."""
+    with engine.connect() as conn:
+        return [name for name in names if not has_reached(conn, PROJECTORS[name], position)]
+
+
+def _not_caught_up(names: list[str], position: int, timeout_s: float) -> NotCaughtUp:
+    return NotCaughtUp(f"projections {', '.join(names)} have not reached position {position} after {timeout_s:g}s; "
+                       "retry shortly")
+
+
+def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
+    """Block until the recall read models have applied `position`; NotCaughtUp (503) after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    names = READ_MODELS
+    while names := tuple(pending(engine, position, names)):
+        if time.monotonic() >= deadline:
+            raise _not_caught_up(list(names), position, timeout_s)
+        time.sleep(_POLL_S)
+
+
+async def await_position(engine: Engine, position: int, timeout_s: float) -> list[str]:
+    """Like wait_for_position, but sleeps without holding a thread; answers what is still pending (empty once
+    recallable) instead of raising."""
+    deadline = time.monotonic() + timeout_s
+    names = READ_MODELS
+    while names := tuple(await run_in_threadpool(pending, engine, position, names)):
+        if time.monotonic() >= deadline:
+            return list(names)
+        await asyncio.sleep(_POLL_S)
+    return []
+
+
+__all__ = ["READ_MODELS", "await_position", "pending", "wait_for_position"]

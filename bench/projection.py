@@ -9,6 +9,16 @@ The events are appended with eventstore.append alone (no write-path work), so ea
 The raw model throughput (texts/s at the embedder's batch size) is measured on 3 x 256 of the texts for reference.
 
     python -m bench.projection [--n 10000] [--n-vectors 2000] [--batch 500] [--output FILE]
+
+Scaling by log size (`--sizes`): does a projector's speed fall as the log grows? For each size N (ascending, on
+one growing log of MemoryRecorded events): the log is grown to N - --window events and every projection caught
+up (untimed); then --window more events are appended and each projector's catch-up over them is timed (its
+rate at log size N); a projector with nothing to apply is timed for one empty batch (the cost of a poll, which
+must not grow with the log either); then each projection is rebuilt over all N events (rebuild rate). The
+figures are printed side by side, each size's rate as a ratio of the smallest size's (target: within 2x).
+vectors is left out of this mode: its cost is the embedding model's, measured above.
+
+    python -m bench.projection --sizes 10000 200000 [--window 10000] [--batch 500] [--output FILE]
 """
 
 from __future__ import annotations
@@ -102,14 +112,115 @@ def run(n: int = 10_000, n_vectors: int = 2000, batch: int | None = None, consol
     return result
 
 
+def _empty_batch_ms(engine: Any, name: str, batch: int, repeat: int = 5) -> float:
+    """Median time of one run_batch that finds nothing to apply (a poll)."""
+    from projections.registry import get_projector
+    from projections.runner import run_batch
+
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run_batch(engine, get_projector(name), batch)
+        times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)[len(times) // 2]
+
+
+def run_scaling(sizes: list[int], window: int = 10_000, batch: int | None = None, rebuild_batch: int = 1000,
+                console: Console | None = None, output: Path | None = None) -> dict[str, Any]:
+    """Projection and rebuild rates at each log size, side by side (see the module's docstring)."""
+    from bench.corpus import NAMES
+
+    console = wide(console or Console())
+    info = machine()
+    sizes = sorted(set(sizes))
+    window = min(window, sizes[0])
+    biggest = sizes[-1]
+    console.print(f"[bold]projection and rebuild rates by log size[/bold]: {', '.join(f'{n:,}' for n in sizes)} "
+                  f"events (timed window {window:,})")
+    console.print(machine_line(info))
+    texts, _ = memory_texts(biggest, sentences(max(5000, -(-biggest // len(NAMES)))))
+    names = [p for p in projector_names() if p != "vectors"]
+    by_size: list[dict[str, Any]] = []
+    started_all = time.perf_counter()
+    with start_stack() as stack:
+        from infra.db import get_engine
+        from infra.settings import get_settings
+        from projections.rebuild import rebuild
+        from projections.registry import get_projector
+
+        engine = get_engine()
+        batch = batch or get_settings().projection_batch_size
+        written = 0
+        for size in sizes:
+            t0 = time.perf_counter()
+            append_memories(engine, "bench", texts[written:size - window], agents=100, offset=written,
+                            total=biggest, via="log")
+            for name in names:
+                project(engine, name, batch)
+            grow_s = time.perf_counter() - t0
+            append_memories(engine, "bench", texts[size - window:size], agents=100, offset=size - window,
+                            total=biggest, via="log")
+            written = size
+            point: dict[str, Any] = {"size": size, "grow_s": round(grow_s, 1), "projection": {}, "poll_ms": {},
+                                     "rebuild": {}}
+            for name in names:
+                applied, seconds = project(engine, name, batch)
+                if applied:
+                    point["projection"][name] = round(applied / seconds, 1)
+                else:
+                    point["poll_ms"][name] = round(_empty_batch_ms(engine, name, batch), 2)
+            for name in names:
+                t0 = time.perf_counter()
+                rebuild(engine, get_projector(name), rebuild_batch)
+                point["rebuild"][name] = round(size / (time.perf_counter() - t0), 1)
+            by_size.append(point)
+            console.print(f"  {size:>9,} events: projection {point['projection']} events/s; "
+                          f"empty batch {point['poll_ms']} ms; rebuild {point['rebuild']} events/s")
+    base = by_size[0]
+    table = Table(title=f"Rates by log size (catch-up of the last {window:,} events, batch {batch}; "
+                        f"rebuild over the whole log, batch {rebuild_batch})")
+    table.add_column("measure")
+    for p in by_size:
+        table.add_column(f"{p['size']:,}", justify="right")
+    table.add_column(f"{by_size[-1]['size']:,} / {base['size']:,}", justify="right")
+    ratios: dict[str, float] = {}
+    for kind, unit in (("projection", "events/s"), ("rebuild", "events/s"), ("poll_ms", "ms")):
+        for name in names:
+            # A rebuild's rate is shown for the projections that had events to apply (the others replay nothing).
+            if name not in base[kind] or (kind == "rebuild" and name not in base["projection"]):
+                continue
+            values = [p[kind].get(name) for p in by_size]
+            ratio = (values[-1] / values[0]) if values[0] and values[-1] else None
+            if ratio is not None:
+                ratios[f"{kind}.{name}"] = round(ratio, 2)
+            label = {"projection": "project", "rebuild": "rebuild", "poll_ms": "empty batch"}[kind]
+            table.add_row(f"{label} {name} ({unit})", *(f"{v:,.1f}" if v is not None else "n/a" for v in values),
+                          f"{ratio:.2f}x" if ratio is not None else "n/a")
+    console.print(table)
+    result = {"bench": "projection-scaling", "sizes": sizes, "window": window, "batch": batch,
+              "rebuild_batch": rebuild_batch, "machine": info, "database": stack["database"], "by_size": by_size,
+              "ratios_largest_to_smallest": ratios, "seconds": round(time.perf_counter() - started_all, 1),
+              "notes": "rates: events/s (higher is better); empty batch: ms per poll with nothing to apply (lower "
+                       "is better). Ratio = largest size's figure / smallest size's."}
+    path = save_result("projection-scaling", result, output)
+    console.print(f"saved {path}")
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000, help="events for the memories and keyword projectors")
     parser.add_argument("--n-vectors", type=int, default=2000, help="events for the vectors projector")
     parser.add_argument("--batch", type=int, help="events per projection batch [ENGRAMLOG_PROJECTION_BATCH; 500]")
+    parser.add_argument("--sizes", type=int, nargs="+",
+                        help="log sizes to compare projection and rebuild rates at (e.g. 10000 200000)")
+    parser.add_argument("--window", type=int, default=10_000, help="with --sizes: events timed at each size")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
-    run(args.n, args.n_vectors, args.batch, output=args.output)
+    if args.sizes:
+        run_scaling(args.sizes, args.window, args.batch, output=args.output)
+    else:
+        run(args.n, args.n_vectors, args.batch, output=args.output)
 
 
 if __name__ == "__main__":

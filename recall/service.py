@@ -29,8 +29,9 @@ from domain.errors import InvalidPayload, NotFound
 from domain.events import NewEvent, recall_stream, validate_payload
 from eventstore.append import append
 from infra.embedding import Embedder, to_pgvector
-from infra.metrics import EVENTS_APPENDED, RECALL_LATENCY
+from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
+from infra.wake import appended
 from recall.consistency import wait_for_position
 from recall.funnel import abstain, candidates, composite, coref, graph, prf, rerank
 from recall.funnel.types import Item, StageReport, timed
@@ -208,7 +209,7 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     with engine.begin() as conn:
         [position] = append(conn, scope.tenant, [NewEvent("RecallServed", recall_stream(recall_id), served,
                                                           expected_version=0)], metadata)
-    EVENTS_APPENDED.inc()  # the hit-log event is an append like any other
+    appended(1)  # the hit-log event is an append like any other: counted, and the projectors woken
     log.info("recall.served", recall_id=str(recall_id), results=len(results), latency_ms=round(latency_ms, 1),
              candidates=len(items), vector_method=legs["vector_method"], abstained=abstained is not None,
              reranked=chosen.reranked, staging_fallback=None if fallback is None else fallback["used"])

@@ -27,10 +27,9 @@ from domain.events import (
     validate_payload,
 )
 from eventstore.append import append, existing_positions
-from infra.metrics import EVENTS_APPENDED
 from infra.settings import get_settings
+from infra.wake import appended
 from services.governance import Decision, decisions_from_log, prepare, with_decisions
-from workers.wake import wake_projections
 
 # Decisions, appended by the system (the governor, the scheduler) with the inputs they used, and feedback,
 # appended by its endpoint once validated against its recall: never posted as raw events by a producer.
@@ -170,8 +169,7 @@ def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], me
         if retried is None:
             raise
         return Appended(retried, decisions_from_log(engine, tenant, memory_ids))
-    EVENTS_APPENDED.inc(len(batch))
-    wake_projections()
+    appended(len(batch))
     by_event = dict(zip((e.event_id for e in batch), positions, strict=True))
     return Appended([by_event[e.event_id] for e in events],
                     {d.memory_id: d for d in decisions.values()})

@@ -14,8 +14,7 @@ from domain.events import SYSTEM_ACTOR, NewEvent, memory_stream, recall_stream, 
 from domain.memory_status import status_from_stream
 from eventstore.append import append
 from eventstore.stream import read_stream
-from infra.metrics import EVENTS_APPENDED
-from workers.wake import wake_projections
+from infra.wake import appended
 
 # The recall's stream: its RecallServed, then the feedback given on it, in stream order.
 _RECALL = text("""
@@ -106,12 +105,11 @@ def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequ
             with engine.begin() as conn:
                 promoted = promotions(conn, tenant, event, recall_id,
                                       [i["memory_id"] for i in fresh if i["verdict"] == "used"], metadata)
-                [position, *_] = append(conn, tenant, [event, *promoted], metadata)
+                positions = append(conn, tenant, [event, *promoted], metadata)
         except ConcurrencyConflict:
             if attempt == APPEND_ATTEMPTS - 1:
                 raise
             continue  # another feedback on this recall landed first: check against it
-        EVENTS_APPENDED.inc()
-        wake_projections()
-        return position
+        appended(len(positions))
+        return positions[0]
     raise ConcurrencyConflict(f"recall {recall_id}: too many concurrent feedbacks; retry")  # not reached

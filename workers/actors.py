@@ -18,6 +18,7 @@ from infra.broker import broker  # noqa: F401 - binds the actors below to the co
 from infra.db import get_engine
 from infra.db_errors import is_unavailable
 from infra.settings import get_settings
+from infra.wake import PROJECTIONS_QUEUE, RUN_PROJECTIONS_ACTOR
 
 log = structlog.get_logger(__name__)
 
@@ -41,9 +42,10 @@ def catch_up_all() -> int:
     return applied
 
 
-@dramatiq.actor(queue_name="projections", max_retries=0, time_limit=10 * 60 * 1000)
+@dramatiq.actor(queue_name=PROJECTIONS_QUEUE, actor_name=RUN_PROJECTIONS_ACTOR, max_retries=0,
+                time_limit=10 * 60 * 1000)
 def run_projections() -> None:
-    """Wake-up: apply whatever the projections have not applied yet."""
+    """Wake-up (sent by infra/wake.py after every append): apply whatever the projections have not applied yet."""
     applied = catch_up_all()
     if applied:
         log.info("projections.caught_up", applied=applied)

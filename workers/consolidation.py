@@ -46,6 +46,7 @@ from domain.errors import ConcurrencyConflict, NotCaughtUp
 from domain.events import NewEvent, memory_stream, validate_payload
 from eventstore.append import append
 from infra.settings import Settings, get_settings
+from infra.wake import appended
 from services.governance import scope_lock_key
 from workers.lifecycle import SCHEDULER_ACTOR, append_system_events, as_clock, job_lock, sync_projections
 
@@ -81,6 +82,7 @@ class TenantRun:
     clock: datetime
     report: dict[str, Any]
     position: int | None = None
+    appended: int = 0  # events this run appended
 
 
 @dataclass
@@ -244,9 +246,7 @@ def consolidate(engine: Engine, clock: datetime | None = None, tenant: str | Non
         if any(any(r.report["changes"].values()) for r in result.runs):
             sync_projections(engine, READ_MODELS)
     if result.runs:
-        from workers.wake import wake_projections
-
-        wake_projections()
+        appended(sum(r.appended for r in result.runs))
     log.info("lifecycle.consolidated", clock=clock.isoformat(), tenants=len(result.runs), **result.totals())
     return result
 
@@ -282,7 +282,7 @@ def _consolidate_tenant(engine: Engine, tenant: str, agent_id: str | None, clock
             sync_projections(engine, READ_MODELS)
     report = planned.report
     log.info("lifecycle.consolidation_run", tenant=tenant, run_id=str(planned.run_id), **report["changes"])
-    return TenantRun(tenant, planned.run_id, clock, report, positions[-1])
+    return TenantRun(tenant, planned.run_id, clock, report, positions[-1], len(positions))
 
 
 _SESSION_LOCK = text("SELECT pg_advisory_lock(CAST(:key AS bigint))")

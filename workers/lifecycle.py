@@ -30,6 +30,7 @@ from domain.events import NewEvent, memory_stream, validate_payload
 from eventstore.append import append
 from eventstore.read import head_position
 from infra.settings import Settings, get_settings
+from infra.wake import appended
 
 log = structlog.get_logger(__name__)
 SCHEDULER_ACTOR = "system:scheduler"
@@ -179,19 +180,14 @@ def decay_sweep(engine: Engine, clock: datetime | None = None, tenant: str | Non
             by_tenant.setdefault(t, []).append(NewEvent("MemoryStatusChanged", memory_stream(memory_id), data,
                                                         occurred_at=clock))
         metadata = {"actor": SCHEDULER_ACTOR, "source": "decay_sweep", "correlation_id": str(report.sweep_id)}
+        count = 0
         for t, events in by_tenant.items():
             for i in range(0, len(events), APPEND_CHUNK):
-                append_system_events(engine, t, events[i:i + APPEND_CHUNK], metadata)
+                count += len(append_system_events(engine, t, events[i:i + APPEND_CHUNK], metadata))
         if by_tenant:
             # Apply the decisions before the lock is released, so the next sweep reads them.
             sync_projections(engine, ("memories", "activity"))
-            _wake()
+            appended(count)
     log.info("lifecycle.decay_swept", clock=clock.isoformat(), tenant=tenant, transitions=len(report.transitions),
              **{k.replace(" → ", "_to_"): v for k, v in report.counts().items()})
     return report
-
-
-def _wake() -> None:
-    from workers.wake import wake_projections
-
-    wake_projections()

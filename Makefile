@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench eval clean
+.PHONY: install run test lint bench fuzz eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.run_all
+
+# The API's OpenAPI schema fuzzed for FUZZ_SECONDS on a fresh embedded stack; prints the case count and any 5xx.
+FUZZ_SECONDS ?= 240
+fuzz: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.fuzz --seconds $(FUZZ_SECONDS)
 
 eval: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/engramlog eval locomo --data ../shared/eval/locomo/locomo_dev.json

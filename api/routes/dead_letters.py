@@ -35,6 +35,8 @@ def _operator(who: Caller) -> None:
 def get_projection_dead_letters(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                                 projection: str | None = None, resolved: bool = False) -> dict[str, Any]:
     _operator(who)
+    if projection is not None and projection not in PROJECTORS:  # also keeps NUL and the like out of the SQL
+        raise NotFound(f"unknown projection {projection!r}; known: {', '.join(PROJECTORS)}")
     statuses = ("failing", "parked", "retried", "skipped") if resolved else projection_dead_letters.OPEN
     with db.connect() as conn:
         rows = projection_dead_letters.dead_letters(conn, projection, statuses=statuses)

@@ -1,0 +1,285 @@
+"""Fuzz the HTTP API from its own OpenAPI schema with schemathesis: no input may get a 5xx.
+
+The API is served by uvicorn on loopback (a thread of this process) over a real stack: PostgreSQL + pgvector,
+Redis and a Dramatiq worker, so read-your-writes recalls are answered, not left to time out. Every operation is
+fuzzed with valid (positive) and invalid (negative) inputs, strings drawn from all of Unicode (lone surrogates,
+astral planes, NUL), in two modes: keyless (one default tenant, loopback) and API keys on (a tenant key; a slice
+of the cases with a generated Authorization header instead). A 5xx, a dropped connection or a timeout is a
+failure; a case the HTTP client cannot even send (a header it will not encode) is counted apart.
+
+    python -m bench.fuzz [--seconds 240] [--seed 0] [--modes keyless,keys] [--output FILE]
+
+Rounds go over every (mode, operation, positive/negative) with `--examples` cases each, seed `seed + round`, until
+`--seconds` have passed; the case count, the statuses and every failure (with a curl line) are printed, and the
+exit status is 1 when a failure was found. tests/test_api_fuzz.py runs one bounded, seeded round in `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MODES = ("keyless", "keys")
+REQUEST_TIMEOUT_S = 60.0  # a healthy API answers every case far sooner; past this it is a failure (a stall)
+
+
+@dataclass
+class Failure:
+    mode: str
+    operation: str
+    status: int | None
+    detail: str
+    curl: str
+
+
+@dataclass
+class FuzzReport:
+    cases: int = 0
+    unsendable: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    by_operation: Counter[str] = field(default_factory=Counter)
+    failures: list[Failure] = field(default_factory=list)
+    ungenerated: set[str] = field(default_factory=set)  # operation (mode) for which no case could be made
+    seconds: float = 0.0
+
+    def failure_lines(self) -> list[str]:
+        return [f"[{f.mode}] {f.operation} → {f.status}: {f.detail}\n    {f.curl}" for f in self.failures]
+
+
+@contextlib.contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="fuzz-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+@contextlib.contextmanager
+def keyless_tenant(tenant: str) -> Iterator[None]:
+    """Keyless mode writing to `tenant` instead of "default", so a fuzz run leaves other tests' data alone."""
+    import api.context
+
+    saved = api.context.DEFAULT_TENANT
+    api.context.DEFAULT_TENANT = tenant
+    try:
+        yield
+    finally:
+        api.context.DEFAULT_TENANT = saved
+
+
+@contextlib.contextmanager
+def keys_on(tenant: str) -> Iterator[str]:
+    """API keys on for this process's API (one tenant key); yields the key."""
+    import api.context
+    from infra.settings import get_settings, replace
+
+    key = f"fuzz-{uuid.uuid4().hex}"
+    settings = replace(get_settings(), api_keys={key: tenant}, operator_keys=())
+    saved = api.context.get_settings
+    api.context.get_settings = lambda: settings  # type: ignore[assignment]
+    try:
+        yield key
+    finally:
+        api.context.get_settings = saved  # type: ignore[assignment]
+
+
+def load_schema(base_url: str) -> Any:
+    """The served /openapi.json, with strings over all of Unicode (lone surrogates too), NUL allowed."""
+    import schemathesis
+
+    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
+    schema.config.update(base_url=base_url)
+    generation = schema.config.generation
+    generation.codec = None  # not only what UTF-8 can encode: JSON carries a lone surrogate as "\ud800"
+    generation.allow_x00 = True
+    return schema
+
+
+def _send(case: Any, base_url: str, session: Any, mode: str, report: FuzzReport) -> None:
+    import requests
+
+    operation = f"{case.operation.method.upper()} {case.operation.path}"
+    try:
+        response = case.call(base_url=base_url, session=session, timeout=REQUEST_TIMEOUT_S)
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        report.cases += 1
+        report.by_operation[operation] += 1
+        report.failures.append(Failure(mode, operation, None, f"{type(exc).__name__}: {exc}"[:300],
+                                       _curl(case, base_url)))
+        return
+    except Exception:  # the client cannot encode this case (a header value, a URL): nothing reached the API
+        report.unsendable += 1
+        return
+    report.cases += 1
+    report.by_operation[operation] += 1
+    report.statuses[response.status_code] += 1
+    if response.status_code >= 500:
+        report.failures.append(Failure(mode, operation, response.status_code, response.text[:300],
+                                       _curl(case, base_url)))
+
+
+def _curl(case: Any, base_url: str) -> str:
+    try:
+        return str(case.as_curl_command())[:2000]
+    except Exception as exc:
+        return f"(no curl: {type(exc).__name__})"
+
+
+def fuzz_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, examples: int, seed: int,
+               headers: dict[str, str] | None = None, deadline: float | None = None,
+               operations: Callable[[Any], bool] | None = None) -> None:
+    """One pass over every operation, positive then negative, `examples` cases each, seeded."""
+    import hypothesis
+    import hypothesis.errors
+    import requests
+    from hypothesis import HealthCheck, Phase, Verbosity
+    from schemathesis import GenerationMode
+
+    settings = hypothesis.settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+                                   phases=[Phase.explicit, Phase.generate], verbosity=Verbosity.quiet,
+                                   suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    with requests.Session() as session:
+        for result in schema.get_all_operations():
+            operation = result.ok()
+            if operations is not None and not operations(operation):
+                continue
+            for generation_mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+                if deadline is not None and time.monotonic() > deadline:
+                    return
+                strategy = operation.as_strategy(generation_mode=generation_mode, headers=headers)
+
+                @hypothesis.seed(seed)
+                @settings
+                @hypothesis.given(strategy)
+                def run(case: Any) -> None:
+                    if deadline is None or time.monotonic() < deadline:
+                        _send(case, base_url, session, mode, report)
+
+                try:
+                    run()
+                except hypothesis.errors.Unsatisfiable:  # e.g. no invalid input exists for an operation
+                    report.ungenerated.add(f"{operation.method.upper()} {operation.path} ({generation_mode.value})")
+
+
+def fuzz_mode(schema: Any, base_url: str, mode: str, tenant: str, report: FuzzReport, *, examples: int,
+              seed: int, deadline: float | None = None) -> None:
+    """One round in `mode`: keyless writes as `tenant` with no key; keys sends a tenant key on most cases, and a
+    quarter as many cases with a generated Authorization header (the auth path's own inputs)."""
+    if mode == "keyless":
+        with keyless_tenant(tenant):
+            fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline)
+        return
+    with keys_on(tenant) as key:
+        fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline,
+                   headers={"Authorization": f"Bearer {key}"})
+        fuzz_round(schema, base_url, "keys/auth", report, examples=max(1, examples // 4), seed=seed,
+                   deadline=deadline)
+
+
+def _worker() -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "dramatiq", "workers.main", "--processes", "1", "--threads", "2",
+           "--queues", "projections", "ingest"]
+    return subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=240.0, help="how long to fuzz (default 240)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--examples", type=int, default=25, help="cases per operation, mode and round")
+    parser.add_argument("--modes", default=",".join(MODES), help="keyless,keys (default both)")
+    parser.add_argument("--output", type=Path, help="save the summary as JSON here")
+    args = parser.parse_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or any(m not in MODES for m in modes):
+        parser.error(f"--modes: a comma-separated subset of {', '.join(MODES)}")
+
+    import os
+    import signal
+
+    from bench.common import machine, machine_line, save_result, start_stack
+
+    print(machine_line(machine()), flush=True)
+    with start_stack() as where:
+        print(f"stack: {where['database']}, {where['redis']}, one Dramatiq worker, uvicorn on loopback", flush=True)
+        worker = _worker()
+        try:
+            from api.app import create_app
+
+            report = _run(create_app(), modes, args.seconds, args.examples, args.seed)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.wait(30)
+    _print(report)
+    if args.output:
+        save_result("fuzz", {"machine": machine(), "seconds": report.seconds, "cases": report.cases,
+                             "unsendable": report.unsendable, "statuses": dict(report.statuses),
+                             "by_operation": dict(report.by_operation),
+                             "failures": [f.__dict__ for f in report.failures]}, args.output)
+    sys.exit(1 if report.failures else 0)
+
+
+def _run(app: Any, modes: list[str], seconds: float, examples: int, seed: int) -> FuzzReport:
+    report = FuzzReport()
+    started = time.monotonic()
+    deadline = started + seconds
+    with serve(app) as base_url:
+        schema = load_schema(base_url)
+        tenant = f"fuzz-{uuid.uuid4().hex[:8]}"
+        round_no = 0
+        while time.monotonic() < deadline:
+            for mode in modes:
+                fuzz_mode(schema, base_url, mode, tenant, report, examples=examples, seed=seed + round_no,
+                          deadline=deadline)
+            round_no += 1
+            print(f"round {round_no}: {report.cases} cases, {len(report.failures)} failures, "
+                  f"{time.monotonic() - started:.0f}s", flush=True)
+    report.seconds = round(time.monotonic() - started, 1)
+    return report
+
+
+def _print(report: FuzzReport) -> None:
+    print(f"\n{report.cases} cases in {report.seconds:.0f}s ({report.unsendable} more the client could not send)")
+    print("statuses: " + ", ".join(f"{s}: {n}" for s, n in sorted(report.statuses.items())))
+    for operation, n in sorted(report.by_operation.items()):
+        print(f"  {n:6d}  {operation}")
+    if report.ungenerated:
+        print("no case could be generated for: " + ", ".join(sorted(report.ungenerated)))
+    print(f"{len(report.failures)} failures (5xx, dropped connection or timeout)")
+    for line in report.failure_lines():
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

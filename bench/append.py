@@ -95,7 +95,9 @@ def run(n: int = 10_000, batches: tuple[int, ...] = (1, 100, 1000), console: Con
         # for a text seen before: this measures the write path, not the model (bench.projection measures that).
         model = get_settings().embedding_model
         pool_vectors, _ = pool_embeddings(pool, model)
-        seed_embedding_cache(engine, model, texts, pool_index, pool_vectors)
+        tenants = [f"bench-{layer}-{batch}" for layer in ("log", "service") for batch in batches]
+        for tenant in ["bench-warmup-service", *tenants]:  # the cache is each tenant's own
+            seed_embedding_cache(engine, tenant, model, texts, pool_index, pool_vectors)
         # Warm the connection pool and the statement paths outside the measurement.
         _log_mode(engine, "bench-warmup-log", texts[:200], 100)
         _service_mode(engine, "bench-warmup-service", texts[:200], 100)

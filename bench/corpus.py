@@ -186,7 +186,7 @@ def vector_literal(row: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in row.tolist()) + "]"
 
 
-def seed_embedding_cache(engine: Any, model: str, texts: Sequence[str], pool_index: Sequence[int],
+def seed_embedding_cache(engine: Any, tenant: str, model: str, texts: Sequence[str], pool_index: Sequence[int],
                          pool_vectors: np.ndarray, seed: int = 3, chunk: int = 2000) -> float:
     """Store, as each text's cached embedding, a jittered copy of its pool sentence's real embedding, so the
     vectors projector finds every text in the cache instead of running the model. Answers seconds taken."""
@@ -195,8 +195,9 @@ def seed_embedding_cache(engine: Any, model: str, texts: Sequence[str], pool_ind
     from domain.text import content_hash
 
     store = text("""
-    INSERT INTO embedding_cache (model, content_hash, embedding)
-    SELECT :model, h, CAST(e AS vector) FROM unnest(CAST(:hashes AS text[]), CAST(:embeddings AS text[])) AS t(h, e)
+    INSERT INTO embedding_cache (tenant, model, content_hash, embedding)
+    SELECT :tenant, :model, h, CAST(e AS vector)
+    FROM unnest(CAST(:hashes AS text[]), CAST(:embeddings AS text[])) AS t(h, e)
     ON CONFLICT DO NOTHING
     """)
     started = time.perf_counter()
@@ -204,7 +205,7 @@ def seed_embedding_cache(engine: Any, model: str, texts: Sequence[str], pool_ind
         part = list(range(start, min(start + chunk, len(texts))))
         vectors = jittered(pool_vectors[[pool_index[i] for i in part]], seed + start)
         with engine.begin() as conn:
-            conn.execute(store, {"model": model, "hashes": [content_hash(texts[i]) for i in part],
+            conn.execute(store, {"tenant": tenant, "model": model, "hashes": [content_hash(texts[i]) for i in part],
                                  "embeddings": [vector_literal(v) for v in vectors]})
     return time.perf_counter() - started
 
@@ -350,8 +351,8 @@ def build_corpus(engine: Any, tenant: str, texts: Sequence[str], pool_index: Seq
 
     model = get_settings().embedding_model
     phases: dict[str, float] = {}
-    phases["seed_embedding_cache_s"] = seed_embedding_cache(engine, model, texts[start:end], pool_index[start:end],
-                                                            pool_vectors, seed=start)
+    phases["seed_embedding_cache_s"] = seed_embedding_cache(engine, tenant, model, texts[start:end],
+                                                            pool_index[start:end], pool_vectors, seed=start)
     phases["append_s"] = append_memories(engine, tenant, texts[start:end], agents, offset=start, total=total)
     for name in projector_names():
         if name != "vectors":

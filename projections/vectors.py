@@ -50,7 +50,7 @@ class VectorsProjector:
             p = event.payload()
             if isinstance(p, MemoryReinforced | MemoriesMerged):
                 embedder = get_embedder(get_settings().embedding_model)
-                [embedding] = embed_cached(conn, embedder, [p.merged_content])
+                [embedding] = embed_cached(conn, embedder, event.tenant, [p.merged_content])
                 conn.execute(_REEMBED, {"tenant": event.tenant, "memory_id": p.memory_id, "model": embedder.model,
                                         "embedding": embedding})
         self._insert(conn, run)
@@ -60,7 +60,14 @@ class VectorsProjector:
         if not memories:
             return
         embedder = get_embedder(get_settings().embedding_model)
-        embeddings = embed_cached(conn, embedder, [m.content for _, m in memories])  # type: ignore[attr-defined]
+        embeddings: list[str] = [""] * len(memories)
+        by_tenant: dict[str, list[int]] = {}
+        for i, (tenant, _) in enumerate(memories):
+            by_tenant.setdefault(tenant, []).append(i)
+        for tenant, indexes in by_tenant.items():  # each tenant's own cache
+            found = embed_cached(conn, embedder, tenant, [memories[i][1].content for i in indexes])  # type: ignore[attr-defined]
+            for i, literal in zip(indexes, found, strict=True):
+                embeddings[i] = literal
         rows: dict[str, list] = {k: [] for k in ("tenants", "ids", "agents", "projects", "sessions", "kinds")}
         for tenant, m in memories:
             assert isinstance(m, MemoryRecorded)

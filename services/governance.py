@@ -151,7 +151,8 @@ def _nearest_in_read_model(conn: Connection, tenant: str, scope: ScopeKey, vecto
                            settings: Settings) -> list[list[_Neighbour]]:
     """The NEAREST_PER_QUERY most similar recallable memories of the scope, for each query vector, one query."""
     where, params = _scope_where("v", scope)
-    params = {**params, "tenant": tenant}
+    where += " AND v.model = :model"  # another model's vectors are another space: never compared
+    params = {**params, "tenant": tenant, "model": settings.embedding_model}
     size = conn.execute(text(f"SELECT count(*) FROM (SELECT 1 FROM memory_vectors v WHERE {where} LIMIT :cap) c"),
                         {**params, "cap": settings.exact_scan_max_rows + 1}).scalar_one()
     params = {**params, "qs": vectors, "k": NEAREST_PER_QUERY}
@@ -207,7 +208,7 @@ WITH recent AS MATERIALIZED (
       AND r.data->>'project' IS NOT DISTINCT FROM CAST(:project AS text)
       AND NOT (EXISTS (SELECT 1 FROM memories m WHERE m.tenant = :tenant
                          AND m.memory_id = CAST(r.data->>'memory_id' AS uuid) AND m.status <> 'pending')
-               AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.tenant = :tenant
+               AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.tenant = :tenant AND v.model = :model
                              AND v.memory_id = CAST(r.data->>'memory_id' AS uuid)))
 )
 -- The memory's own stream, read once through its (tenant, stream_id, version) key: a type predicate here would
@@ -231,15 +232,23 @@ _BEYOND_WINDOW = text("""
 SELECT count(*) > :limit FROM (SELECT 1 FROM events WHERE tenant = :tenant AND type = 'MemoryRecorded'
                                  AND position > :floor LIMIT :limit + 1) w
 """)
-# Below the slower of the two projections, less a margin for transactions that committed late (an event whose
-# transaction took its id before a checkpointed one's, but inserted it after, sits below the checkpoint).
+# Below every event the slower of the two projections has not applied. Projectors advance in (tx_id, position)
+# order, so an event whose transaction committed late can sit below the checkpoint's position unapplied: the
+# floor is the lowest position among the first events after each checkpoint in that order (a late commit is
+# among them: its transaction id is older than any applied after it), and never above the checkpoint itself.
 _FLOOR = text("""
-SELECT greatest(0, coalesce(min(position), 0) - 1000) FROM projection_checkpoints WHERE name IN ('memories', 'vectors')
+SELECT greatest(0, coalesce(min(least(c.position, (
+    SELECT min(ahead.position) FROM (
+        SELECT e.position FROM events e WHERE (e.tx_id, e.position) > (c.tx_id, c.position)
+        ORDER BY e.tx_id, e.position LIMIT :look_ahead) ahead))), 0) - 1)
+FROM projection_checkpoints c WHERE c.name IN ('memories', 'vectors')
 """)
+FLOOR_LOOK_AHEAD = 10_000
 # The cached vectors nearest each query vector among the given contents (vectors never leave PostgreSQL).
 _NEAREST_CACHED = text("""
 WITH cached AS MATERIALIZED (
-    SELECT content_hash, embedding FROM embedding_cache WHERE model = :model AND content_hash = ANY(:hashes)
+    SELECT content_hash, embedding FROM embedding_cache
+    WHERE tenant = :tenant AND model = :model AND content_hash = ANY(:hashes)
 )
 SELECT q.ord, c.content_hash, c.cosine FROM unnest(CAST(:qs AS vector[])) WITH ORDINALITY AS q(vec, ord)
 CROSS JOIN LATERAL (
@@ -259,9 +268,9 @@ def _unprojected(conn: Connection, tenant: str, scope: ScopeKey, model: str, lim
     same however far the projections lag (with no worker running, say); beyond the window a near-duplicate is
     caught once projected, by the next writes. Their vectors come from the embedding cache and are compared in
     PostgreSQL (a memory written must-keep was not embedded on the write path: it is compared once projected)."""
-    floor = conn.execute(_FLOOR).scalar_one()
+    floor = conn.execute(_FLOOR, {"look_ahead": FLOOR_LOOK_AHEAD}).scalar_one()
     params = {"tenant": tenant, "floor": floor, "limit": limit}
-    rows = conn.execute(_UNPROJECTED, {**params, "agent_id": scope[0], "project": scope[1],
+    rows = conn.execute(_UNPROJECTED, {**params, "agent_id": scope[0], "project": scope[1], "model": model,
                                        "recallable": list(RECALLABLE)}).all()
     quiet = time.monotonic() - _window_warned_at.get(tenant, -1e9) < 60
     if not quiet and conn.execute(_BEYOND_WINDOW, params).scalar_one():
@@ -273,7 +282,7 @@ def _unprojected(conn: Connection, tenant: str, scope: ScopeKey, model: str, lim
     by_hash: dict[str, list[Any]] = {}
     for r in rows:
         by_hash.setdefault(content_hash(r.content), []).append(r)
-    nearest = conn.execute(_NEAREST_CACHED, {"model": model, "hashes": list(by_hash), "qs": vectors,
+    nearest = conn.execute(_NEAREST_CACHED, {"tenant": tenant, "model": model, "hashes": list(by_hash), "qs": vectors,
                                              "k": NEAREST_PER_QUERY})
     for n in nearest:
         for r in by_hash[n.content_hash]:
@@ -510,7 +519,7 @@ class _Governor:
         # writer could exhaust the pool while the others wait on the lock.
         if self.conn is None:
             raise RuntimeError("the governor embeds reinforced content only while deciding")
-        return [from_pgvector(lit) for lit in embed_cached(self.conn, self.embedder, texts)]
+        return [from_pgvector(lit) for lit in embed_cached(self.conn, self.embedder, self.tenant, texts)]
 
     def nearest(self, w: _Write) -> _Neighbour | None:
         """The most similar recallable memory of the write's scope, this batch's changes applied."""
@@ -592,8 +601,9 @@ class Prepared:
             if olds:
                 rows = conn.execute(text("""
                     SELECT memory_id, embedding::text AS embedding FROM memory_vectors
-                    WHERE tenant = :tenant AND memory_id = ANY(:ids)"""),
-                    {"tenant": tenant, "ids": [w.memory.supersedes for w in olds]}).all()
+                    WHERE tenant = :tenant AND memory_id = ANY(:ids) AND model = :model"""),
+                    {"tenant": tenant, "model": settings.embedding_model,
+                     "ids": [w.memory.supersedes for w in olds]}).all()
                 old_vectors = {r.memory_id: from_pgvector(r.embedding) for r in rows}
                 for w in olds:
                     v = old_vectors.get(w.memory.supersedes)  # type: ignore[arg-type]
@@ -644,16 +654,16 @@ def prepare(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata:
             raise AlreadySuperseded(f"memory {old} is already superseded; supersede its successor instead")
     if governed:
         g.calibration = calibration_for(engine, g.embedder)
-        vectors = embed_texts(engine, g.embedder, [w.memory.content for w in governed])
+        vectors = embed_texts(engine, g.embedder, tenant, [w.memory.content for w in governed])
         for w, (literal, vector) in zip(governed, vectors, strict=True):
             w.literal, w.vector = literal, vector
     return Prepared(g, writes, explicit, governed, started)
 
 
-def embed_texts(engine: Engine, embedder: Any, texts: list[str]) -> list[tuple[str, np.ndarray]]:
+def embed_texts(engine: Engine, embedder: Any, tenant: str, texts: list[str]) -> list[tuple[str, np.ndarray]]:
     """Embed through the cache (committed at once, so the vectors projector will not compute them again)."""
     with engine.begin() as conn:
-        literals = embed_cached(conn, embedder, texts)
+        literals = embed_cached(conn, embedder, tenant, texts)
     return [(lit, from_pgvector(lit)) for lit in literals]
 
 

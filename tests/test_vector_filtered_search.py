@@ -103,7 +103,8 @@ def measure(engine, corpus, agent: str | None, exact_max_rows: int, ef_search: i
                 # For a very selective scope the planner prefers the btree scope index and a sort (an exact
                 # scan); forbid the sort so the graph itself is what gets measured.
                 conn.execute(text("SET LOCAL enable_sort = off"))
-            found, method = vector_top(conn, scope, to_pgvector(q), K, exact_max_rows, ef_search)
+            found, method = vector_top(conn, scope, to_pgvector(q), K, exact_max_rows, ef_search,
+                                       model="synthetic")
             if method.startswith("hnsw_iterative"):
                 plans.add(plan_index(conn, scope, to_pgvector(q)))
         methods.add(method if keep_fallback else method.removesuffix("+exact"))

@@ -33,11 +33,12 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
     terms = tokenize(query)
     bm25 = bm25_top(conn, scope, terms, n, settings.bm25_k1, settings.bm25_b, statuses)
     raw_cosine, method = vector_top(conn, scope, query_vector, n, settings.exact_scan_max_rows,
-                                    settings.hnsw_ef_search, statuses)
+                                    settings.hnsw_ef_search, statuses, model=settings.embedding_model)
     floor = settings.sim_candidate_floor
     cosine = {i: c for i, c in raw_cosine.items() if c >= floor}
     # BM25 candidates outside the vector leg's top n (or under its floor) still get their cosine.
-    cosine.update(cosines_for(conn, scope.tenant, [i for i in bm25 if i not in cosine], query_vector))
+    cosine.update(cosines_for(conn, scope.tenant, [i for i in bm25 if i not in cosine], query_vector,
+                              settings.embedding_model))
     ids = sorted({*bm25, *(i for i in raw_cosine if raw_cosine[i] >= floor)}, key=str)
     items: dict[uuid.UUID, Item] = {}
     for row in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses)}):

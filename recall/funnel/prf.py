@@ -41,7 +41,8 @@ def feedback(conn: Connection, tenant: str, query: str, query_vector: str, pool:
         skipped.append("Rocchio skipped: no memory in the pool reaches the candidate floor")
     else:
         top = [i.memory_id for i in pool[: settings.prf_top]]
-        to_centroid, centroid_to_query = prf_cosines(conn, tenant, top, [i.memory_id for i in pool], query_vector)
+        to_centroid, centroid_to_query = prf_cosines(conn, tenant, top, [i.memory_id for i in pool], query_vector,
+                                                     settings.embedding_model)
         if centroid_to_query is None:
             skipped.append("Rocchio skipped: the top memories have no vectors")
         else:

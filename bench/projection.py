@@ -14,7 +14,9 @@ Scaling by log size (`--sizes`): does a projector's speed fall as the log grows?
 one growing log of MemoryRecorded events): the log is grown to N - --window events and every projection caught
 up (untimed); then --window more events are appended and each projector's catch-up over them is timed (its
 rate at log size N); a projector with nothing to apply is timed for one empty batch (the cost of a poll, which
-must not grow with the log either); then each projection is rebuilt over all N events (rebuild rate). The
+must not grow with the log either), and the memories projector's log read alone is timed for one batch from
+position 0 (what every batch of the old read cost: a sort of the whole log past the checkpoint); then each
+projection is rebuilt over all N events (rebuild rate). The
 figures are printed side by side, each size's rate as a ratio of the smallest size's (target: within 2x).
 vectors is left out of this mode: its cost is the embedding model's, measured above.
 
@@ -125,6 +127,20 @@ def _empty_batch_ms(engine: Any, name: str, batch: int, repeat: int = 5) -> floa
     return sorted(times)[len(times) // 2]
 
 
+def _read_batch_ms(engine: Any, name: str, batch: int, after: Any, repeat: int = 5) -> float:
+    """Median time of the projector's gap-safe read of one batch after `after` (no apply, no checkpoint)."""
+    from eventstore.read import read_after
+    from projections.registry import get_projector
+
+    times = []
+    with engine.connect() as conn:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            read_after(conn, after, get_projector(name).types, batch)
+            times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)[len(times) // 2]
+
+
 def run_scaling(sizes: list[int], window: int = 10_000, batch: int | None = None, rebuild_batch: int = 1000,
                 console: Console | None = None, output: Path | None = None) -> dict[str, Any]:
     """Projection and rebuild rates at each log size, side by side (see the module's docstring)."""
@@ -169,6 +185,10 @@ def run_scaling(sizes: list[int], window: int = 10_000, batch: int | None = None
                     point["projection"][name] = round(applied / seconds, 1)
                 else:
                     point["poll_ms"][name] = round(_empty_batch_ms(engine, name, batch), 2)
+            # The log read alone, from the start of the log (as a rebuild's first batch) and near its head.
+            from eventstore.read import Checkpoint
+
+            point["read_from_0_ms"] = {"memories": round(_read_batch_ms(engine, "memories", batch, Checkpoint()), 2)}
             for name in names:
                 t0 = time.perf_counter()
                 rebuild(engine, get_projector(name), rebuild_batch)
@@ -184,16 +204,18 @@ def run_scaling(sizes: list[int], window: int = 10_000, batch: int | None = None
         table.add_column(f"{p['size']:,}", justify="right")
     table.add_column(f"{by_size[-1]['size']:,} / {base['size']:,}", justify="right")
     ratios: dict[str, float] = {}
-    for kind, unit in (("projection", "events/s"), ("rebuild", "events/s"), ("poll_ms", "ms")):
+    for kind, unit in (("projection", "events/s"), ("rebuild", "events/s"), ("poll_ms", "ms"),
+                       ("read_from_0_ms", "ms")):
         for name in names:
             # A rebuild's rate is shown for the projections that had events to apply (the others replay nothing).
-            if name not in base[kind] or (kind == "rebuild" and name not in base["projection"]):
+            if name not in base.get(kind, {}) or (kind == "rebuild" and name not in base["projection"]):
                 continue
             values = [p[kind].get(name) for p in by_size]
             ratio = (values[-1] / values[0]) if values[0] and values[-1] else None
             if ratio is not None:
                 ratios[f"{kind}.{name}"] = round(ratio, 2)
-            label = {"projection": "project", "rebuild": "rebuild", "poll_ms": "empty batch"}[kind]
+            label = {"projection": "project", "rebuild": "rebuild", "poll_ms": "empty batch",
+                     "read_from_0_ms": "read 1 batch from position 0"}[kind]
             table.add_row(f"{label} {name} ({unit})", *(f"{v:,.1f}" if v is not None else "n/a" for v in values),
                           f"{ratio:.2f}x" if ratio is not None else "n/a")
     console.print(table)

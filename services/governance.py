@@ -29,7 +29,7 @@ from domain.salience import Thresholds, Weights
 from infra.calibration import calibration_for
 from infra.embedding import Embedder, embed_cached, from_pgvector, get_embedder
 from infra.settings import Settings
-from services.neighbours import lock_scopes, nearest_in_read_model, stream_states, unprojected
+from services.neighbours import lock_scopes, nearest_in_read_model, scope_lock_key, stream_states, unprojected
 
 log = structlog.get_logger(__name__)
 
@@ -179,4 +179,5 @@ def decisions_from_log(engine: Engine, tenant: str, memory_ids: Sequence[uuid.UU
     return out
 
 
-__all__ = ["Decision", "Prepared", "decisions_from_log", "knobs", "prepare", "with_decisions"]
+# scope_lock_key is re-exported for workers/consolidation.py until it imports it from services/neighbours.py.
+__all__ = ["Decision", "Prepared", "decisions_from_log", "knobs", "prepare", "scope_lock_key", "with_decisions"]

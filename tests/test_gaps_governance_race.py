@@ -86,7 +86,7 @@ def test_racing_writes_see_an_unprojected_promotion(engine, tenant, monkeypatch)
 
 def test_other_scopes_are_not_serialized_into_each_other(engine, tenant) -> None:  # type: ignore[no-untyped-def]
     """The same text in two scopes is two memories, also when written at the same time."""
-    from services.governance import scope_lock_key
+    from services.neighbours import scope_lock_key
 
     assert scope_lock_key(tenant, ("a", None)) != scope_lock_key(tenant, (None, "a"))
     assert scope_lock_key(tenant, ("a", "b")) == scope_lock_key(tenant, ("a", "b"))

@@ -23,7 +23,7 @@ from api.schemas import (
     SupersedeIn,
 )
 from domain.errors import NotFound
-from services.governance import old_memory
+from services.neighbours import old_memory
 from services.remember import MemoryInput, Remembered, remember
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])

@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,8 +156,10 @@ def _curl(case: Any, base_url: str) -> str:
 
 def fuzz_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, examples: int, seed: int,
                headers: dict[str, str] | None = None, deadline: float | None = None,
-               operations: Callable[[Any], bool] | None = None) -> None:
-    """One pass over every operation, positive then negative, `examples` cases each, seeded."""
+               known: dict[str, str] | None = None) -> None:
+    """One pass over every operation, positive then negative, `examples` cases each, seeded; operations with a
+    path parameter named in `known` (an existing memory, a recall) once more with that value fixed, so their
+    bodies reach past the 404 of a random id."""
     import hypothesis
     import hypothesis.errors
     import requests
@@ -170,24 +172,40 @@ def fuzz_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, exa
     with requests.Session() as session:
         for result in schema.get_all_operations():
             operation = result.ok()
-            if operations is not None and not operations(operation):
-                continue
-            for generation_mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-                if deadline is not None and time.monotonic() > deadline:
-                    return
-                strategy = operation.as_strategy(generation_mode=generation_mode, headers=headers)
+            fixed = {k: v for k, v in (known or {}).items() if f"{{{k}}}" in operation.path}
+            for path_parameters in ([None, fixed] if fixed else [None]):
+                for generation_mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+                    if deadline is not None and time.monotonic() > deadline:
+                        return
+                    strategy = operation.as_strategy(generation_mode=generation_mode, headers=headers,
+                                                     path_parameters=path_parameters)
 
-                @hypothesis.seed(seed)
-                @settings
-                @hypothesis.given(strategy)
-                def run(case: Any) -> None:
-                    if deadline is None or time.monotonic() < deadline:
-                        _send(case, base_url, session, mode, report)
+                    @hypothesis.seed(seed)
+                    @settings
+                    @hypothesis.given(strategy)
+                    def run(case: Any) -> None:
+                        if deadline is None or time.monotonic() < deadline:
+                            _send(case, base_url, session, mode, report)
 
-                try:
-                    run()
-                except hypothesis.errors.Unsatisfiable:  # e.g. no invalid input exists for an operation
-                    report.ungenerated.add(f"{operation.method.upper()} {operation.path} ({generation_mode.value})")
+                    try:
+                        run()
+                    except hypothesis.errors.Unsatisfiable:  # e.g. no invalid input exists for an operation
+                        report.ungenerated.add(f"{operation.method.upper()} {operation.path} "
+                                               f"({generation_mode.value}{', known ids' if path_parameters else ''})")
+
+
+def known_ids(base_url: str, headers: dict[str, str] | None = None) -> dict[str, str]:
+    """A memory and a recall of the caller's own (the recall waits for the memory to be projected)."""
+    import httpx
+
+    with httpx.Client(base_url=base_url, headers=headers or {}, timeout=REQUEST_TIMEOUT_S) as client:
+        memory = client.post("/v1/memories", json={"content": "The fuzzer's own note: Alice keeps bees in Porto",
+                                                   "must_keep": True})
+        memory.raise_for_status()
+        recall = client.post("/v1/recall", json={"query": "who keeps bees in Porto?",
+                                                 "min_position": memory.json()["position"]})
+        recall.raise_for_status()
+    return {"memory_id": memory.json()["memory_id"], "recall_id": recall.json()["recall_id"]}
 
 
 def fuzz_mode(schema: Any, base_url: str, mode: str, tenant: str, report: FuzzReport, *, examples: int,
@@ -196,11 +214,13 @@ def fuzz_mode(schema: Any, base_url: str, mode: str, tenant: str, report: FuzzRe
     quarter as many cases with a generated Authorization header (the auth path's own inputs)."""
     if mode == "keyless":
         with keyless_tenant(tenant):
-            fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline)
+            fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline,
+                       known=known_ids(base_url))
         return
     with keys_on(tenant) as key:
+        headers = {"Authorization": f"Bearer {key}"}
         fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline,
-                   headers={"Authorization": f"Bearer {key}"})
+                   headers=headers, known=known_ids(base_url, headers))
         fuzz_round(schema, base_url, "keys/auth", report, examples=max(1, examples // 4), seed=seed,
                    deadline=deadline)
 

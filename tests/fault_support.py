@@ -192,3 +192,37 @@ def wait_acked(load: WriteLoad, more: int, timeout: float = 60) -> bool:
     """Wait until `more` writes beyond the current count are acknowledged."""
     mark = len(load.acked)
     return wait_until(lambda: len(load.acked) >= mark + more, timeout=timeout, interval=0.05)
+
+
+@dataclass
+class RecallLoad:
+    """One reader recalling in the writer's scope every `interval_s`; records every answer's status."""
+
+    base_url: str
+    agent_id: str
+    interval_s: float = 0.3
+    statuses: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"recall-{self.agent_id}", daemon=True)
+
+    def start(self) -> RecallLoad:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+        assert not self._thread.is_alive(), "the reader did not stop"
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.base_url, timeout=30) as client:
+            while not self._stop.is_set():
+                try:
+                    r = client.post("/v1/recall", json={"query": "which ledger entry was filed under shelf 3?",
+                                                        "agent_id": self.agent_id, "k": 3})
+                    self.statuses[str(r.status_code)] += 1
+                except httpx.HTTPError as exc:
+                    self.statuses[type(exc).__name__] += 1
+                self._stop.wait(self.interval_s)

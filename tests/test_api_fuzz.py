@@ -27,6 +27,7 @@ def test_no_generated_input_gets_a_5xx(served, worker, tenant, mode):  # type: i
     base_url, schema = served
     report = FuzzReport()
     fuzz_mode(schema, base_url, mode, tenant, report, examples=EXAMPLES, seed=SEED)
+    print(f"\nfuzz {mode}: {report.cases} cases, statuses {dict(sorted(report.statuses.items()))}")
     assert not report.failures, "\n".join(report.failure_lines())
     # The run reached the handlers, not only the refusals in front of them: writes and reads were answered.
     assert report.cases >= 100, report.cases

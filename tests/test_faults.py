@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from conftest import wait_until
-from fault_support import FaultStack, WriteLoad, wait_acked
+from fault_support import FaultStack, RecallLoad, WriteLoad, wait_acked
 from sqlalchemy import text
 
 CYCLES = 3
@@ -92,15 +92,17 @@ def assert_every_ack_recallable_once(stack: FaultStack, load: WriteLoad) -> None
         assert report.identical, report
 
 
-def figures(name: str, load: WriteLoad, catch_up_s: float) -> None:
-    print(f"\n{name}: {len(load.acked)} writes acknowledged, {len(load.acked)} recallable once; answers "
-          f"{dict(load.statuses)}; projections caught up {catch_up_s:.1f}s after the load stopped")
+def figures(name: str, load: WriteLoad, reads: RecallLoad, catch_up_s: float) -> None:
+    print(f"\n{name}: {len(load.acked)} writes acknowledged, {len(load.acked)} recallable once; writes answered "
+          f"{dict(load.statuses)}, recalls {dict(reads.statuses)}; projections caught up {catch_up_s:.1f}s after "
+          "the load stopped")
 
 
 def test_redis_stopped_and_restarted_under_write_load(stack: FaultStack) -> None:
     worker = stack.start_worker()
     assert wait_until(lambda: healthy(stack), timeout=180), "no worker heartbeat"
     load = WriteLoad(stack.base_url, "redis-faults", interval_s=0.1).start()
+    reads = RecallLoad(stack.base_url, "redis-faults").start()
     try:
         assert wait_acked(load, 5)
         for _ in range(CYCLES):
@@ -117,17 +119,20 @@ def test_redis_stopped_and_restarted_under_write_load(stack: FaultStack) -> None
             assert wait_acked(load, 5), load.statuses
     finally:
         load.stop()
+        reads.stop()
     assert worker.proc is not None and worker.proc.poll() is None, "the worker must survive Redis restarts"
     assert set(load.statuses) == {"201"}, load.statuses
+    assert set(reads.statuses) == {"200"}, reads.statuses  # a recall's hit-log wake-up does not fail it either
     catch_up_s = settle(stack, load)
     assert_every_ack_recallable_once(stack, load)
-    figures("redis restarts", load, catch_up_s)
+    figures("redis restarts", load, reads, catch_up_s)
 
 
 def test_postgres_restarted_under_write_load(stack: FaultStack) -> None:
     worker = stack.start_worker()
     assert wait_until(lambda: healthy(stack), timeout=180), "no worker heartbeat"
     load = WriteLoad(stack.base_url, "postgres-faults", interval_s=0.1).start()
+    reads = RecallLoad(stack.base_url, "postgres-faults").start()
     try:
         assert wait_acked(load, 5)
         for _ in range(CYCLES):
@@ -140,12 +145,14 @@ def test_postgres_restarted_under_write_load(stack: FaultStack) -> None:
             assert wait_acked(load, 10), load.statuses  # the API's pool reconnects
     finally:
         load.stop()
+        reads.stop()
     assert worker.proc is not None and worker.proc.poll() is None, "the worker must outlive the database's restarts"
     assert set(load.statuses) <= {"201", "503"}, load.statuses
+    assert set(reads.statuses) <= {"200", "503"} and reads.statuses["200"], reads.statuses
     assert load.unavailable_bodies and all(b["error"] == "service_unavailable" for b in load.unavailable_bodies)
     catch_up_s = settle(stack, load)  # the worker reconnected: it projects what was written after the restarts
     assert_every_ack_recallable_once(stack, load)
-    figures("postgres restarts", load, catch_up_s)
+    figures("postgres restarts", load, reads, catch_up_s)
 
 
 def test_worker_sigkilled_in_a_loop_under_write_load(stack: FaultStack) -> None:
@@ -156,6 +163,7 @@ def test_worker_sigkilled_in_a_loop_under_write_load(stack: FaultStack) -> None:
             return conn.execute(text("SELECT coalesce(sum(position), 0) FROM projection_checkpoints")).scalar_one()
 
     load = WriteLoad(stack.base_url, "worker-faults", interval_s=0.1).start()
+    reads = RecallLoad(stack.base_url, "worker-faults").start()
     try:
         for _ in range(CYCLES):
             assert wait_acked(load, 10)  # a backlog for the next worker
@@ -169,7 +177,9 @@ def test_worker_sigkilled_in_a_loop_under_write_load(stack: FaultStack) -> None:
         assert wait_acked(load, 10)
     finally:
         load.stop()
+        reads.stop()
     assert set(load.statuses) == {"201"}, load.statuses
+    assert set(reads.statuses) == {"200"}, reads.statuses
     catch_up_s = settle(stack, load)
     assert_every_ack_recallable_once(stack, load)
-    figures("worker SIGKILLs", load, catch_up_s)
+    figures("worker SIGKILLs", load, reads, catch_up_s)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -111,6 +112,16 @@ class FaultStack:
         self.redis.stop()
         self.pg.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def crash(server: object) -> None:
+    """Stop an embedded server without its clean shutdown: PostgreSQL's immediate mode (SIGQUIT: no checkpoint,
+    crash recovery at the next start), Redis SIGKILLed."""
+    from stack.postgres import EmbeddedPostgres
+
+    process: subprocess.Popen[bytes] = server.process  # type: ignore[attr-defined]
+    process.send_signal(signal.SIGQUIT if isinstance(server, EmbeddedPostgres) else signal.SIGKILL)
+    process.wait(30)
 
 
 LETTERS = "bcdfghjklmnpqrstvwxz"

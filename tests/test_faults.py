@@ -1,7 +1,7 @@
 """Faults under a steady write load, each in a bounded loop, on a stack of the module's own (tests/fault_support.py):
-Redis stopped and restarted, PostgreSQL restarted, a worker SIGKILLed again and again. Afterwards every
-acknowledged write is in the log once, in the read models once and recalled, and `verify` finds every projection
-identical to a replay of the log.
+Redis stopped (or SIGKILLed) and restarted, PostgreSQL restarted (after a fast or an immediate shutdown, the latter
+with crash recovery), a worker SIGKILLed again and again. Afterwards every acknowledged write is in the log once,
+in the read models once and recalled, and `verify` finds every projection identical to a replay of the log.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from conftest import wait_until
-from fault_support import FaultStack, RecallLoad, WriteLoad, wait_acked
+from fault_support import FaultStack, RecallLoad, WriteLoad, crash, wait_acked
 from sqlalchemy import text
 
 CYCLES = 3
@@ -105,8 +105,11 @@ def test_redis_stopped_and_restarted_under_write_load(stack: FaultStack) -> None
     reads = RecallLoad(stack.base_url, "redis-faults").start()
     try:
         assert wait_acked(load, 5)
-        for _ in range(CYCLES):
-            stack.redis.stop()
+        for cycle in range(CYCLES):
+            if cycle % 2:
+                crash(stack.redis)
+            else:
+                stack.redis.stop()
             # Writes go on being acknowledged: the wake-up that cannot be sent does not fail them.
             assert wait_acked(load, 10), load.statuses
             # And the worker's poll projects them without Redis.
@@ -135,9 +138,12 @@ def test_postgres_restarted_under_write_load(stack: FaultStack) -> None:
     reads = RecallLoad(stack.base_url, "postgres-faults").start()
     try:
         assert wait_acked(load, 5)
-        for _ in range(CYCLES):
+        for cycle in range(CYCLES):
             refused = load.statuses["503"]
-            stack.pg.stop()
+            if cycle % 2:
+                crash(stack.pg)  # immediate shutdown: crash recovery at the start
+            else:
+                stack.pg.stop()
             # Down: the API answers 503 (JSON, retry), the writer retries the same write with its key.
             assert wait_until(lambda: load.statuses["503"] >= refused + 3, timeout=30), (  # noqa: B023
                 load.statuses)

@@ -44,7 +44,21 @@ MemoryStatus = Literal["pending", "active", "staging", "discarded", "superseded"
 
 
 class EventSchema(BaseModel):
+    """An event type's payload. The class is the handle: code appends `NewEvent.of(MemorySuperseded(...), ...)`
+    and names a type by `MemorySuperseded.type_name()`, so "find usages" shows who appends and who applies it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def type_name(cls) -> str:
+        """The type as the log stores it (events.type): the class's name."""
+        return cls.__name__
+
+
+class SystemEvent(EventSchema):
+    """An event only the system appends: a decision taken with a clock or a model (by a `system:*` actor, with the
+    inputs it used), the hit-log (recall itself), feedback (its endpoint, once validated against its recall).
+    A producer's batch holding one is refused (services/append_events.py, workers/producer.py)."""
 
 
 ScopeText = Annotated[str, StringConstraints(max_length=MAX_SCOPE_CHARS)]
@@ -155,7 +169,7 @@ class RecalledMemory(EventSchema):
     score: float
 
 
-class RecallServed(EventSchema):
+class RecallServed(SystemEvent):
     """The hit-log: one recall answered. Stream: recall-<recall_id>."""
 
     recall_id: uuid.UUID
@@ -169,7 +183,7 @@ class RecallServed(EventSchema):
     explanation: dict[str, Any] = Field(default_factory=dict)
 
 
-class MemoryAdmitted(EventSchema):
+class MemoryAdmitted(SystemEvent):
     """System decision: the salience gate's verdict on a recorded memory, with every input it used."""
 
     memory_id: uuid.UUID
@@ -181,7 +195,7 @@ class MemoryAdmitted(EventSchema):
     inputs: dict[str, Any] = Field(default_factory=dict)
 
 
-class MemoryReinforced(EventSchema):
+class MemoryReinforced(SystemEvent):
     """System decision: an observation repeated an existing memory's concept and reinforced it instead."""
 
     memory_id: uuid.UUID
@@ -191,7 +205,7 @@ class MemoryReinforced(EventSchema):
     confidence: float
 
 
-class MemorySuperseded(EventSchema):
+class MemorySuperseded(SystemEvent):
     """A correction: `superseded_by` replaces `memory_id`; the old value stays in history."""
 
     memory_id: uuid.UUID
@@ -201,7 +215,7 @@ class MemorySuperseded(EventSchema):
     similarity: float | None = None
 
 
-class MemoryStatusChanged(EventSchema):
+class MemoryStatusChanged(SystemEvent):
     """System decision taken with a clock (decay, staging sweep, promotion): replays reproduce it exactly."""
 
     memory_id: uuid.UUID
@@ -217,14 +231,14 @@ class FeedbackItem(EventSchema):
     verdict: Literal["used", "not_useful"]
 
 
-class RecallFeedbackGiven(EventSchema):
+class RecallFeedbackGiven(SystemEvent):
     """A client said which recalled memories it used. Stream: recall-<recall_id>."""
 
     recall_id: uuid.UUID
     items: list[FeedbackItem] = Field(min_length=1, max_length=100)
 
 
-class MemoriesMerged(EventSchema):
+class MemoriesMerged(SystemEvent):
     """System decision (consolidation): near-duplicates folded into `memory_id`; nothing is lost."""
 
     memory_id: uuid.UUID
@@ -234,7 +248,7 @@ class MemoriesMerged(EventSchema):
     clock: datetime
 
 
-class EdgeAdjusted(EventSchema):
+class EdgeAdjusted(SystemEvent):
     """System decision (consolidation): an association edge created, strengthened, weakened or capped."""
 
     source_id: uuid.UUID
@@ -245,7 +259,7 @@ class EdgeAdjusted(EventSchema):
     clock: datetime
 
 
-class ConsolidationCompleted(EventSchema):
+class ConsolidationCompleted(SystemEvent):
     """System: one sleep cycle ran with this clock and changed what its report says."""
 
     run_id: uuid.UUID
@@ -288,24 +302,34 @@ def _memory_recorded_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _current(schema: type[EventSchema], version: int = 1, upcasters: dict[int, Upcaster] | None = None) -> EventType:
+    return EventType(schema.type_name(), version, schema, upcasters or {})
+
+
 EVENT_TYPES: dict[str, EventType] = {
     t.name: t
     for t in (
-        EventType("MemoryRecorded", 2, MemoryRecorded, {1: _memory_recorded_v1_to_v2}),
-        EventType("RecallServed", 1, RecallServed),
-        EventType("MemoryAdmitted", 1, MemoryAdmitted),
-        EventType("MemoryReinforced", 1, MemoryReinforced),
-        EventType("MemorySuperseded", 1, MemorySuperseded),
-        EventType("MemoryStatusChanged", 1, MemoryStatusChanged),
-        EventType("RecallFeedbackGiven", 1, RecallFeedbackGiven),
-        EventType("MemoriesMerged", 1, MemoriesMerged),
-        EventType("EdgeAdjusted", 1, EdgeAdjusted),
-        EventType("ConsolidationCompleted", 1, ConsolidationCompleted),
+        _current(MemoryRecorded, 2, {1: _memory_recorded_v1_to_v2}),
+        _current(RecallServed),
+        _current(MemoryAdmitted),
+        _current(MemoryReinforced),
+        _current(MemorySuperseded),
+        _current(MemoryStatusChanged),
+        _current(RecallFeedbackGiven),
+        _current(MemoriesMerged),
+        _current(EdgeAdjusted),
+        _current(ConsolidationCompleted),
     )
 }
+TypeRef = str | type[EventSchema]  # a stored type name, or the event class
 
 
-def event_type(name: str) -> EventType:
+def _name(of: TypeRef) -> str:
+    return of if isinstance(of, str) else of.type_name()
+
+
+def event_type(of: TypeRef) -> EventType:
+    name = _name(of)
     try:
         return EVENT_TYPES[name]
     except KeyError:
@@ -313,9 +337,16 @@ def event_type(name: str) -> EventType:
         raise UnknownEventType(f"unknown event type {name!r}; known types: {known}") from None
 
 
-def validate_payload(name: str, data: Any, schema_version: int | None = None) -> dict[str, Any]:
+def is_system_event(name: str) -> bool:
+    """True for a type only the system appends (a SystemEvent); False for a producer's type or an unknown name."""
+    etype = EVENT_TYPES.get(name)
+    return etype is not None and issubclass(etype.schema, SystemEvent)
+
+
+def validate_payload(of: TypeRef, data: Any, schema_version: int | None = None) -> dict[str, Any]:
     """Upcast and validate a payload; answer it in the current schema's JSON form."""
-    etype = event_type(name)
+    etype = event_type(of)
+    name = etype.name
     if not isinstance(data, dict):
         raise InvalidPayload(f"{name}: data must be a JSON object")
     data = etype.upcast(etype.version if schema_version is None else schema_version, data)
@@ -327,8 +358,8 @@ def validate_payload(name: str, data: Any, schema_version: int | None = None) ->
     return model.model_dump(mode="json")
 
 
-def parse(name: str, schema_version: int, data: dict[str, Any]) -> EventSchema:
-    etype = event_type(name)
+def parse(of: TypeRef, schema_version: int, data: dict[str, Any]) -> EventSchema:
+    etype = event_type(of)
     return etype.schema.model_validate(etype.upcast(schema_version, data))
 
 
@@ -345,6 +376,15 @@ class NewEvent:
     event_id: uuid.UUID = field(default_factory=uuid.uuid4)
     # None: the batch's metadata. Set: this event's own (a system decision names its actor and causation).
     metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, payload: EventSchema, stream_id: str, **fields: Any) -> NewEvent:
+        """A typed event to append: `NewEvent.of(MemoryStatusChanged(...), memory_stream(memory_id), occurred_at=...)`
+        (the payload was validated when it was built; its JSON form is what is stored)."""
+        return cls(payload.type_name(), stream_id, payload.model_dump(mode="json"), **fields)
+
+    def is_a(self, schema: type[EventSchema]) -> bool:
+        return self.type == schema.type_name()
 
     @property
     def schema_version(self) -> int:
@@ -368,6 +408,9 @@ class RecordedEvent:
 
     def payload(self) -> EventSchema:
         return parse(self.type, self.schema_version, self.data)
+
+    def is_a(self, schema: type[EventSchema]) -> bool:
+        return self.type == schema.type_name()
 
 
 def memory_stream(memory_id: uuid.UUID) -> str:

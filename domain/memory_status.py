@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from domain.events import RecordedEvent
+from domain.events import MemoryAdmitted, MemoryStatusChanged, MemorySuperseded, RecordedEvent
 
 # The governor's disposition → the status a memory admitted with it has.
 DISPOSITION_STATUS = {"active": "active", "staging": "staging", "discard": "discarded"}
@@ -15,11 +15,11 @@ def status_from_stream(events: Iterable[RecordedEvent], memory_id: str) -> str |
     the kept memory's stream (MemoriesMerged), not on the merged ones': ask the log for it separately."""
     status: str | None = None
     for e in events:
-        if e.type == "MemoryAdmitted":
+        if e.is_a(MemoryAdmitted):
             status = DISPOSITION_STATUS[e.data["disposition"]]
-        elif e.type == "MemoryStatusChanged":
+        elif e.is_a(MemoryStatusChanged):
             status = e.data["to_status"]
-        elif e.type == "MemorySuperseded" and e.data.get("memory_id") == memory_id:
+        elif e.is_a(MemorySuperseded) and e.data.get("memory_id") == memory_id:
             status = "superseded"
     return status
 

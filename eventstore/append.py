@@ -11,7 +11,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import IntegrityError
 
 from domain.errors import ConcurrencyConflict, RetryableConflict
-from domain.events import NewEvent
+from domain.events import MemoryRecorded, NewEvent
 
 _EXISTING_KEYS = text("""
 SELECT idempotency_key, position FROM events
@@ -74,7 +74,7 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
     next_version = dict(heads)
     for e in events:
         current = next_version.get(e.stream_id, 0)
-        if e.type == "MemoryRecorded" and current:
+        if e.is_a(MemoryRecorded) and current:
             raise ConcurrencyConflict(f"stream {e.stream_id!r} already exists (version {current}): a memory is "
                                       "recorded once")
         if e.expected_version is not None and e.expected_version != current:

@@ -20,7 +20,7 @@ Everything comes from the events' own fields and recorded times, never the clock
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from domain.events import (
+    EventSchema,
     MemoriesMerged,
     MemoryReinforced,
     MemoryStatusChanged,
@@ -35,6 +36,7 @@ from domain.events import (
     RecallServed,
     RecordedEvent,
 )
+from projections.base import OneByOne, apply_in_order, types_of
 from projections.feedback import counted_feedback
 
 REACTIVATED_FROM = ("dormant", "archived")
@@ -76,54 +78,70 @@ def _later(a: datetime | None, b: datetime | None) -> datetime | None:
     return max(a, b)
 
 
+class _Run:
+    """The batch's accesses, verdicts and status inputs, one row per memory, upserted in one go."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, uuid.UUID], dict[str, Any]] = {}
+
+    def row(self, tenant: str, memory_id: uuid.UUID) -> dict[str, Any]:
+        return self.rows.setdefault((tenant, memory_id), {
+            "tenant": tenant, "memory_id": memory_id, "access": 0, "last_access_at": None, "used": 0,
+            "not_useful": 0, "status_ref_count": None, "has_status_ref": False, "reactivated_at": None})
+
+    def access(self, tenant: str, memory_id: uuid.UUID, at: datetime) -> None:
+        a = self.row(tenant, memory_id)
+        a["access"] += 1
+        a["last_access_at"] = _later(a["last_access_at"], at)
+
+    def served(self, conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
+        for r in {r.memory_id for r in p.results}:
+            self.access(event.tenant, r, event.recorded_at)
+
+    def reinforced(self, conn: Connection, event: RecordedEvent, p: MemoryReinforced) -> None:
+        self.access(event.tenant, p.memory_id, event.recorded_at)
+
+    def feedback(self, conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> None:
+        for item in counted_feedback(conn, event, p):
+            a = self.row(event.tenant, item.memory_id)
+            a["used" if item.verdict == "used" else "not_useful"] += 1
+
+    def status_changed(self, conn: Connection, event: RecordedEvent, p: MemoryStatusChanged) -> None:
+        a = self.row(event.tenant, p.memory_id)
+        ref_count = p.inputs.get("ref_count")
+        if isinstance(ref_count, int):
+            a["status_ref_count"], a["has_status_ref"] = ref_count, True
+        if p.to_status == "active" and p.from_status in REACTIVATED_FROM:
+            a["reactivated_at"] = _later(a["reactivated_at"], p.clock)
+
+    def flush(self, conn: Connection) -> None:
+        # One upsert per memory; the batch's rows in a stable order.
+        for key in sorted(self.rows, key=lambda k: (k[0], str(k[1]))):
+            conn.execute(_UPSERT, self.rows[key])
+        self.rows = {}
+
+
+def _merged(conn: Connection, event: RecordedEvent, p: MemoriesMerged) -> None:
+    # The fold reads the table: what the batch accumulated before it is written first (apply_in_order), so the
+    # result does not depend on where batches are cut.
+    conn.execute(_FOLD, {"tenant": event.tenant, "kept": p.memory_id, "merged": list(p.merged_ids)})
+
+
+# Event class → how it is applied: into the batch's rows, or on its own (after those rows are written).
+_IN_RUN: dict[type[EventSchema], Callable[[_Run, Connection, RecordedEvent, Any], None]] = {
+    RecallServed: _Run.served, MemoryReinforced: _Run.reinforced, RecallFeedbackGiven: _Run.feedback,
+    MemoryStatusChanged: _Run.status_changed}
+_ONE_BY_ONE: OneByOne = {MemoriesMerged: _merged}
+
+
 class ActivityProjector:
     name = "activity"
     tables = ("memory_activity",)
-    types = ("RecallServed", "MemoryReinforced", "RecallFeedbackGiven", "MemoryStatusChanged", "MemoriesMerged")
+    handlers = {**_IN_RUN, **_ONE_BY_ONE}
+    types = types_of(handlers)
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
-        rows: dict[tuple[str, uuid.UUID], dict[str, Any]] = {}
-
-        def row(tenant: str, memory_id: uuid.UUID) -> dict[str, Any]:
-            return rows.setdefault((tenant, memory_id), {
-                "tenant": tenant, "memory_id": memory_id, "access": 0, "last_access_at": None, "used": 0,
-                "not_useful": 0, "status_ref_count": None, "has_status_ref": False, "reactivated_at": None})
-
-        for event in events:
-            p = event.payload()
-            if isinstance(p, RecallServed):
-                for r in {r.memory_id for r in p.results}:
-                    a = row(event.tenant, r)
-                    a["access"] += 1
-                    a["last_access_at"] = _later(a["last_access_at"], event.recorded_at)
-            elif isinstance(p, MemoryReinforced):
-                a = row(event.tenant, p.memory_id)
-                a["access"] += 1
-                a["last_access_at"] = _later(a["last_access_at"], event.recorded_at)
-            elif isinstance(p, RecallFeedbackGiven):
-                for item in counted_feedback(conn, event, p):
-                    a = row(event.tenant, item.memory_id)
-                    a["used" if item.verdict == "used" else "not_useful"] += 1
-            elif isinstance(p, MemoryStatusChanged):
-                a = row(event.tenant, p.memory_id)
-                ref_count = p.inputs.get("ref_count")
-                if isinstance(ref_count, int):
-                    a["status_ref_count"], a["has_status_ref"] = ref_count, True
-                if p.to_status == "active" and p.from_status in REACTIVATED_FROM:
-                    a["reactivated_at"] = _later(a["reactivated_at"], p.clock)
-            elif isinstance(p, MemoriesMerged):
-                # The fold reads the table: what this batch accumulated so far goes in first, so the result
-                # does not depend on where batches are cut.
-                self._flush(conn, rows)
-                rows.clear()
-                conn.execute(_FOLD, {"tenant": event.tenant, "kept": p.memory_id, "merged": list(p.merged_ids)})
-        self._flush(conn, rows)
-
-    @staticmethod
-    def _flush(conn: Connection, rows: dict[tuple[str, uuid.UUID], dict[str, Any]]) -> None:
-        # One upsert per memory; the batch's rows in a stable order.
-        for key in sorted(rows, key=lambda k: (k[0], str(k[1]))):
-            conn.execute(_UPSERT, rows[key])
+        apply_in_order(conn, events, _ONE_BY_ONE, _IN_RUN, _Run())
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, text
 
 from domain.events import EdgeAdjusted, MemorySuperseded, RecallFeedbackGiven, RecordedEvent, recall_stream
 from domain.hebbian import CAUSAL_WEIGHT, canonical, decayed, strengthen, validated_pairs
+from projections.base import OneByOne, apply_in_order, types_of
 from projections.feedback import counted_feedback
 
 _GET = text("""
@@ -43,45 +44,49 @@ ORDER BY position LIMIT 1
 """)
 
 
+def _hebbian(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> None:
+    # Feedback counts once per (recall, memory): a repeat on the recall strengthens nothing again.
+    used = [i.memory_id for i in counted_feedback(conn, event, p) if i.verdict == "used"]
+    if len(used) < 2:
+        return
+    served = conn.execute(_SERVED, {"tenant": event.tenant, "stream": recall_stream(p.recall_id)}).scalar()
+    if not served:
+        return
+    served_ids = [uuid.UUID(r["memory_id"]) for r in served.get("results", [])]
+    for source, target in validated_pairs(used, served_ids):
+        params = {"tenant": event.tenant, "source": source, "target": target, "kind": "hebbian"}
+        row = conn.execute(_GET, params).first()
+        at = event.recorded_at
+        weight = 0.0
+        if row is not None:
+            at = max(at, row.updated_at)
+            weight = decayed(row.weight, row.updated_at, at, "hebbian")
+        conn.execute(_SET, {**params, "weight": strengthen(weight), "updated_at": at})
+
+
+def _causal(conn: Connection, event: RecordedEvent, p: MemorySuperseded) -> None:
+    conn.execute(_SET, {"tenant": event.tenant, "source": p.superseded_by, "target": p.memory_id,
+                        "kind": "causal", "weight": CAUSAL_WEIGHT, "updated_at": event.recorded_at})
+
+
+def _adjusted(conn: Connection, event: RecordedEvent, p: EdgeAdjusted) -> None:
+    source, target = canonical(p.source_id, p.target_id, p.edge_kind)
+    params = {"tenant": event.tenant, "source": source, "target": target, "kind": p.edge_kind}
+    if p.weight <= 0:
+        conn.execute(_DELETE, params)
+    else:
+        conn.execute(_SET, {**params, "weight": p.weight, "updated_at": p.clock})
+
+
 class EdgesProjector:
     name = "edges"
     tables = ("memory_edges",)
-    types = ("RecallFeedbackGiven", "MemorySuperseded", "EdgeAdjusted")
+    # Event class → how it is applied (each on its own, in log order).
+    handlers: OneByOne = {RecallFeedbackGiven: _hebbian, MemorySuperseded: _causal, EdgeAdjusted: _adjusted}
+    types = types_of(handlers)
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
-        for event in events:
-            p = event.payload()
-            if isinstance(p, RecallFeedbackGiven):
-                self._hebbian(conn, event, p)
-            elif isinstance(p, MemorySuperseded):
-                conn.execute(_SET, {"tenant": event.tenant, "source": p.superseded_by, "target": p.memory_id,
-                                    "kind": "causal", "weight": CAUSAL_WEIGHT, "updated_at": event.recorded_at})
-            elif isinstance(p, EdgeAdjusted):
-                source, target = canonical(p.source_id, p.target_id, p.edge_kind)
-                params = {"tenant": event.tenant, "source": source, "target": target, "kind": p.edge_kind}
-                if p.weight <= 0:
-                    conn.execute(_DELETE, params)
-                else:
-                    conn.execute(_SET, {**params, "weight": p.weight, "updated_at": p.clock})
-
-    def _hebbian(self, conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> None:
-        # Feedback counts once per (recall, memory): a repeat on the recall strengthens nothing again.
-        used = [i.memory_id for i in counted_feedback(conn, event, p) if i.verdict == "used"]
-        if len(used) < 2:
-            return
-        served = conn.execute(_SERVED, {"tenant": event.tenant, "stream": recall_stream(p.recall_id)}).scalar()
-        if not served:
-            return
-        served_ids = [uuid.UUID(r["memory_id"]) for r in served.get("results", [])]
-        for source, target in validated_pairs(used, served_ids):
-            params = {"tenant": event.tenant, "source": source, "target": target, "kind": "hebbian"}
-            row = conn.execute(_GET, params).first()
-            at = event.recorded_at
-            weight = 0.0
-            if row is not None:
-                at = max(at, row.updated_at)
-                weight = decayed(row.weight, row.updated_at, at, "hebbian")
-            conn.execute(_SET, {**params, "weight": strengthen(weight), "updated_at": at})
+        apply_in_order(conn, events, self.handlers)
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,22 @@ projection's table).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import Connection, text
 
 from domain.entities import entities, speaker
-from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent, memory_stream, parse
-from projections.base import repeated_recording
+from domain.events import (
+    EventSchema,
+    MemoriesMerged,
+    MemoryRecorded,
+    MemoryReinforced,
+    RecordedEvent,
+    memory_stream,
+    parse,
+)
+from projections.base import OneByOne, apply_in_order, types_of
 
 _INSERT = text("""
 INSERT INTO memory_entities (tenant, memory_id, entity, agent_id)
@@ -51,39 +60,50 @@ def _agent(conn: Connection, tenant: str, memory_id: uuid.UUID) -> str | None:
     row = conn.execute(_AGENT, {"tenant": tenant, "stream": memory_stream(memory_id)}).first()
     if row is None:
         return None
-    recorded = parse("MemoryRecorded", row.schema_version, row.data)  # upcast: an old event keeps its scope
+    recorded = parse(MemoryRecorded, row.schema_version, row.data)  # upcast: an old event keeps its scope
     return recorded.agent_id if isinstance(recorded, MemoryRecorded) else None
+
+
+class _Run:
+    """Entity rows of the batch's recorded memories, inserted in one statement."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[object]] = {"tenants": [], "ids": [], "entities": [], "agents": []}
+
+    def add(self, tenant: str, memory_id: object, agent_id: str | None, content: str) -> None:
+        for entity in talks_about(content):
+            for key, value in (("tenants", tenant), ("ids", memory_id), ("entities", entity), ("agents", agent_id)):
+                self.rows[key].append(value)
+
+    def recorded(self, conn: Connection, event: RecordedEvent, p: MemoryRecorded) -> None:
+        self.add(event.tenant, p.memory_id, p.agent_id, p.content)
+
+    def flush(self, conn: Connection) -> None:
+        if self.rows["ids"]:
+            conn.execute(_INSERT, self.rows)
+            for values in self.rows.values():
+                values.clear()
+
+
+def _content_changed(conn: Connection, event: RecordedEvent, p: MemoryReinforced | MemoriesMerged) -> None:
+    # The replaced rows may have been in this batch: apply_in_order wrote them before this deletes them.
+    conn.execute(_DROP, {"tenant": event.tenant, "memory_id": p.memory_id})
+    replaced = _Run()
+    replaced.add(event.tenant, p.memory_id, _agent(conn, event.tenant, p.memory_id), p.merged_content)
+    replaced.flush(conn)
+
+
+# Event class → how it is applied: into the batch's rows, or on its own (after those rows are written).
+_IN_RUN: dict[type[EventSchema], Callable[[_Run, Connection, RecordedEvent, Any], None]] = {
+    MemoryRecorded: _Run.recorded}
+_ONE_BY_ONE: OneByOne = {MemoryReinforced: _content_changed, MemoriesMerged: _content_changed}
 
 
 class EntitiesProjector:
     name = "entities"
     tables = ("memory_entities",)
-    types = ("MemoryRecorded", "MemoryReinforced", "MemoriesMerged")
+    handlers = {**_IN_RUN, **_ONE_BY_ONE}
+    types = types_of(handlers)
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
-        rows: dict[str, list[object]] = {"tenants": [], "ids": [], "entities": [], "agents": []}
-
-        def add(tenant: str, memory_id: object, agent_id: str | None, content: str) -> None:
-            for entity in talks_about(content):
-                for key, value in (("tenants", tenant), ("ids", memory_id), ("entities", entity),
-                                   ("agents", agent_id)):
-                    rows[key].append(value)
-
-        def flush() -> None:
-            if rows["ids"]:
-                conn.execute(_INSERT, rows)
-                for values in rows.values():
-                    values.clear()
-
-        for event in events:
-            if repeated_recording(event):
-                continue
-            p = event.payload()
-            if isinstance(p, MemoryRecorded):
-                add(event.tenant, p.memory_id, p.agent_id, p.content)
-            elif isinstance(p, MemoryReinforced | MemoriesMerged):
-                flush()  # the replaced rows may be in this batch: write them before deleting
-                params = {"tenant": event.tenant, "memory_id": p.memory_id}
-                conn.execute(_DROP, params)
-                add(event.tenant, p.memory_id, _agent(conn, event.tenant, p.memory_id), p.merged_content)
-        flush()
+        apply_in_order(conn, events, _ONE_BY_ONE, _IN_RUN, _Run())

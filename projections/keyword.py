@@ -10,13 +10,14 @@ indexed. Events are applied in log order, so the result does not depend on where
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import Connection, text
 
-from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
+from domain.events import EventSchema, MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
 from domain.text import term_frequencies
-from projections.base import repeated_recording
+from projections.base import OneByOne, apply_in_order, types_of
 
 _DOCS = text("""
 INSERT INTO keyword_docs (tenant, memory_id, length, agent_id, project, session_id, kind)
@@ -76,34 +77,22 @@ def reindex(conn: Connection, tenant: str, memory_id: object, content: str) -> b
     return True
 
 
-class KeywordProjector:
-    name = "keyword"
-    tables = ("keyword_docs", "keyword_postings", "keyword_terms", "keyword_stats")
-    types = ("MemoryRecorded", "MemoryReinforced", "MemoriesMerged")
+class _Run:
+    """Consecutive MemoryRecorded events, indexed in bulk (one statement per table)."""
 
-    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
-        run: list[RecordedEvent] = []  # consecutive MemoryRecorded, indexed in bulk
-        for event in events:
-            if event.type == "MemoryRecorded":
-                if not repeated_recording(event):
-                    run.append(event)
-                continue
-            self._index(conn, run)
-            run = []
-            p = event.payload()
-            if isinstance(p, MemoryReinforced | MemoriesMerged):
-                reindex(conn, event.tenant, p.memory_id, p.merged_content)
-        self._index(conn, run)
+    def __init__(self) -> None:
+        self.events: list[tuple[RecordedEvent, MemoryRecorded]] = []
 
-    def _index(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+    def add(self, conn: Connection, event: RecordedEvent, p: MemoryRecorded) -> None:
+        self.events.append((event, p))
+
+    def flush(self, conn: Connection) -> None:
         docs: dict[str, list] = {k: [] for k in ("tenants", "ids", "lengths", "agents", "projects", "sessions",
                                                  "kinds")}
         postings: dict[str, list] = {k: [] for k in ("tenants", "terms", "ids", "tfs", "lengths")}
         df: Counter[tuple[str, str]] = Counter()
         stats: dict[str, list[int]] = {}
-        for event in events:
-            m = event.payload()
-            assert isinstance(m, MemoryRecorded)
+        for event, m in self.events:
             tfs = term_frequencies(m.content)
             length = sum(tfs.values())
             for key, value in (("tenants", event.tenant), ("ids", m.memory_id), ("lengths", length),
@@ -118,6 +107,7 @@ class KeywordProjector:
             tenant_stats = stats.setdefault(event.tenant, [0, 0])
             tenant_stats[0] += 1
             tenant_stats[1] += length
+        self.events = []
         if not docs["ids"]:
             return
         conn.execute(_DOCS, docs)
@@ -128,3 +118,23 @@ class KeywordProjector:
                                   "dfs": [df[k] for k in keys]})
         for tenant, (n, total) in sorted(stats.items()):
             conn.execute(_STATS, {"tenant": tenant, "n": n, "total": total})
+
+
+def _content_changed(conn: Connection, event: RecordedEvent, p: MemoryReinforced | MemoriesMerged) -> None:
+    reindex(conn, event.tenant, p.memory_id, p.merged_content)
+
+
+# Event class → how it is applied: into the current bulk run, or on its own (after the run is written).
+_IN_RUN: dict[type[EventSchema], Callable[[_Run, Connection, RecordedEvent, Any], None]] = {MemoryRecorded: _Run.add}
+_ONE_BY_ONE: OneByOne = {
+    MemoryReinforced: _content_changed, MemoriesMerged: _content_changed}
+
+
+class KeywordProjector:
+    name = "keyword"
+    tables = ("keyword_docs", "keyword_postings", "keyword_terms", "keyword_stats")
+    handlers = {**_IN_RUN, **_ONE_BY_ONE}
+    types = types_of(handlers)
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        apply_in_order(conn, events, _ONE_BY_ONE, _IN_RUN, _Run())

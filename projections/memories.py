@@ -22,12 +22,13 @@ does not depend on where batches are cut, and a rebuild reproduces it exactly:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from domain.events import (
+    EventSchema,
     MemoriesMerged,
     MemoryAdmitted,
     MemoryRecorded,
@@ -39,7 +40,7 @@ from domain.events import (
 )
 from domain.reinforce import INITIAL_CONFIDENCE, feedback_confidence, merged_confidence
 from domain.text import content_hash
-from projections.base import repeated_recording
+from projections.base import OneByOne, apply_in_order, types_of
 from projections.feedback import counted_feedback
 
 _INSERT = text("""
@@ -95,90 +96,102 @@ WHERE m.tenant = :tenant AND m.memory_id = b.memory_id
 _STATUS_OF = {"active": "active", "staging": "staging", "discard": "discarded"}
 
 
-class MemoriesProjector:
-    name = "memories"
-    tables = ("memories", "memory_history")
-    types = ("MemoryRecorded", "MemoryAdmitted", "MemoryReinforced", "MemorySuperseded", "MemoryStatusChanged",
-             "MemoriesMerged", "RecallFeedbackGiven")
+class _Run:
+    """Consecutive MemoryRecorded / MemoryAdmitted events, written in bulk: an admission only touches its own
+    memory, recorded before it, so a run applied at once gives what applying it event by event gives."""
 
-    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
-        run: list[RecordedEvent] = []  # consecutive MemoryRecorded / MemoryAdmitted
-        for event in events:
-            if event.type in ("MemoryRecorded", "MemoryAdmitted"):
-                run.append(event)
-                continue
-            self._flush(conn, run)
-            run = []
-            self._apply_one(conn, event)
-        self._flush(conn, run)
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.admitted: dict[tuple[str, Any], dict[str, Any]] = {}
 
-    def _flush(self, conn: Connection, run: list[RecordedEvent]) -> None:
-        rows: list[dict[str, Any]] = []
-        admitted: dict[tuple[str, Any], dict[str, Any]] = {}
-        for event in run:
-            if repeated_recording(event):
-                continue
-            p = event.payload()
-            if isinstance(p, MemoryRecorded):
-                rows.append({
-                    "tenant": event.tenant, "memory_id": p.memory_id, "content": p.content,
-                    "content_hash": content_hash(p.content), "kind": p.kind, "agent_id": p.agent_id,
-                    "project": p.project, "session_id": p.session_id, "tags": list(p.tags),
-                    "metadata": json.dumps(p.metadata), "occurred_at": event.occurred_at,
-                    "recorded_at": event.recorded_at, "position": event.position, "confidence": INITIAL_CONFIDENCE,
-                })
-            elif isinstance(p, MemoryAdmitted):
-                # A memory is admitted once: the first admission wins, as it would applied one at a time.
-                admitted.setdefault((event.tenant, p.memory_id), {
-                    "tenant": event.tenant, "id": p.memory_id, "status": _STATUS_OF[p.disposition],
-                    "salience": p.salience, "route": p.route, "type": p.kind, "at": event.recorded_at})
-        if rows:
-            conn.execute(_INSERT, rows)
-        if admitted:
-            a = list(admitted.values())
+    def record(self, conn: Connection, event: RecordedEvent, p: MemoryRecorded) -> None:
+        self.rows.append({
+            "tenant": event.tenant, "memory_id": p.memory_id, "content": p.content,
+            "content_hash": content_hash(p.content), "kind": p.kind, "agent_id": p.agent_id,
+            "project": p.project, "session_id": p.session_id, "tags": list(p.tags),
+            "metadata": json.dumps(p.metadata), "occurred_at": event.occurred_at,
+            "recorded_at": event.recorded_at, "position": event.position, "confidence": INITIAL_CONFIDENCE,
+        })
+
+    def admit(self, conn: Connection, event: RecordedEvent, p: MemoryAdmitted) -> None:
+        # A memory is admitted once: the first admission wins, as it would applied one at a time.
+        self.admitted.setdefault((event.tenant, p.memory_id), {
+            "tenant": event.tenant, "id": p.memory_id, "status": _STATUS_OF[p.disposition],
+            "salience": p.salience, "route": p.route, "type": p.kind, "at": event.recorded_at})
+
+    def flush(self, conn: Connection) -> None:
+        if self.rows:
+            conn.execute(_INSERT, self.rows)
+        if self.admitted:
+            a = list(self.admitted.values())
             conn.execute(_ADMIT, {"tenants": [x["tenant"] for x in a], "ids": [x["id"] for x in a],
                                   "statuses": [x["status"] for x in a], "saliences": [x["salience"] for x in a],
                                   "routes": [x["route"] for x in a], "types": [x["type"] for x in a],
                                   "ats": [x["at"] for x in a]})
+        self.rows, self.admitted = [], {}
 
-    def _apply_one(self, conn: Connection, event: RecordedEvent) -> None:
-        p = event.payload()
-        tenant = event.tenant
-        if isinstance(p, MemoryReinforced):
-            conn.execute(_REINFORCE, {"tenant": tenant, "memory_id": p.memory_id, "confidence": p.confidence,
-                                      "content": p.merged_content, "content_hash": content_hash(p.merged_content)})
-        elif isinstance(p, MemorySuperseded):
-            ids = {"tenant": tenant, "old": p.memory_id, "new": p.superseded_by}
-            conn.execute(_SUPERSEDE_OLD, {**ids, "at": event.recorded_at})
-            conn.execute(_SUPERSEDE_NEW, ids)
-            conn.execute(_HISTORY, {**ids, "reason": p.reason, "trigger": p.trigger,
-                                    "actor": (event.metadata or {}).get("actor"), "at": event.recorded_at,
-                                    "position": event.position})
-        elif isinstance(p, MemoryStatusChanged):
-            conn.execute(_STATUS, {"tenant": tenant, "memory_id": p.memory_id, "from_status": p.from_status,
-                                   "to_status": p.to_status, "clock": p.clock})
-        elif isinstance(p, MemoriesMerged):
-            group = [p.memory_id, *(m for m in dict.fromkeys(p.merged_ids) if m != p.memory_id)]
-            confidences = {r.memory_id: float(r.confidence)
-                           for r in conn.execute(_CONFIDENCES, {"tenant": tenant, "ids": group})}
-            conn.execute(_MERGED, {"tenant": tenant, "kept": p.memory_id, "merged": list(p.merged_ids),
-                                   "clock": p.clock})
-            conn.execute(_KEPT, {"tenant": tenant, "kept": p.memory_id, "content": p.merged_content,
-                                 "content_hash": content_hash(p.merged_content)})
-            if p.memory_id in confidences:
-                # In group order (kept first): the same floats summed in the same order on every replay.
-                pooled = merged_confidence([confidences[m] for m in group if m in confidences])
-                conn.execute(_SET_CONFIDENCE, {"tenant": tenant, "ids": [p.memory_id], "confidences": [pooled]})
-        elif isinstance(p, RecallFeedbackGiven):
-            counted = counted_feedback(conn, event, p)
-            ids = [item.memory_id for item in counted]
-            if not ids:
-                return
-            current = {r.memory_id: float(r.confidence)
-                       for r in conn.execute(_CONFIDENCES, {"tenant": tenant, "ids": ids})}
-            for item in counted:
-                if item.memory_id in current:
-                    current[item.memory_id] = feedback_confidence(current[item.memory_id], item.verdict)
-            if current:
-                conn.execute(_SET_CONFIDENCE, {"tenant": tenant, "ids": list(current),
-                                               "confidences": list(current.values())})
+
+def _reinforced(conn: Connection, event: RecordedEvent, p: MemoryReinforced) -> None:
+    conn.execute(_REINFORCE, {"tenant": event.tenant, "memory_id": p.memory_id, "confidence": p.confidence,
+                              "content": p.merged_content, "content_hash": content_hash(p.merged_content)})
+
+
+def _superseded(conn: Connection, event: RecordedEvent, p: MemorySuperseded) -> None:
+    ids = {"tenant": event.tenant, "old": p.memory_id, "new": p.superseded_by}
+    conn.execute(_SUPERSEDE_OLD, {**ids, "at": event.recorded_at})
+    conn.execute(_SUPERSEDE_NEW, ids)
+    conn.execute(_HISTORY, {**ids, "reason": p.reason, "trigger": p.trigger,
+                            "actor": (event.metadata or {}).get("actor"), "at": event.recorded_at,
+                            "position": event.position})
+
+
+def _status_changed(conn: Connection, event: RecordedEvent, p: MemoryStatusChanged) -> None:
+    conn.execute(_STATUS, {"tenant": event.tenant, "memory_id": p.memory_id, "from_status": p.from_status,
+                           "to_status": p.to_status, "clock": p.clock})
+
+
+def _merged(conn: Connection, event: RecordedEvent, p: MemoriesMerged) -> None:
+    tenant = event.tenant
+    group = [p.memory_id, *(m for m in dict.fromkeys(p.merged_ids) if m != p.memory_id)]
+    confidences = {r.memory_id: float(r.confidence)
+                   for r in conn.execute(_CONFIDENCES, {"tenant": tenant, "ids": group})}
+    conn.execute(_MERGED, {"tenant": tenant, "kept": p.memory_id, "merged": list(p.merged_ids), "clock": p.clock})
+    conn.execute(_KEPT, {"tenant": tenant, "kept": p.memory_id, "content": p.merged_content,
+                         "content_hash": content_hash(p.merged_content)})
+    if p.memory_id in confidences:
+        # In group order (kept first): the same floats summed in the same order on every replay.
+        pooled = merged_confidence([confidences[m] for m in group if m in confidences])
+        conn.execute(_SET_CONFIDENCE, {"tenant": tenant, "ids": [p.memory_id], "confidences": [pooled]})
+
+
+def _feedback(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> None:
+    counted = counted_feedback(conn, event, p)
+    ids = [item.memory_id for item in counted]
+    if not ids:
+        return
+    current = {r.memory_id: float(r.confidence)
+               for r in conn.execute(_CONFIDENCES, {"tenant": event.tenant, "ids": ids})}
+    for item in counted:
+        if item.memory_id in current:
+            current[item.memory_id] = feedback_confidence(current[item.memory_id], item.verdict)
+    if current:
+        conn.execute(_SET_CONFIDENCE, {"tenant": event.tenant, "ids": list(current),
+                                       "confidences": list(current.values())})
+
+
+# Event class → how it is applied: into the current bulk run, or on its own (after the run is written).
+_IN_RUN: dict[type[EventSchema], Callable[[_Run, Connection, RecordedEvent, Any], None]] = {
+    MemoryRecorded: _Run.record, MemoryAdmitted: _Run.admit}
+_ONE_BY_ONE: OneByOne = {
+    MemoryReinforced: _reinforced, MemorySuperseded: _superseded, MemoryStatusChanged: _status_changed,
+    MemoriesMerged: _merged, RecallFeedbackGiven: _feedback}
+
+
+class MemoriesProjector:
+    name = "memories"
+    tables = ("memories", "memory_history")
+    handlers = {**_IN_RUN, **_ONE_BY_ONE}
+    types = types_of(handlers)
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        apply_in_order(conn, events, _ONE_BY_ONE, _IN_RUN, _Run())

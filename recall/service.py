@@ -26,7 +26,7 @@ import structlog
 from sqlalchemy import Engine, text
 
 from domain.errors import InvalidPayload, NotFound
-from domain.events import NewEvent, recall_stream, validate_payload
+from domain.events import NewEvent, RecallServed, recall_stream, validate_payload
 from eventstore.append import append
 from infra.embedding import Embedder, to_pgvector
 from infra.metrics import RECALL_LATENCY
@@ -199,7 +199,7 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
         "staging_fallback": fallback,
     }
     recall_id = uuid.uuid4()
-    served = validate_payload("RecallServed", {
+    served = validate_payload(RecallServed, {
         "recall_id": str(recall_id), "query": request.query, "k": k, "scope": scope.as_dict(),
         "results": [{"memory_id": str(r.memory_id), "rank": i + 1, "score": r.score} for i, r in enumerate(results)],
         "latency_ms": round(latency_ms, 3),
@@ -207,7 +207,7 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
                                                       for r in results]},
     })
     with engine.begin() as conn:
-        [position] = append(conn, scope.tenant, [NewEvent("RecallServed", recall_stream(recall_id), served,
+        [position] = append(conn, scope.tenant, [NewEvent(RecallServed.type_name(), recall_stream(recall_id), served,
                                                           expected_version=0)], metadata)
     appended(1)  # the hit-log event is an append like any other: counted, and the projectors woken
     log.info("recall.served", recall_id=str(recall_id), results=len(results), latency_ms=round(latency_ms, 1),

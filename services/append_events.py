@@ -2,8 +2,8 @@
 
 Every MemoryRecorded is decided by the governor (services/governance.py) inside the one transaction, under its
 per-scope locks, and its decision events are appended in that same transaction right after it. Decisions are
-the system's: a producer cannot append them itself (SYSTEM_TYPES are refused unless the metadata's actor is a
-system actor).
+the system's: a producer cannot append them itself (a SystemEvent, domain/events.py, is refused unless the
+metadata's actor is a system actor).
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from domain.errors import ConcurrencyConflict, ContentTooLarge, InvalidPayload
 from domain.events import (
     MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_STREAM_ID_CHARS,
+    MemoryRecorded,
     NewEvent,
     has_lone_surrogate,
+    is_system_event,
     memory_stream,
     occurred_in_range,
     validate_payload,
@@ -30,13 +32,6 @@ from eventstore.append import append, existing_positions
 from infra.settings import get_settings
 from infra.wake import appended
 from services.governance import Decision, decisions_from_log, prepare, with_decisions
-
-# Decisions, appended by the system (the governor, the scheduler) with the inputs they used, and feedback,
-# appended by its endpoint once validated against its recall: never posted as raw events by a producer.
-# RecallServed is the hit-log, appended by recall itself (a forged one would inflate activation).
-SYSTEM_TYPES = frozenset({"MemoryAdmitted", "MemoryReinforced", "MemorySuperseded", "MemoryStatusChanged",
-                          "MemoriesMerged", "EdgeAdjusted", "ConsolidationCompleted", "RecallFeedbackGiven",
-                          "RecallServed"})
 
 
 @dataclass(frozen=True)
@@ -92,7 +87,7 @@ def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEven
     if isinstance(content, str) and len(content) > limit:
         raise ContentTooLarge(f"content is {len(content)} characters; the limit is {limit}")
     stream_id, expected = item.stream_id, item.expected_version
-    if item.type == "MemoryRecorded":
+    if item.type == MemoryRecorded.type_name():
         # A memory is recorded once, on its own stream.
         own = memory_stream(uuid.UUID(data["memory_id"]))
         if stream_id not in (None, own):
@@ -111,7 +106,7 @@ def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEven
 def _recorded_once(events: Sequence[NewEvent]) -> None:
     seen: set[str] = set()
     for e in events:
-        if e.type == "MemoryRecorded":
+        if e.is_a(MemoryRecorded):
             if e.stream_id in seen:
                 raise InvalidPayload(f"MemoryRecorded twice for {e.stream_id!r} in one batch; a memory is "
                                      "recorded once")
@@ -149,15 +144,18 @@ def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], me
     events = [to_new_event(item, idempotency_key, i) for i, item in enumerate(items)]
     _recorded_once(events)
     if not _is_system(metadata):
-        refused = sorted({e.type for e in events if e.type in SYSTEM_TYPES})
+        # Decisions (the governor's, the scheduler's, with their inputs), the hit-log (a forged one would inflate
+        # activation) and feedback (validated against its recall by its endpoint) are never a producer's.
+        refused = sorted({e.type for e in events if is_system_event(e.type)})
         if refused:
             raise InvalidPayload(f"{', '.join(refused)}: appended by the system, not by producers")
-    memory_ids = [uuid.UUID(e.data["memory_id"]) for e in events if e.type == "MemoryRecorded"]
+    recorded = [e for e in events if e.is_a(MemoryRecorded)]
+    memory_ids = [uuid.UUID(e.data["memory_id"]) for e in recorded]
 
     retried = _retried(engine, tenant, events)
     if retried is not None:
         return Appended(retried, decisions_from_log(engine, tenant, memory_ids))
-    prepared = prepare(engine, tenant, [e for e in events if e.type == "MemoryRecorded"], metadata, settings)
+    prepared = prepare(engine, tenant, recorded, metadata, settings)
     try:
         with engine.begin() as conn:
             # Decided in the write's own transaction: the governor's per-scope locks last until the commit.

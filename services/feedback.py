@@ -10,7 +10,16 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from domain.errors import ConcurrencyConflict, FeedbackAlreadyGiven, InvalidPayload, NotFound
-from domain.events import SYSTEM_ACTOR, NewEvent, memory_stream, recall_stream, validate_payload
+from domain.events import (
+    SYSTEM_ACTOR,
+    MemoryStatusChanged,
+    NewEvent,
+    RecallFeedbackGiven,
+    RecallServed,
+    memory_stream,
+    recall_stream,
+    validate_payload,
+)
 from domain.memory_status import status_from_stream
 from eventstore.append import append
 from eventstore.stream import read_stream
@@ -40,15 +49,15 @@ def promotions(conn: Connection, tenant: str, cause: NewEvent, recall_id: uuid.U
             continue
         if conn.execute(_MERGED, {"tenant": tenant, "memory_id": memory_id}).first():
             continue
-        data = validate_payload("MemoryStatusChanged", {
-            "memory_id": memory_id, "from_status": "staging", "to_status": "active",
-            "reason": f"promoted: used after recall {recall_id}", "clock": clock.isoformat(),
-            "inputs": {"recall_id": str(recall_id), "verdict": "used"}})
-        events.append(NewEvent("MemoryStatusChanged", memory_stream(uuid.UUID(memory_id)), data,
-                               expected_version=stream[-1].stream_version,
-                               metadata={"actor": SYSTEM_ACTOR, "correlation_id": metadata.get("correlation_id"),
-                                         "causation_id": str(cause.event_id), "source": metadata.get("source"),
-                                         "requested_by": metadata.get("actor")}))
+        promoted = MemoryStatusChanged(
+            memory_id=uuid.UUID(memory_id), from_status="staging", to_status="active",
+            reason=f"promoted: used after recall {recall_id}", clock=clock,
+            inputs={"recall_id": str(recall_id), "verdict": "used"})
+        events.append(NewEvent.of(promoted, memory_stream(uuid.UUID(memory_id)),
+                                  expected_version=stream[-1].stream_version,
+                                  metadata={"actor": SYSTEM_ACTOR, "correlation_id": metadata.get("correlation_id"),
+                                            "causation_id": str(cause.event_id), "source": metadata.get("source"),
+                                            "requested_by": metadata.get("actor")}))
     return events
 
 
@@ -70,7 +79,7 @@ def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequ
     concurrent feedback makes it check again. The projectors apply the same rule from the log (earlier
     RecallFeedbackGiven events on the stream win), so a log holding a repeat still counts it once on rebuild.
     """
-    data = validate_payload("RecallFeedbackGiven", {"recall_id": str(recall_id), "items": list(items)})
+    data = validate_payload(RecallFeedbackGiven, {"recall_id": str(recall_id), "items": list(items)})
     named = [item["memory_id"] for item in data["items"]]
     twice = sorted({i for i in named if named.count(i) > 1})
     if twice:
@@ -79,7 +88,7 @@ def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequ
     for attempt in range(APPEND_ATTEMPTS):
         with engine.connect() as conn:
             rows = conn.execute(_RECALL, {"tenant": tenant, "stream": stream}).all()
-        served = next((r.data for r in rows if r.type == "RecallServed"), None)
+        served = next((r.data for r in rows if r.type == RecallServed.type_name()), None)
         if served is None:
             raise NotFound(f"no recall {recall_id}")
         returned = {r["memory_id"] for r in served.get("results", [])}
@@ -88,7 +97,7 @@ def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequ
             raise InvalidPayload(f"recall {recall_id} did not return these memories: {', '.join(foreign)}")
         judged: dict[str, tuple[str, int]] = {}  # memory id → (the verdict that counts, its event's position)
         for r in rows:
-            if r.type == "RecallFeedbackGiven":
+            if r.type == RecallFeedbackGiven.type_name():
                 for item in r.data["items"]:
                     judged.setdefault(item["memory_id"], (item["verdict"], r.position))
         changed = [f"{i['memory_id']} (was {judged[i['memory_id']][0]})" for i in data["items"]
@@ -99,7 +108,7 @@ def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequ
         fresh = [i for i in data["items"] if i["memory_id"] not in judged]
         if not fresh:
             return max(judged[i][1] for i in named)
-        event = NewEvent("RecallFeedbackGiven", stream, {**data, "items": fresh},
+        event = NewEvent(RecallFeedbackGiven.type_name(), stream, {**data, "items": fresh},
                          expected_version=max(r.stream_version for r in rows))
         try:
             with engine.begin() as conn:

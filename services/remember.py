@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from domain.events import MemoryRecorded
 from services.append_events import EventInput, append_governed
 
 
@@ -53,7 +54,7 @@ def remember(engine: Engine, tenant: str, memories: Sequence[MemoryInput],
                                     if m.idempotency_key else uuid.uuid4())
         ids.append(memory_id)
         items.append(EventInput(
-            type="MemoryRecorded", occurred_at=m.occurred_at, idempotency_key=m.idempotency_key,
+            type=MemoryRecorded.type_name(), occurred_at=m.occurred_at, idempotency_key=m.idempotency_key,
             data={"memory_id": str(memory_id), "content": m.content, "kind": m.kind, "agent_id": m.agent_id,
                   "project": m.project, "session_id": m.session_id, "tags": m.tags, "metadata": m.metadata,
                   "must_keep": m.must_keep, "signals": m.signals,

@@ -43,7 +43,7 @@ from sqlalchemy import Connection, Engine, text
 
 from domain.consolidation import ConsolidationConfig, Edge, EdgeChange, Merge, Node, Plan, plan, prune
 from domain.errors import ConcurrencyConflict, NotCaughtUp
-from domain.events import NewEvent, memory_stream, validate_payload
+from domain.events import ConsolidationCompleted, EdgeAdjusted, MemoriesMerged, NewEvent, memory_stream
 from eventstore.append import append
 from infra.settings import Settings, get_settings
 from infra.wake import appended
@@ -324,7 +324,7 @@ def _append_merges(engine: Engine, tenant: str, planned: _TenantPlan, metadata: 
                     if stream is None or not stream.applied or row is None or row.status not in RECALLABLE \
                             or row.content != content:
                         raise StalePlan(f"memory {memory_id} changed after the consolidation snapshot")
-                events = [replace(e, expected_version=now[e.stream_id].version) if e.type == "MemoriesMerged" else e
+                events = [replace(e, expected_version=now[e.stream_id].version) if e.is_a(MemoriesMerged) else e
                           for e in planned.events]
                 positions = append(conn, tenant, events, metadata)
             # Writes in these scopes wait until the merges are in the read model the governor decides from.
@@ -365,17 +365,14 @@ def _plan_tenant(engine: Engine, tenant: str, agent_id: str | None, clock: datet
                 seen["largest_cluster"] = max(seen["largest_cluster"], page_seen["largest_cluster"])
                 for m in p.merges:
                     merge_scopes.add((unit.agent_id, unit.project))
-                    data = validate_payload("MemoriesMerged", {
-                        "memory_id": str(m.memory_id), "merged_ids": [str(i) for i in m.merged_ids],
-                        "similarity": m.similarity, "merged_content": m.merged_content,
-                        "clock": clock.isoformat()})
-                    events.append(NewEvent("MemoriesMerged", memory_stream(m.memory_id), data, occurred_at=clock))
+                    merged = MemoriesMerged(memory_id=m.memory_id, merged_ids=list(m.merged_ids),
+                                            similarity=m.similarity, merged_content=m.merged_content, clock=clock)
+                    events.append(NewEvent.of(merged, memory_stream(m.memory_id), occurred_at=clock))
                 for e in p.edges:
                     overlay.add(e)
-                    data = validate_payload("EdgeAdjusted", {
-                        "source_id": str(e.source_id), "target_id": str(e.target_id), "edge_kind": e.kind,
-                        "weight": e.weight, "reason": f"{e.phase}: {e.reason}", "clock": clock.isoformat()})
-                    events.append(NewEvent("EdgeAdjusted", consolidation_stream(run_id), data, occurred_at=clock))
+                    adjusted = EdgeAdjusted(source_id=e.source_id, target_id=e.target_id, edge_kind=e.kind,
+                                            weight=e.weight, reason=f"{e.phase}: {e.reason}", clock=clock)
+                    events.append(NewEvent.of(adjusted, consolidation_stream(run_id), occurred_at=clock))
             changes.update(counts)
             observed["memories"] += run.memories
             observed["pages"] += run.pages
@@ -391,8 +388,7 @@ def _plan_tenant(engine: Engine, tenant: str, agent_id: str | None, clock: datet
         "per_scope": scopes[:MAX_SCOPES_IN_REPORT],
         "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
     }
-    completed = validate_payload("ConsolidationCompleted", {
-        "run_id": str(run_id), "tenant_scope": {"tenant": tenant, "agent_id": agent_id},
-        "clock": clock.isoformat(), "report": report})
-    events.append(NewEvent("ConsolidationCompleted", consolidation_stream(run_id), completed, occurred_at=clock))
+    completed = ConsolidationCompleted(run_id=run_id, tenant_scope={"tenant": tenant, "agent_id": agent_id},
+                                       clock=clock, report=report)
+    events.append(NewEvent.of(completed, consolidation_stream(run_id), occurred_at=clock))
     return _TenantPlan(run_id, events, report, merge_scopes, named)

@@ -26,7 +26,7 @@ from sqlalchemy import Connection, Engine, text
 
 from domain.decay import DecayPolicy, MemoryRefs, Transition, decide
 from domain.errors import ConcurrencyConflict, NotCaughtUp
-from domain.events import NewEvent, memory_stream, validate_payload
+from domain.events import MemoryStatusChanged, NewEvent, memory_stream
 from eventstore.append import append
 from eventstore.read import head_position
 from infra.settings import Settings, get_settings
@@ -174,11 +174,9 @@ def decay_sweep(engine: Engine, clock: datetime | None = None, tenant: str | Non
             report.examined, report.transitions = find_transitions(conn, clock, policy, tenant)
         by_tenant: dict[str, list[NewEvent]] = {}
         for t, memory_id, tr in report.transitions:
-            data = validate_payload("MemoryStatusChanged", {
-                "memory_id": str(memory_id), "from_status": tr.from_status, "to_status": tr.to_status,
-                "reason": tr.reason, "clock": clock.isoformat(), "inputs": tr.inputs})
-            by_tenant.setdefault(t, []).append(NewEvent("MemoryStatusChanged", memory_stream(memory_id), data,
-                                                        occurred_at=clock))
+            changed = MemoryStatusChanged(memory_id=memory_id, from_status=tr.from_status, to_status=tr.to_status,
+                                          reason=tr.reason, clock=clock, inputs=tr.inputs)
+            by_tenant.setdefault(t, []).append(NewEvent.of(changed, memory_stream(memory_id), occurred_at=clock))
         metadata = {"actor": SCHEDULER_ACTOR, "source": "decay_sweep", "correlation_id": str(report.sweep_id)}
         count = 0
         for t, events in by_tenant.items():

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from domain.errors import InvalidPayload
-from domain.events import has_lone_surrogate, validate_payload
+from domain.events import has_lone_surrogate, is_system_event, validate_payload
 
 MAX_TENANT_CHARS = 128
 _EVENT_FIELDS = frozenset({"type", "data", "stream_id", "schema_version", "expected_version", "idempotency_key",
@@ -24,8 +24,6 @@ _EVENT_FIELDS = frozenset({"type", "data", "stream_id", "schema_version", "expec
 
 def check_message(tenant: object, events: object, metadata: object) -> None:
     """Refuse what no retry of the message could append: raises InvalidPayload with the reason."""
-    from services.append_events import SYSTEM_TYPES
-
     if not isinstance(tenant, str) or not tenant or len(tenant) > MAX_TENANT_CHARS or "\x00" in tenant \
             or has_lone_surrogate(tenant):
         raise InvalidPayload(f"tenant must be a non-empty string of at most {MAX_TENANT_CHARS} characters")
@@ -41,7 +39,7 @@ def check_message(tenant: object, events: object, metadata: object) -> None:
         unknown = sorted(set(event) - _EVENT_FIELDS)
         if unknown:
             raise InvalidPayload(f"{event['type']}: unknown event fields {unknown}; known: {sorted(_EVENT_FIELDS)}")
-        if event["type"] in SYSTEM_TYPES:
+        if is_system_event(event["type"]):
             raise InvalidPayload(f"{event['type']}: appended by the system, not by producers")
 
 

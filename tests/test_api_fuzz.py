@@ -9,8 +9,9 @@ Below it, each 5xx a fuzz run found, as a plain test.
 from __future__ import annotations
 
 import pytest
+from conftest import WorkerProcess
 
-from bench.fuzz import MODES, FuzzReport, fuzz_mode, load_schema, serve
+from bench.fuzz import MODES, FuzzReport, fuzz_mode, load_schema, serve, wait_healthy
 
 EXAMPLES = 5  # per operation and positive/negative: ~20 operations x 2 x 5 per mode, well under a minute
 SEED = 7
@@ -18,12 +19,17 @@ SEED = 7
 
 @pytest.fixture(scope="module")
 def served(app):  # type: ignore[no-untyped-def]
-    with serve(app) as base_url:
-        yield base_url, load_schema(base_url)
+    worker = WorkerProcess().start()  # one for both modes: read-your-writes recalls need the projections
+    try:
+        with serve(app) as base_url:
+            wait_healthy(base_url)
+            yield base_url, load_schema(base_url)
+    finally:
+        worker.stop()
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_no_generated_input_gets_a_5xx(served, worker, tenant, mode):  # type: ignore[no-untyped-def]
+def test_no_generated_input_gets_a_5xx(served, tenant, mode):  # type: ignore[no-untyped-def]
     base_url, schema = served
     report = FuzzReport()
     fuzz_mode(schema, base_url, mode, tenant, report, examples=EXAMPLES, seed=SEED)

@@ -120,6 +120,47 @@ class Write:
     old_cosine: float | None = None  # explicit supersede: cosine to the memory it supersedes, when projected
 
 
+class BatchVectors:
+    """The vectors of one scope's memories this batch admitted or changed, as one matrix: each write is compared
+    with all of them in one product (a batch of n writes costs n products, not n² Python dot calls)."""
+
+    def __init__(self, dim_hint: int = 384) -> None:
+        self.ids: list[uuid.UUID] = []
+        self.row: dict[uuid.UUID, int] = {}
+        self.matrix = np.zeros((16, dim_hint), dtype=np.float32)
+        self.alive = np.zeros(16, dtype=bool)
+
+    def put(self, memory_id: uuid.UUID, vector: np.ndarray | None) -> None:
+        """Set (or, with None, withdraw) a memory's vector."""
+        i = self.row.get(memory_id)
+        if i is None:
+            if vector is None:
+                return
+            i = len(self.ids)
+            if i == len(self.alive):  # grow by doubling
+                self.matrix = np.concatenate([self.matrix, np.zeros_like(self.matrix)])
+                self.alive = np.concatenate([self.alive, np.zeros_like(self.alive)])
+            if self.matrix.shape[1] != vector.shape[0]:
+                self.matrix = np.zeros((len(self.alive), vector.shape[0]), dtype=np.float32)
+            self.ids.append(memory_id)
+            self.row[memory_id] = i
+        if vector is None:
+            self.alive[i] = False
+        else:
+            self.matrix[i] = vector
+            self.alive[i] = True
+
+    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[uuid.UUID, float]]:
+        """The k most similar memories (id, cosine), most similar first; ties by id."""
+        n = len(self.ids)
+        if n == 0:
+            return []
+        cosines = np.where(self.alive[:n], self.matrix[:n] @ vector, -np.inf)
+        top = np.argsort(-cosines, kind="stable")[:k]
+        found = [(self.ids[i], float(cosines[i])) for i in top if np.isfinite(cosines[i])]
+        return sorted(found, key=lambda x: (-x[1], str(x[0])))
+
+
 @dataclass
 class StreamState:
     """What the log says of one memory now (authoritative, whatever the projections' lag)."""
@@ -145,6 +186,7 @@ class Governor:
         self.superseded: set[uuid.UUID] = set()
         self.states: dict[uuid.UUID, StreamState] = {}
         self.calibration: Calibration | None = None  # the model's novelty calibration, set before deciding
+        self.batch_vectors: dict[ScopeKey, BatchVectors] = {}
 
     # ------------------------------------------------------------------------------------------- metadata
 
@@ -243,11 +285,11 @@ class Governor:
                 "similarity": None if similarity is None else round(similarity, 6)}, meta,
                 expected_version=self.expected_version(old)))
             self.superseded.add(old)
-            self.known.pop(old, None)
+            self.forget(old)
         if disposition in ("active", "staging"):
-            self.known[m.memory_id] = Known(m.memory_id, (m.agent_id, m.project), w.vector,
+            self.keep(Known(m.memory_id, (m.agent_id, m.project), w.vector,
                                              DISPOSITION_STATUS[disposition], m.content, INITIAL_CONFIDENCE,
-                                             touched_stream=True)
+                                             touched_stream=True))
         return Decision(m.memory_id, disposition, round(score, 6), memory_type, route_, reason,
                         supersedes=old, events=tuple(events))
 
@@ -288,13 +330,23 @@ class Governor:
         vector = known.vector if known is not None else None
         if merged != content:
             vector = self.embed([merged])[0]
-        self.known[target] = Known(target, (m.agent_id, m.project), vector, "active", merged, new_confidence,
+        self.keep(Known(target, (m.agent_id, m.project), vector, "active", merged, new_confidence,
                                     (known.reinforced_count if known else nearest.reinforced_count) + 1,
-                                    touched_stream=True)
+                                    touched_stream=True))
         return Decision(m.memory_id, "discard", round(score, 6), memory_type, route_, reason, reinforced=target,
                         events=tuple(events))
 
     # ------------------------------------------------------------------------------------------- neighbours
+
+    def keep(self, known: Known) -> None:
+        """Record a memory this batch admitted or changed (and its vector, for the writes after it)."""
+        self.known[known.memory_id] = known
+        self.batch_vectors.setdefault(known.scope, BatchVectors()).put(known.memory_id, known.vector)
+
+    def forget(self, memory_id: uuid.UUID) -> None:
+        known = self.known.pop(memory_id, None)
+        if known is not None:
+            self.batch_vectors[known.scope].put(memory_id, None)
 
     def embed(self, texts: list[str]) -> list[np.ndarray]:
         if self.embed_texts is None:
@@ -317,12 +369,13 @@ class Governor:
             elif known.vector is None:  # changed in this batch but not its content: its state, the same cosine
                 best.setdefault(n.memory_id, NearMemory(n.memory_id, n.cosine, known.status, known.content,
                                                         known.confidence, known.reinforced_count, n.source))
-        for k in self.known.values():
-            if k.scope != scope or k.vector is None or k.memory_id == w.memory.memory_id:
-                continue
-            cosine = float(np.dot(w.vector, k.vector))  # type: ignore[arg-type]
-            best[k.memory_id] = NearMemory(k.memory_id, cosine, k.status, k.content, k.confidence,
-                                           k.reinforced_count, "batch")
+        batch = self.batch_vectors.get(scope)
+        if batch is not None and w.vector is not None:
+            for memory_id, cosine in batch.nearest(w.vector, NEAREST_PER_QUERY + 1):
+                k = self.known[memory_id]
+                if memory_id != w.memory.memory_id:
+                    best[memory_id] = NearMemory(memory_id, cosine, k.status, k.content, k.confidence,
+                                                 k.reinforced_count, "batch")
         ranked = sorted(best.values(), key=lambda n: (-n.cosine, str(n.memory_id)))
         w.neighbours = ranked
         return ranked[0] if ranked else None

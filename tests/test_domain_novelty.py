@@ -85,3 +85,28 @@ def test_calibration_is_the_medians_and_refuses_a_model_that_cannot_tell_paraphr
     assert c.cosine_novelty(0.675) == pytest.approx(0.5)
     with pytest.raises(ValueError):
         calibrate("m", [0.9], [0.5])
+
+
+def test_batch_vectors_answer_the_nearest_and_forget_withdrawn_ones():
+    import uuid
+
+    import numpy as np
+
+    from domain.governance import BatchVectors
+
+    ids = [uuid.UUID(int=i) for i in range(40)]
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(40, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    batch = BatchVectors(dim_hint=8)
+    for i, v in zip(ids, vectors, strict=True):  # grows past its first capacity (16)
+        batch.put(i, v)
+    query = vectors[7]
+    [(first, cosine), *_] = batch.nearest(query, 3)
+    assert first == ids[7] and cosine == pytest.approx(1.0, abs=1e-5)
+    expected = sorted(range(40), key=lambda i: -float(vectors[i] @ query))[:3]
+    assert [i for i, _ in batch.nearest(query, 3)] == [ids[i] for i in expected]
+    batch.put(ids[7], None)  # superseded in the batch: never a neighbour again
+    assert ids[7] not in [i for i, _ in batch.nearest(query, 40)]
+    batch.put(ids[7], vectors[7])  # and back (a reinforcement re-embedded it)
+    assert batch.nearest(query, 1)[0][0] == ids[7]

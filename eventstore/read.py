@@ -74,5 +74,14 @@ def read_after(conn: Connection, after: Checkpoint, types: Sequence[str], limit:
     return [row_to_event(r) for r in rows]
 
 
+_AT = text(f"SELECT {COLUMNS} FROM events e WHERE e.position = :position")
+
+
+def event_at(conn: Connection, position: int) -> RecordedEvent | None:
+    """The event at `position` (of any tenant: for operators and the projection machinery), or None."""
+    row = conn.execute(_AT, {"position": position}).first()
+    return row_to_event(row) if row is not None else None
+
+
 def head_position(conn: Connection) -> int:
     return conn.execute(text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()

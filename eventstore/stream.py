@@ -1,20 +1,86 @@
-"""Reading one stream of the log, in stream order (what a write checks before it appends to that stream)."""
+"""Reading one stream of the log (or a few), in stream order: what a write checks before it appends to a stream,
+and what a projector looks up on a stream (a recording, the recall a feedback is about, earlier feedback)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from sqlalchemy import Connection, text
 
-from domain.events import RecordedEvent
-from eventstore.read import COLUMNS, row_to_event
+from domain.events import EventSchema, RecordedEvent
+from eventstore.read import COLUMNS, Checkpoint, row_to_event
 
 _STREAM = text(f"""
-SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream ORDER BY e.stream_version
+SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream
+  AND (CAST(:types AS text[]) IS NULL OR e.type = ANY(CAST(:types AS text[])))
+  AND (CAST(:before AS bigint) IS NULL OR e.stream_version < CAST(:before AS bigint))
+ORDER BY e.stream_version
+""")
+# Through the (tenant, stream_id, stream_version) key.
+_AT_VERSION = text(f"""
+SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream AND e.stream_version = :version
+""")
+_FIRST_OF_TYPE = text(f"""
+SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream AND e.type = :type
+ORDER BY e.stream_version LIMIT 1
+""")
+_LISTING = text("""
+SELECT EXISTS (SELECT 1 FROM events WHERE tenant = :tenant AND type = :type AND data->:field ? :value)
+""")
+# Per stream: its head version, and whether every event of `types` on it is at or before the checkpoint.
+_HEADS = text("""
+SELECT e.stream_id, max(e.stream_version) AS version,
+       bool_and(NOT (e.type = ANY(:types))
+                OR (e.tx_id, e.position) <= (CAST(CAST(:tx AS text) AS xid8), :pos)) AS applied
+FROM events e WHERE e.tenant = :tenant AND e.stream_id = ANY(:streams) GROUP BY e.stream_id
 """)
 
 
-def read_stream(conn: Connection, tenant: str, stream_id: str) -> list[RecordedEvent]:
-    """Every event of one of the tenant's streams, oldest first."""
-    return [row_to_event(r) for r in conn.execute(_STREAM, {"tenant": tenant, "stream": stream_id})]
+def _names(types: Sequence[type[EventSchema]] | None) -> list[str] | None:
+    return None if types is None else [t.type_name() for t in types]
 
 
-__all__ = ["read_stream"]
+def read_stream(conn: Connection, tenant: str, stream_id: str, types: Sequence[type[EventSchema]] | None = None,
+                before_version: int | None = None) -> list[RecordedEvent]:
+    """The events of one of the tenant's streams, oldest first: all, or those of `types`, or those before
+    `before_version`."""
+    return [row_to_event(r) for r in conn.execute(_STREAM, {"tenant": tenant, "stream": stream_id,
+                                                            "types": _names(types), "before": before_version})]
+
+
+def stream_event(conn: Connection, tenant: str, stream_id: str, version: int) -> RecordedEvent | None:
+    """The event at `version` of a stream (1: the stream's first), or None."""
+    row = conn.execute(_AT_VERSION, {"tenant": tenant, "stream": stream_id, "version": version}).first()
+    return row_to_event(row) if row is not None else None
+
+
+def first_of_type(conn: Connection, tenant: str, stream_id: str, schema: type[EventSchema]) -> RecordedEvent | None:
+    """The first event of type `schema` on a stream (a recall's RecallServed), or None."""
+    row = conn.execute(_FIRST_OF_TYPE, {"tenant": tenant, "stream": stream_id, "type": schema.type_name()}).first()
+    return row_to_event(row) if row is not None else None
+
+
+def any_lists(conn: Connection, tenant: str, schema: type[EventSchema], field: str, value: str) -> bool:
+    """Whether any of the tenant's events of type `schema` lists `value` in its array field `field` (a memory named
+    by a MemoriesMerged's merged_ids, which is on the kept memory's stream, not on the merged one's)."""
+    return bool(conn.execute(_LISTING, {"tenant": tenant, "type": schema.type_name(), "field": field,
+                                        "value": value}).scalar_one())
+
+
+@dataclass(frozen=True)
+class StreamHead:
+    version: int
+    applied: bool  # every event of the asked types on the stream is at or before the checkpoint
+
+
+def stream_heads(conn: Connection, tenant: str, streams: Sequence[str], types: Sequence[str],
+                 checkpoint: Checkpoint) -> dict[str, StreamHead]:
+    """Head version of each of the streams that exist, and whether a projection at `checkpoint` that applies
+    `types` has applied every such event on it."""
+    rows = conn.execute(_HEADS, {"tenant": tenant, "streams": list(streams), "types": list(types),
+                                 "tx": checkpoint.tx_id, "pos": checkpoint.position})
+    return {r.stream_id: StreamHead(r.version, r.applied) for r in rows}
+
+
+__all__ = ["StreamHead", "any_lists", "first_of_type", "read_stream", "stream_event", "stream_heads"]

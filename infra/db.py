@@ -31,10 +31,16 @@ def get_engine() -> Engine:
     return engine_for(get_settings().database_url)
 
 
+def ping(engine: Engine) -> None:
+    """Raise when the database cannot answer (the health check)."""
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+
+
 @contextmanager
 def transaction(engine: Engine | None = None) -> Iterator[Connection]:
     with (engine or get_engine()).begin() as conn:
         yield conn
 
 
-__all__ = ["Connection", "Engine", "engine_for", "get_engine", "normalise_url", "text", "transaction"]
+__all__ = ["Connection", "Engine", "engine_for", "get_engine", "normalise_url", "ping", "text", "transaction"]

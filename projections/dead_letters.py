@@ -16,7 +16,7 @@ import structlog
 from sqlalchemy import Connection, Engine, text
 
 from domain.events import RecordedEvent
-from eventstore.read import COLUMNS, row_to_event
+from eventstore.read import event_at
 from infra.db_errors import is_unavailable
 from infra.metrics import PROJECTION_EVENT_FAILURES, PROJECTION_EVENTS_PARKED
 from projections.base import Projector
@@ -59,7 +59,6 @@ FROM projection_dead_letters
 WHERE status IN ('failing', 'parked') AND (CAST(:tenant AS text) IS NULL OR tenant = :tenant)
 GROUP BY projection
 """)
-_EVENT = text(f"SELECT {COLUMNS} FROM events WHERE position = :position")
 _RESOLVE = text("""
 UPDATE projection_dead_letters SET status = :status, resolved_at = clock_timestamp(), resolved_by = :by
 WHERE projection = :projection AND position = :position AND status = 'parked'
@@ -169,12 +168,12 @@ def retry(engine: Engine, projector: Projector, position: int, by: str) -> Resol
         conn.execute(_LOCK, {"key": _lock_key(projector.name)})
         if not _is_parked(conn, projector.name, position):
             return Resolution(projector.name, position, "not_parked")
-        row = conn.execute(_EVENT, {"position": position}).first()
-        if row is None:  # the log never loses an event; kept for a hand-edited table
+        event = event_at(conn, position)
+        if event is None:  # the log never loses an event; kept for a hand-edited table
             return Resolution(projector.name, position, "not_parked")
         try:
             with conn.begin_nested():
-                projector.apply(conn, [row_to_event(row)])
+                projector.apply(conn, [event])
         except Exception as exc:
             if is_unavailable(exc):
                 raise

@@ -19,8 +19,16 @@ from datetime import datetime
 
 from sqlalchemy import Connection, text
 
-from domain.events import EdgeAdjusted, MemorySuperseded, RecallFeedbackGiven, RecordedEvent, recall_stream
+from domain.events import (
+    EdgeAdjusted,
+    MemorySuperseded,
+    RecallFeedbackGiven,
+    RecallServed,
+    RecordedEvent,
+    recall_stream,
+)
 from domain.hebbian import CAUSAL_WEIGHT, canonical, decayed, strengthen, validated_pairs
+from eventstore.stream import first_of_type
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.feedback import counted_feedback
 
@@ -37,11 +45,6 @@ ON CONFLICT (tenant, source_id, target_id, kind) DO UPDATE SET weight = EXCLUDED
 _DELETE = text("""
 DELETE FROM memory_edges WHERE tenant = :tenant AND source_id = :source AND target_id = :target AND kind = :kind
 """)
-# The recall the feedback is about, from the log itself (always committed before its feedback).
-_SERVED = text("""
-SELECT data FROM events WHERE tenant = :tenant AND stream_id = :stream AND type = 'RecallServed'
-ORDER BY position LIMIT 1
-""")
 
 
 def _hebbian(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> None:
@@ -49,10 +52,11 @@ def _hebbian(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> 
     used = [i.memory_id for i in counted_feedback(conn, event, p) if i.verdict == "used"]
     if len(used) < 2:
         return
-    served = conn.execute(_SERVED, {"tenant": event.tenant, "stream": recall_stream(p.recall_id)}).scalar()
-    if not served:
+    # The recall the feedback is about, from the log itself (always committed before its feedback).
+    served = first_of_type(conn, event.tenant, recall_stream(p.recall_id), RecallServed)
+    if served is None or not served.data:
         return
-    served_ids = [uuid.UUID(r["memory_id"]) for r in served.get("results", [])]
+    served_ids = [uuid.UUID(r["memory_id"]) for r in served.data.get("results", [])]
     for source, target in validated_pairs(used, served_ids):
         params = {"tenant": event.tenant, "source": source, "target": target, "kind": "hebbian"}
         row = conn.execute(_GET, params).first()

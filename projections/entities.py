@@ -26,8 +26,8 @@ from domain.events import (
     MemoryReinforced,
     RecordedEvent,
     memory_stream,
-    parse,
 )
+from eventstore.stream import stream_event
 from projections.base import OneByOne, apply_in_order, types_of
 
 _INSERT = text("""
@@ -35,11 +35,6 @@ INSERT INTO memory_entities (tenant, memory_id, entity, agent_id)
 SELECT * FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:entities AS text[]),
                      CAST(:agents AS text[]))
 ON CONFLICT DO NOTHING
-""")
-# The memory's recording, its stream's first event (read through the (tenant, stream_id, version) key).
-_AGENT = text("""
-SELECT schema_version, data FROM events WHERE tenant = :tenant AND stream_id = :stream AND stream_version = 1
-  AND type = 'MemoryRecorded'
 """)
 _DROP = text("DELETE FROM memory_entities WHERE tenant = :tenant AND memory_id = :memory_id")
 
@@ -57,10 +52,10 @@ def talks_about(content: str) -> list[str]:
 
 
 def _agent(conn: Connection, tenant: str, memory_id: uuid.UUID) -> str | None:
-    row = conn.execute(_AGENT, {"tenant": tenant, "stream": memory_stream(memory_id)}).first()
-    if row is None:
+    first = stream_event(conn, tenant, memory_stream(memory_id), 1)  # the memory's recording: its stream's first
+    if first is None or not first.is_a(MemoryRecorded):
         return None
-    recorded = parse(MemoryRecorded, row.schema_version, row.data)  # upcast: an old event keeps its scope
+    recorded = first.payload()  # upcast: an old event keeps its scope
     return recorded.agent_id if isinstance(recorded, MemoryRecorded) else None
 
 

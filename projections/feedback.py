@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from domain.events import FeedbackItem, RecallFeedbackGiven, RecordedEvent
-
-# The feedback given on a recall before this event (its stream is ordered by stream_version).
-_EARLIER_FEEDBACK = text("""
-SELECT data FROM events
-WHERE tenant = :tenant AND stream_id = :stream AND type = 'RecallFeedbackGiven' AND stream_version < :version
-""")
+from eventstore.stream import read_stream
 
 
 def counted_feedback(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> list[FeedbackItem]:
@@ -24,8 +19,8 @@ def counted_feedback(conn: Connection, event: RecordedEvent, p: RecallFeedbackGi
     decides the same; services/feedback.py refuses such repeats before they reach the log."""
     judged: set[uuid.UUID] = set()
     if event.stream_version > 1:
-        for r in conn.execute(_EARLIER_FEEDBACK, {"tenant": event.tenant, "stream": event.stream_id,
-                                                  "version": event.stream_version}):
+        # The feedback given on the recall before this event (its stream is ordered by stream_version).
+        for r in read_stream(conn, event.tenant, event.stream_id, (RecallFeedbackGiven,), event.stream_version):
             judged.update(uuid.UUID(i["memory_id"]) for i in r.data.get("items", []))
     out = []
     for item in p.items:

@@ -30,6 +30,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from domain.errors import DomainError
+from eventstore.progress import count_of
 from eventstore.read import Checkpoint, read_after
 from projections.base import Projector
 from projections.runner import _LOCK, load_checkpoint, lock_key, save_checkpoint
@@ -107,12 +108,7 @@ def _use(conn: Connection, schema: str) -> None:
 
 
 def _count(conn: Connection, projector: Projector, until: Checkpoint | None) -> int:
-    sql = "SELECT count(*) FROM events WHERE type = ANY(:types)"
-    params: dict[str, object] = {"types": list(projector.types)}
-    if until is not None:
-        sql += " AND (tx_id, position) <= (CAST(CAST(:tx AS text) AS xid8), :pos)"
-        params.update(tx=until.tx_id, pos=until.position)
-    return conn.execute(text(sql), params).scalar_one()
+    return count_of(conn, projector.types, until)
 
 
 class _Ticker:

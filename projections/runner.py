@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import structlog
 from sqlalchemy import Connection, Engine, text
 
+from eventstore.progress import has_reached as log_reached
+from eventstore.progress import progress
 from eventstore.read import Checkpoint, read_after
 from projections.base import Projector
 from projections.dead_letters import apply_guarded, open_counts
@@ -88,49 +90,18 @@ class ProjectionStatus:
     failing: int = 0  # events failing now, retried on the next runs until parked
 
 
-_STATUS = text("""
-SELECT coalesce(c.position, 0) AS position,
-       (SELECT coalesce(max(position), 0) FROM events) AS head,
-       c.updated_at,
-       (SELECT count(*) FROM events e WHERE e.type = ANY(:types)
-          AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0))) AS lag_events,
-       (SELECT extract(epoch FROM clock_timestamp() - min(e.recorded_at)) FROM events e
-         WHERE e.type = ANY(:types)
-           AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0))) AS lag_seconds
-FROM (SELECT 1) AS one
-LEFT JOIN projection_checkpoints c ON c.name = :name
-""")
-
-
 def status(conn: Connection, projector: Projector, dead_letters_of: str | None = None) -> ProjectionStatus:
     """Position and lag; parked / failing events of one tenant (`dead_letters_of`) or of all (None)."""
-    row = conn.execute(_STATUS, {"name": projector.name, "types": list(projector.types)}).one()
+    p = progress(conn, projector.name, projector.types)
     parked, failing = open_counts(conn, dead_letters_of).get(projector.name, (0, 0))
     return ProjectionStatus(
-        name=projector.name, position=row.position, head=row.head, lag_events=row.lag_events,
-        lag_seconds=float(row.lag_seconds or 0.0),
-        updated_at=row.updated_at.isoformat() if row.updated_at else None, parked=parked, failing=failing,
+        name=projector.name, position=p.position, head=p.head, lag_events=p.lag_events, lag_seconds=p.lag_seconds,
+        updated_at=p.updated_at.isoformat() if p.updated_at else None, parked=parked, failing=failing,
     )
-
-
-# A position stands for its whole transaction: a write's governance decisions are appended after it in the
-# same transaction, and reading the write back must see them applied too.
-_CAUGHT_UP = text("""
-WITH target AS (
-  SELECT greatest(CAST(:position AS bigint),
-                  (SELECT max(t.position) FROM events p JOIN events t ON t.tx_id = p.tx_id
-                   WHERE p.position = :position)) AS position)
-SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
-   AND NOT EXISTS (
-  SELECT 1 FROM target, events e LEFT JOIN projection_checkpoints c ON c.name = :name
-  WHERE e.position <= target.position AND e.type = ANY(:types)
-    AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0)))
-""")
 
 
 def has_reached(conn: Connection, projector: Projector, position: int) -> bool:
     """True when the log holds `position` and every event of the projector's types at or below it (and in the
     rest of its transaction) has been applied. A position the log has not reached yet is not reached, however
     caught up the projection is."""
-    return bool(conn.execute(_CAUGHT_UP, {"name": projector.name, "position": position,
-                                          "types": list(projector.types)}).scalar_one())
+    return log_reached(conn, projector.name, projector.types, position)

@@ -28,6 +28,7 @@ from sqlalchemy import Engine, text
 from domain.errors import InvalidPayload, NotFound
 from domain.events import NewEvent, RecallServed, recall_stream, validate_payload
 from eventstore.append import append
+from eventstore.stream import first_of_type
 from infra.embedding import Embedder, to_pgvector
 from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
@@ -246,10 +247,7 @@ def _result(item: Item, rank_: int, rerank_skipped: str | None) -> RecallResult:
 def get_recall(engine: Engine, tenant: str, recall_id: uuid.UUID) -> dict[str, Any]:
     """What a recall answered and why, from its hit-log event (the tenant's own only)."""
     with engine.connect() as conn:
-        row = conn.execute(text("""
-            SELECT position, data, recorded_at FROM events
-            WHERE tenant = :tenant AND stream_id = :stream AND type = 'RecallServed'
-            ORDER BY position LIMIT 1"""), {"tenant": tenant, "stream": recall_stream(recall_id)}).first()
+        row = first_of_type(conn, tenant, recall_stream(recall_id), RecallServed)
     if row is None:
         raise NotFound(f"no recall {recall_id}")
     data = row.data

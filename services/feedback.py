@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 
 from domain.errors import ConcurrencyConflict, FeedbackAlreadyGiven, InvalidPayload, NotFound
 from domain.events import (
     SYSTEM_ACTOR,
+    MemoriesMerged,
     MemoryStatusChanged,
     NewEvent,
     RecallFeedbackGiven,
@@ -22,18 +23,11 @@ from domain.events import (
 )
 from domain.memory_status import status_from_stream
 from eventstore.append import append
-from eventstore.stream import read_stream
+from eventstore.stream import any_lists, read_stream
 from infra.wake import appended
 
 # The recall's stream: its RecallServed, then the feedback given on it, in stream order.
-_RECALL = text("""
-SELECT type, data, stream_version, position FROM events WHERE tenant = :tenant AND stream_id = :stream
-ORDER BY stream_version
-""")
 APPEND_ATTEMPTS = 5
-_MERGED = text("""
-SELECT 1 FROM events WHERE tenant = :tenant AND type = 'MemoriesMerged' AND data->'merged_ids' ? :memory_id LIMIT 1
-""")
 
 
 def promotions(conn: Connection, tenant: str, cause: NewEvent, recall_id: uuid.UUID, used: Sequence[str],
@@ -47,7 +41,7 @@ def promotions(conn: Connection, tenant: str, cause: NewEvent, recall_id: uuid.U
         stream = read_stream(conn, tenant, memory_stream(uuid.UUID(memory_id)))
         if status_from_stream(stream, memory_id) != "staging":
             continue
-        if conn.execute(_MERGED, {"tenant": tenant, "memory_id": memory_id}).first():
+        if any_lists(conn, tenant, MemoriesMerged, "merged_ids", memory_id):  # merged away: not promoted
             continue
         promoted = MemoryStatusChanged(
             memory_id=uuid.UUID(memory_id), from_status="staging", to_status="active",
@@ -87,7 +81,7 @@ def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequ
     stream = recall_stream(recall_id)
     for attempt in range(APPEND_ATTEMPTS):
         with engine.connect() as conn:
-            rows = conn.execute(_RECALL, {"tenant": tenant, "stream": stream}).all()
+            rows = read_stream(conn, tenant, stream)
         served = next((r.data for r in rows if r.type == RecallServed.type_name()), None)
         if served is None:
             raise NotFound(f"no recall {recall_id}")

@@ -45,6 +45,7 @@ from domain.consolidation import ConsolidationConfig, Edge, EdgeChange, Merge, N
 from domain.errors import ConcurrencyConflict, NotCaughtUp
 from domain.events import ConsolidationCompleted, EdgeAdjusted, MemoriesMerged, NewEvent, memory_stream
 from eventstore.append import append
+from eventstore.stream import stream_heads
 from infra.settings import Settings, get_settings
 from infra.wake import appended
 from services.governance import scope_lock_key
@@ -287,13 +288,6 @@ def _consolidate_tenant(engine: Engine, tenant: str, agent_id: str | None, clock
 
 _SESSION_LOCK = text("SELECT pg_advisory_lock(CAST(:key AS bigint))")
 _SESSION_UNLOCK = text("SELECT pg_advisory_unlock(CAST(:key AS bigint))")
-# Per stream: its head version, and whether the memories projection has applied every event of its types on it.
-_STREAMS_NOW = text("""
-SELECT e.stream_id, max(e.stream_version) AS version,
-       bool_and(NOT (e.type = ANY(:types))
-                OR (e.tx_id, e.position) <= (CAST(CAST(:tx AS text) AS xid8), :pos)) AS applied
-FROM events e WHERE e.tenant = :tenant AND e.stream_id = ANY(:streams) GROUP BY e.stream_id
-""")
 _MEMORIES_NOW = text("SELECT memory_id, status, content FROM memories WHERE tenant = :tenant AND memory_id = ANY(:ids)")
 
 
@@ -314,9 +308,8 @@ def _append_merges(engine: Engine, tenant: str, planned: _TenantPlan, metadata: 
             with conn.begin():
                 checkpoint = load_checkpoint(conn, "memories")
                 streams = {memory_stream(m): m for m in planned.seen}
-                now = {r.stream_id: r for r in conn.execute(_STREAMS_NOW, {
-                    "tenant": tenant, "streams": list(streams), "types": list(get_projector("memories").types),
-                    "tx": checkpoint.tx_id, "pos": checkpoint.position})}
+                # Each stream's head, and whether the memories projection has applied every event on it.
+                now = stream_heads(conn, tenant, list(streams), get_projector("memories").types, checkpoint)
                 state = {r.memory_id: r for r in conn.execute(_MEMORIES_NOW, {"tenant": tenant,
                                                                               "ids": list(planned.seen)})}
                 for memory_id, content in planned.seen.items():

@@ -7,7 +7,7 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
 from api.schemas import (
@@ -22,7 +22,7 @@ from api.schemas import (
     SupersededOut,
     SupersedeIn,
 )
-from domain.errors import NotFound
+from recall import queries
 from services.neighbours import old_memory
 from services.remember import MemoryInput, Remembered, remember
 
@@ -53,22 +53,11 @@ def post_memories(body: MemoriesIn, who: Annotated[Caller, Depends(caller)],
     return RememberedManyOut(memories=[_out(d) for d in done])
 
 
-_ONE = text("""
-SELECT memory_id, content, kind, agent_id, project, session_id, tags, metadata, occurred_at, recorded_at,
-       status, position, memory_type, salience, route, confidence, reinforced_count, supersedes, superseded_by,
-       merged_into, status_changed_at
-FROM memories WHERE tenant = :tenant AND memory_id = :id
-""")
-
-
 @router.get("/{memory_id}", response_model=GovernedMemoryOut)
 def get_memory(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)]) -> GovernedMemoryOut:
     with db.connect() as conn:
-        row = conn.execute(_ONE, {"tenant": who.tenant, "id": memory_id}).first()
-    if row is None:
-        raise NotFound(f"no memory {memory_id}")
-    return GovernedMemoryOut(**row._mapping)
+        return GovernedMemoryOut(**queries.memory(conn, who.tenant, memory_id))
 
 
 @router.post("/{memory_id}/supersede", response_model=SupersededOut, status_code=201)
@@ -90,49 +79,13 @@ def post_supersede(memory_id: uuid.UUID, body: SupersedeIn, who: Annotated[Calle
     return SupersededOut(memory_id=done.memory_id, position=done.position, supersedes=memory_id)
 
 
-_KNOWN = text("SELECT 1 FROM memories WHERE tenant = :tenant AND memory_id = :id")
-# Both directions from the memory, each step one memory_history row; a chain is linear (a memory is
-# superseded once and a write supersedes one memory), the depth bound only guards against a corrupt table.
-_CHAIN = text("""
-WITH RECURSIVE older AS (
-    SELECT h.*, 1 AS depth FROM memory_history h WHERE h.tenant = :tenant AND h.superseded_by = :id
-    UNION ALL
-    SELECT h.*, o.depth + 1 FROM memory_history h JOIN older o ON h.tenant = :tenant AND h.superseded_by = o.memory_id
-    WHERE o.depth < 1000
-), newer AS (
-    SELECT h.*, 1 AS depth FROM memory_history h WHERE h.tenant = :tenant AND h.memory_id = :id
-    UNION ALL
-    SELECT h.*, n.depth + 1 FROM memory_history h JOIN newer n ON h.tenant = :tenant AND h.memory_id = n.superseded_by
-    WHERE n.depth < 1000
-)
-SELECT memory_id, superseded_by, reason, trigger, actor, at, position FROM older
-UNION
-SELECT memory_id, superseded_by, reason, trigger, actor, at, position FROM newer
-ORDER BY position
-""")
-_MEMORIES = text("""
-SELECT memory_id, content, status, memory_type, recorded_at, position FROM memories
-WHERE tenant = :tenant AND memory_id = ANY(:ids)
-""")
-
-
 @router.get("/{memory_id}/history", response_model=HistoryOut)
 def get_history(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                 db: Annotated[Engine, Depends(engine)]) -> HistoryOut:
     """The whole supersede chain through this memory, oldest → newest: when, why and by whom each step."""
-    params = {"tenant": who.tenant, "id": memory_id}
     with db.connect() as conn:
-        if conn.execute(_KNOWN, params).first() is None:
-            raise NotFound(f"no memory {memory_id}")
-        steps = conn.execute(_CHAIN, params).all()
-        by_old = {s.memory_id: s for s in steps}
-        newer_ids = {s.superseded_by for s in steps}
-        order = [next((i for i in by_old if i not in newer_ids), memory_id)]
-        while order[-1] in by_old and len(order) <= len(steps):
-            order.append(by_old[order[-1]].superseded_by)
-        steps = [by_old[i] for i in order[:-1]]
-        memories = {r.memory_id: r for r in conn.execute(_MEMORIES, {"tenant": who.tenant, "ids": order})}
-    chain = [HistoryMemoryOut(**memories[i]._mapping) for i in order if i in memories]
-    transitions = [HistoryStepOut(from_id=s.memory_id, to_id=s.superseded_by, at=s.at, reason=s.reason,
-                                  trigger=s.trigger, actor=s.actor, position=s.position) for s in steps]
-    return HistoryOut(memory_id=memory_id, current=order[-1], chain=chain, transitions=transitions)
+        found = queries.history(conn, who.tenant, memory_id)
+    transitions = [HistoryStepOut(from_id=s["memory_id"], to_id=s["superseded_by"], at=s["at"], reason=s["reason"],
+                                  trigger=s["trigger"], actor=s["actor"], position=s["position"]) for s in found.steps]
+    return HistoryOut(memory_id=memory_id, current=found.current, chain=[HistoryMemoryOut(**m) for m in found.chain],
+                      transitions=transitions)

@@ -8,11 +8,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 
 from api.context import Caller, caller, engine
 from domain.errors import NotFound
 from infra.broker import broker
+from infra.db import ping
 from infra.settings import get_settings
 from projections.base import Projector
 from projections.rebuild import rebuild
@@ -54,8 +55,7 @@ def post_rebuild(name: str, who: Annotated[Caller, Depends(caller)],
 def healthz(db: Annotated[Engine, Depends(engine)]) -> JSONResponse:
     down: dict[str, str] = {}
     try:
-        with db.connect() as conn:
-            conn.execute(text("SELECT 1"))
+        ping(db)
     except Exception as exc:
         down["database"] = type(exc).__name__
     try:

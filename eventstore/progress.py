@@ -1,0 +1,88 @@
+"""How far a reader of the log has come: a projection's head, lag and "has it reached this position", measured
+against its checkpoint (projection_checkpoints, a reader's place in the log in (tx_id, position) order)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, text
+
+from eventstore.read import Checkpoint
+
+_PROGRESS = text("""
+SELECT coalesce(c.position, 0) AS position,
+       (SELECT coalesce(max(position), 0) FROM events) AS head,
+       c.updated_at,
+       (SELECT count(*) FROM events e WHERE e.type = ANY(:types)
+          AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0))) AS lag_events,
+       (SELECT extract(epoch FROM clock_timestamp() - min(e.recorded_at)) FROM events e
+         WHERE e.type = ANY(:types)
+           AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0))) AS lag_seconds
+FROM (SELECT 1) AS one
+LEFT JOIN projection_checkpoints c ON c.name = :name
+""")
+_TENANT_PROGRESS = text("""
+WITH c AS (
+  SELECT coalesce(p.tx_id, '0'::xid8) AS tx_id, coalesce(p.position, 0) AS position, p.updated_at
+  FROM (SELECT 1) AS one LEFT JOIN projection_checkpoints p ON p.name = :name)
+SELECT (SELECT coalesce(max(position), 0) FROM events WHERE tenant = :tenant) AS head,
+       (SELECT coalesce(max(e.position), 0) FROM events e
+         WHERE e.tenant = :tenant AND (e.tx_id, e.position) <= (c.tx_id, c.position)) AS position,
+       c.updated_at,
+       (SELECT count(*) FROM events e
+         WHERE e.tenant = :tenant AND e.type = ANY(:types)
+           AND (e.tx_id, e.position) > (c.tx_id, c.position)) AS lag_events,
+       (SELECT extract(epoch FROM clock_timestamp() - min(e.recorded_at)) FROM events e
+         WHERE e.tenant = :tenant AND e.type = ANY(:types)
+           AND (e.tx_id, e.position) > (c.tx_id, c.position)) AS lag_seconds
+FROM c
+""")
+# A position stands for its whole transaction: a write's governance decisions are appended after it in the
+# same transaction, and reading the write back must see them applied too.
+_CAUGHT_UP = text("""
+WITH target AS (
+  SELECT greatest(CAST(:position AS bigint),
+                  (SELECT max(t.position) FROM events p JOIN events t ON t.tx_id = p.tx_id
+                   WHERE p.position = :position)) AS position)
+SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
+   AND NOT EXISTS (
+  SELECT 1 FROM target, events e LEFT JOIN projection_checkpoints c ON c.name = :name
+  WHERE e.position <= target.position AND e.type = ANY(:types)
+    AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0)))
+""")
+
+
+@dataclass(frozen=True)
+class Progress:
+    position: int  # the checkpoint's position (for a tenant: its last event at or before the checkpoint)
+    head: int  # the log's last position (for a tenant: its own last)
+    lag_events: int  # events of the reader's types after its checkpoint
+    lag_seconds: float  # age of the oldest of them
+    updated_at: datetime | None  # when the checkpoint last moved
+
+
+def progress(conn: Connection, name: str, types: Sequence[str], tenant: str | None = None) -> Progress:
+    """The reader `name` (of `types`) against the whole log, or against one tenant's events only."""
+    if tenant is None:
+        row = conn.execute(_PROGRESS, {"name": name, "types": list(types)}).one()
+    else:
+        row = conn.execute(_TENANT_PROGRESS, {"name": name, "types": list(types), "tenant": tenant}).one()
+    return Progress(row.position, row.head, row.lag_events, float(row.lag_seconds or 0.0), row.updated_at)
+
+
+def has_reached(conn: Connection, name: str, types: Sequence[str], position: int) -> bool:
+    """True when the log holds `position` and the reader has applied every event of its types at or below it (and
+    in the rest of its transaction)."""
+    return bool(conn.execute(_CAUGHT_UP, {"name": name, "position": position, "types": list(types)}).scalar_one())
+
+
+def count_of(conn: Connection, types: Sequence[str], until: Checkpoint | None = None) -> int:
+    """How many events of `types` the log holds (at or before `until`)."""
+    sql = "SELECT count(*) FROM events WHERE type = ANY(:types)"
+    params: dict[str, object] = {"types": list(types)}
+    if until is not None:
+        sql += " AND (tx_id, position) <= (CAST(CAST(:tx AS text) AS xid8), :pos)"
+        params.update(tx=until.tx_id, pos=until.position)
+    return conn.execute(text(sql), params).scalar_one()

@@ -38,29 +38,26 @@ from dataclasses import dataclass
 from typing import Literal
 
 from domain.events import MEMORY_TYPES
+from domain.text import word_pattern
 
 Route = Literal["agent", "knowledge", "project"]
-
-
-def _words(*alternatives: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w'])(" + "|".join(alternatives) + r")(?![\w'])", re.IGNORECASE)
 
 
 TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("correction", re.compile(
         r"(?<![\w'])(actually|correction|(?:was|were|is) wrong|wrong about|incorrect|mistaken|turn(?:s|ed) out|"
         r"no longer|not anymore|should have been)(?![\w'])|^\s*(?:correction|update)\s*:", re.IGNORECASE)),
-    ("pitfall", _words("avoid", "don't", "do not", "never", "beware", "careful", "caution", "gotcha", "pitfall",
+    ("pitfall", word_pattern("avoid", "don't", "do not", "never", "beware", "careful", "caution", "gotcha", "pitfall",
                        "trap", "breaks?", "broke", "fail(?:s|ed)?", "crash(?:es|ed)?", "bug", "watch out",
                        "caveat", "footgun", "deadlock", "leaks?")),
-    ("decision", _words("decided", "decides?", "decision", "chose", "chosen", "choose", "opted", "settled on",
+    ("decision", word_pattern("decided", "decides?", "decision", "chose", "chosen", "choose", "opted", "settled on",
                         "agreed", "going with", "we will", "we'll", "selected", "picked")),
     ("process", re.compile(
         r"(?<![\w'])(steps?|procedure|workflow|how to|checklist|recipe)(?![\w'])|\bfirst\b.*\bthen\b|run `|"
         r"(^|\n)\s*\d+[.)]\s", re.IGNORECASE | re.DOTALL)),
-    ("guideline", _words("should", "prefers?", "always", "must", "make sure", "ensure", "recommended",
+    ("guideline", word_pattern("should", "prefers?", "always", "must", "make sure", "ensure", "recommended",
                          "best practice", "convention")),
-    ("principle", _words("principle", "in general", "generally", "rule of thumb", "the key is",
+    ("principle", word_pattern("principle", "in general", "generally", "rule of thumb", "the key is",
                          "fundamental(?:ly)?", "philosophy", "more important than", "matters more")),
 )
 
@@ -69,7 +66,7 @@ _PROJECT_MARKERS = re.compile(
     r"(?<![\w/.-])[\w.-]+(?:/[\w.-]+)*\.(?:py|pyi|ts|tsx|js|jsx|go|rs|java|kt|rb|php|c|h|cpp|cs|sql|ya?ml|toml|ini|"
     r"cfg|sh)\b|"
     r"(?<![\w])(?:src|lib|app|tests?|cmd|pkg)/[\w./-]+", re.IGNORECASE)
-_PERSONAL = _words("i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "we", "we're", "we've", "us", "our",
+_PERSONAL = word_pattern("i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "we", "we're", "we've", "us", "our",
                    "ours", "you", "you're", "your", "yours")
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from domain.memory_status import RECALLABLE
+
 
 @dataclass(frozen=True)
 class DecayPolicy:
@@ -68,7 +70,7 @@ def decide(refs: MemoryRefs, clock: datetime, policy: DecayPolicy) -> Transition
         return to("active", f"referenced again after becoming {refs.status} "
                             f"({refs.ref_count - refs.status_ref_count} new access(es))",
                   status_ref_count=refs.status_ref_count)
-    if refs.status in ("active", "dormant") and idle >= policy.archive_after_days:
+    if refs.status in RECALLABLE and idle >= policy.archive_after_days:
         return to("archived", f"unreferenced for {idle:.1f} days (archive after {policy.archive_after_days:g})",
                   threshold_days=policy.archive_after_days)
     if refs.status == "active" and idle >= policy.dormant_after_days:

@@ -8,6 +8,9 @@ from domain.events import MemoryAdmitted, MemoryStatusChanged, MemorySuperseded,
 
 # The governor's disposition → the status a memory admitted with it has.
 DISPOSITION_STATUS = {"active": "active", "staging": "staging", "discard": "discarded"}
+# What recall answers by default (a dormant memory ranks lower through activation), what consolidation clusters
+# and merges, and what the decay sweep may archive. Staging, superseded and archived ones only when asked for.
+RECALLABLE = ("active", "dormant")
 
 
 def status_from_stream(events: Iterable[RecordedEvent], memory_id: str) -> str | None:
@@ -24,4 +27,4 @@ def status_from_stream(events: Iterable[RecordedEvent], memory_id: str) -> str |
     return status
 
 
-__all__ = ["DISPOSITION_STATUS", "status_from_stream"]
+__all__ = ["DISPOSITION_STATUS", "RECALLABLE", "status_from_stream"]

@@ -31,6 +31,22 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 MAX_TOKEN_CHARS = 64
 
 
+def has_nul(value: object) -> bool:
+    """True when a string anywhere in `value` (keys included) holds NUL, which PostgreSQL text and jsonb refuse."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(has_nul(v) for v in value)
+    return False
+
+
+def word_pattern(*alternatives: str) -> re.Pattern[str]:
+    """A case-insensitive pattern matching any of `alternatives` (regex fragments) as whole words or phrases."""
+    return re.compile(r"(?<![\w'])(" + "|".join(alternatives) + r")(?![\w'])", re.IGNORECASE)
+
+
 @lru_cache(maxsize=1)
 def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")

@@ -38,6 +38,7 @@ from domain.events import (
     RecallFeedbackGiven,
     RecordedEvent,
 )
+from domain.memory_status import DISPOSITION_STATUS, RECALLABLE
 from domain.reinforce import INITIAL_CONFIDENCE, feedback_confidence, merged_confidence
 from domain.text import content_hash
 from projections.base import OneByOne, apply_in_order, types_of
@@ -80,7 +81,7 @@ WHERE tenant = :tenant AND memory_id = :memory_id AND status = :from_status
 _MERGED = text("""
 UPDATE memories SET status = 'merged', merged_into = :kept, status_changed_at = :clock
 WHERE tenant = :tenant AND memory_id = ANY(:merged) AND memory_id <> :kept
-  AND status IN ('active', 'dormant')  -- only what consolidation merges: never a superseded or archived one
+  AND status = ANY(:recallable)  -- only what consolidation merges: never a superseded or archived one
 """)
 _KEPT = text("""
 UPDATE memories SET content = :content, content_hash = :content_hash WHERE tenant = :tenant AND memory_id = :kept
@@ -93,7 +94,6 @@ UPDATE memories m SET confidence = b.confidence
 FROM unnest(CAST(:ids AS uuid[]), CAST(:confidences AS real[])) AS b(memory_id, confidence)
 WHERE m.tenant = :tenant AND m.memory_id = b.memory_id
 """)
-_STATUS_OF = {"active": "active", "staging": "staging", "discard": "discarded"}
 
 
 class _Run:
@@ -116,7 +116,7 @@ class _Run:
     def admit(self, conn: Connection, event: RecordedEvent, p: MemoryAdmitted) -> None:
         # A memory is admitted once: the first admission wins, as it would applied one at a time.
         self.admitted.setdefault((event.tenant, p.memory_id), {
-            "tenant": event.tenant, "id": p.memory_id, "status": _STATUS_OF[p.disposition],
+            "tenant": event.tenant, "id": p.memory_id, "status": DISPOSITION_STATUS[p.disposition],
             "salience": p.salience, "route": p.route, "type": p.kind, "at": event.recorded_at})
 
     def flush(self, conn: Connection) -> None:
@@ -155,7 +155,8 @@ def _merged(conn: Connection, event: RecordedEvent, p: MemoriesMerged) -> None:
     group = [p.memory_id, *(m for m in dict.fromkeys(p.merged_ids) if m != p.memory_id)]
     confidences = {r.memory_id: float(r.confidence)
                    for r in conn.execute(_CONFIDENCES, {"tenant": tenant, "ids": group})}
-    conn.execute(_MERGED, {"tenant": tenant, "kept": p.memory_id, "merged": list(p.merged_ids), "clock": p.clock})
+    conn.execute(_MERGED, {"tenant": tenant, "kept": p.memory_id, "merged": list(p.merged_ids), "clock": p.clock,
+                           "recallable": list(RECALLABLE)})
     conn.execute(_KEPT, {"tenant": tenant, "kept": p.memory_id, "content": p.merged_content,
                          "content_hash": content_hash(p.merged_content)})
     if p.memory_id in confidences:

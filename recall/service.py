@@ -27,6 +27,8 @@ from sqlalchemy import Engine, text
 
 from domain.errors import InvalidPayload, NotFound
 from domain.events import NewEvent, RecallServed, recall_stream, validate_payload
+from domain.memory_status import RECALLABLE
+from domain.text import has_nul
 from eventstore.append import append
 from eventstore.stream import first_of_type
 from infra.embedding import Embedder, to_pgvector
@@ -37,12 +39,10 @@ from recall.consistency import wait_for_position
 from recall.funnel import abstain, candidates, composite, coref, graph, prf, rerank
 from recall.funnel.types import Item, StageReport, timed
 from recall.scope import Scope
-from services.append_events import has_nul
 
 log = structlog.get_logger(__name__)
 MAX_K = 100
 MAX_QUERY_CHARS = 4096
-DEFAULT_STATUSES = ("active", "dormant")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class RecallRequest:
     def statuses(self) -> tuple[str, ...]:
         extra = [s for s, on in (("staging", self.include_staging), ("superseded", self.include_history),
                                  ("archived", self.include_archived)) if on]
-        return (*DEFAULT_STATUSES, *extra)
+        return (*RECALLABLE, *extra)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from domain.events import (
     occurred_in_range,
     validate_payload,
 )
+from domain.text import has_nul
 from eventstore.append import append, existing_positions
 from infra.settings import get_settings
 from infra.wake import appended
@@ -43,17 +44,6 @@ class EventInput:
     expected_version: int | None = None
     idempotency_key: str | None = None
     occurred_at: datetime | str | None = None  # a string (queued producer messages): ISO 8601
-
-
-def has_nul(value: object) -> bool:
-    """True when a string anywhere in `value` (keys included) holds NUL, which PostgreSQL text and jsonb refuse."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(has_nul(k) or has_nul(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(has_nul(v) for v in value)
-    return False
 
 
 def _occurred_at(value: datetime | str | None) -> datetime | None:

@@ -44,6 +44,7 @@ from sqlalchemy import Connection, Engine, text
 from domain.consolidation import ConsolidationConfig, Edge, EdgeChange, Merge, Node, Plan, plan, prune
 from domain.errors import ConcurrencyConflict, NotCaughtUp
 from domain.events import ConsolidationCompleted, EdgeAdjusted, MemoriesMerged, NewEvent, memory_stream
+from domain.memory_status import RECALLABLE
 from eventstore.append import append
 from eventstore.stream import stream_heads
 from infra.settings import Settings, get_settings
@@ -52,7 +53,6 @@ from services.governance import scope_lock_key
 from workers.lifecycle import SCHEDULER_ACTOR, append_system_events, as_clock, job_lock, sync_projections
 
 log = structlog.get_logger(__name__)
-RECALLABLE = ("active", "dormant")
 MAX_SCOPES_IN_REPORT = 100
 READ_MODELS = ("memories", "vectors", "activity", "edges")
 MERGE_ATTEMPTS = 5  # plans of one tenant's run, when a merge's memories changed between snapshot and append

@@ -26,6 +26,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, text
 
+from domain.memory_status import RECALLABLE
 from infra.settings import Settings
 from projections.edges import neighbours
 from recall.funnel.types import Item, StageReport, rank
@@ -86,7 +87,7 @@ def timeline_neighbours(conn: Connection, tenant: str, ids: list[uuid.UUID], sta
 
 
 def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, settings: Settings,
-         report: StageReport, statuses: tuple[str, ...] = ("active", "dormant")) -> list[Item]:
+         report: StageReport, statuses: tuple[str, ...] = RECALLABLE) -> list[Item]:
     beam, depth, gain, kinds = settings.graph_beam, settings.graph_depth, settings.graph_gain, settings.graph_kinds
     report.config = {"beam": beam, "depth": depth, "gain": gain, "kinds": list(kinds),
                      "temporal_span": settings.graph_temporal_span,

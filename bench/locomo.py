@@ -21,7 +21,9 @@ never a candidate, or not kept (gate run only). A question is attributed to its 
 
 The scoring and normalisation functions at the top are pure, so they are unit-tested on toy examples
 (tests/test_bench_locomo.py). The saved JSON holds ids, categories and scores only, never the dataset's text
-(CC BY-NC: the data stays in ../shared/eval/).
+(CC BY-NC: the data stays in ../shared/eval/). A run saves its summary (every figure, no per-question list) as
+bench/results/locomo-<stamp>-summary.json, committed, and the whole report with each question's ranking as
+bench/results/runs/locomo-<stamp>.json (about 1 MB, git-ignored).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ SCORED_CATEGORIES = (1, 2, 3, 4)
 ABSTAIN_CATEGORY = 5
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 BATCH = 1000  # POST /v1/memories/batch takes at most 1,000 memories
+RUNS_DIR = RESULTS_DIR / "runs"  # per-question dumps of each run: git-ignored (.gitignore), the summaries are committed
 FIRST_QUERY_DEADLINE_S = 600.0
 
 # From ../shared/eval/README.md (dev split, 1,224 questions, categories 1-4, same protocol, 2-core machine).
@@ -433,11 +436,31 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
         "questions": per_question,
     })
     print_report(report, console)
-    path = output or RESULTS_DIR / f"locomo-{run_id.split('-')[0]}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1, default=str))
-    console.print(f"saved {path}")
+    summary_path, dump_path = save_report(report, output or RESULTS_DIR / f"locomo-{run_id.split('-')[0]}-summary.json")
+    console.print(f"saved {summary_path} (per-question dump: {dump_path})")
     return report
+
+
+def summary_of(report: dict[str, Any], dump: Path | None = None) -> dict[str, Any]:
+    """The report without its per-question list (about 1 MB a run); `questions_file` names where that list is."""
+    summary = {k: v for k, v in report.items() if k != "questions"}
+    summary["questions"] = len(report.get("questions") or [])
+    if dump is not None:
+        summary["questions_file"] = str(dump.relative_to(RESULTS_DIR)) if dump.is_relative_to(RESULTS_DIR) \
+            else str(dump)
+    return summary
+
+
+def save_report(report: dict[str, Any], summary_path: Path) -> tuple[Path, Path]:
+    """The small summary at `summary_path` (committed), the whole report with every question in RUNS_DIR
+    (git-ignored, kept on the machine that ran it). Answers both paths."""
+    stem = summary_path.stem.removesuffix("-summary")
+    dump_path = RUNS_DIR / f"{stem}.json"
+    dump_path.parent.mkdir(parents=True, exist_ok=True)
+    dump_path.write_text(json.dumps(report, indent=1, default=str))
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(summary_of(report, dump_path), indent=1, default=str))
+    return summary_path, dump_path
 
 
 def summarise(per_question: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -42,16 +42,34 @@ def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
         time.sleep(_POLL_S)
 
 
-async def await_position(engine: Engine, position: int, timeout_s: float) -> list[str]:
-    """Like wait_for_position, but sleeps without holding a thread; answers what is still pending (empty once
-    recallable) instead of raising."""
-    deadline = time.monotonic() + timeout_s
-    names = READ_MODELS
-    while names := tuple(await run_in_threadpool(pending, engine, position, names)):
-        if time.monotonic() >= deadline:
-            return list(names)
-        await asyncio.sleep(_POLL_S)
-    return []
+_waiting = 0  # requests of this process now waiting for a position (one event loop: no lock needed)
 
 
-__all__ = ["READ_MODELS", "await_position", "pending", "wait_for_position"]
+async def await_position(engine: Engine, position: int, timeout_s: float, max_waiters: int) -> list[str]:
+    """Like wait_for_position, but sleeps on the event loop, holding no thread (a thousand waiters do not starve
+    the threadpool that sync routes, /healthz among them, run on); answers what is still pending (empty once
+    recallable) instead of raising. More than `max_waiters` at once: NotCaughtUp (503) at once."""
+    global _waiting
+    if _waiting >= max_waiters:
+        raise NotCaughtUp(f"{_waiting} requests are already waiting for read-your-writes; retry shortly")
+    _waiting += 1
+    try:
+        deadline = time.monotonic() + timeout_s
+        names = READ_MODELS
+        while names := tuple(await run_in_threadpool(pending, engine, position, names)):
+            if time.monotonic() >= deadline:
+                return list(names)
+            await asyncio.sleep(_POLL_S)
+        return []
+    finally:
+        _waiting -= 1
+
+
+async def await_recallable(engine: Engine, position: int, timeout_s: float, max_waiters: int) -> None:
+    """await_position for recall's min_position: NotCaughtUp (503) when the wait runs out."""
+    still = await await_position(engine, position, timeout_s, max_waiters)
+    if still:
+        raise _not_caught_up(still, position, timeout_s)
+
+
+__all__ = ["READ_MODELS", "await_position", "await_recallable", "pending", "wait_for_position"]

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from api.context import Caller, caller, engine
 from domain.errors import InvalidPayload
 from eventstore.read import head_position
+from infra.settings import get_settings
 from recall.consistency import READ_MODELS, await_position
 
 router = APIRouter(prefix="/v1", tags=["recall"])
@@ -36,5 +37,5 @@ async def get_position(position: Annotated[int, Path(ge=0, le=MAX_POSITION)],
         head = head_position(conn)
     if position > head:
         raise InvalidPayload(f"position {position} is beyond the log's head: nothing was written there yet")
-    still = await await_position(db, position, wait)
+    still = await await_position(db, position, wait, get_settings().max_position_waiters)
     return PositionOut(position=position, recallable=not still, pending=still, read_models=list(READ_MODELS))

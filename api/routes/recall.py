@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
@@ -14,27 +15,36 @@ from domain.errors import InvalidPayload
 from eventstore.read import head_position
 from infra.embedding import get_embedder
 from infra.settings import get_settings
+from recall.consistency import await_recallable
 from recall.scope import Scope
-from recall.service import RecallRequest, get_recall, recall
+from recall.service import RecallRequest, get_recall, recall, validate
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 
 
+def _head(db: Engine) -> int:
+    with db.connect() as conn:
+        return head_position(conn)
+
+
 @router.post("/recall", response_model=RecallOut)
-def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
-                db: Annotated[Engine, Depends(engine)]) -> RecallOut:
+async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
+                      db: Annotated[Engine, Depends(engine)]) -> RecallOut:
+    """Async so that a read-your-writes wait sleeps on the event loop; the funnel runs in the threadpool."""
     settings = get_settings()
-    if body.min_position is not None:
-        # A position the log has not reached yet was never answered by a write: refused now, not waited for.
-        with db.connect() as conn:
-            head = head_position(conn)
-        if body.min_position > head:
-            raise InvalidPayload(f"min_position {body.min_position} is beyond the log's head ({head})")
     scope = Scope(who.tenant, body.agent_id, body.project, body.session_id, tuple(body.kinds))
-    request = RecallRequest(scope, body.query, body.k, body.min_position, include_staging=body.include_staging,
+    request = RecallRequest(scope, body.query, body.k, None, include_staging=body.include_staging,
                             include_history=body.include_history, include_archived=body.include_archived,
                             trace=body.trace)
-    answer = recall(db, get_embedder(settings.embedding_model), settings, request, who.metadata())
+    validate(request)
+    if body.min_position is not None:
+        # A position the log has not reached yet was never answered by a write: refused now, not waited for.
+        head = await run_in_threadpool(_head, db)
+        if body.min_position > head:
+            raise InvalidPayload(f"min_position {body.min_position} is beyond the log's head ({head})")
+        await await_recallable(db, body.min_position, settings.min_position_wait_s, settings.max_position_waiters)
+    answer = await run_in_threadpool(recall, db, get_embedder(settings.embedding_model), settings, request,
+                                     who.metadata())
     return RecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
                      details=answer.details, explanation=answer.explanation, abstained=answer.abstained,
                      results=[RecallResultOut(**r.__dict__) for r in answer.results])

@@ -51,19 +51,26 @@ WHERE f.tenant = :tenant AND f.memory_id = ANY(:ids)
 
 
 # Entity neighbours: the other recallable memories of the same agent that talk about an entity a frontier memory
-# talks about, through entities no more than :max_df of that agent's memories talk about.
+# talks about, through entities no more than :max_df of that agent's memories talk about. A long text names tens
+# of entities, so each of the frontier's distinct (entity, agent) pairs is counted once (MATERIALIZED: inlined,
+# the planner re-ran the counts for every frontier row, quadratic in the entities named) and no further than
+# :max_df + 1 (a hub entity's rows are not all read). A memory without an agent has no entity neighbours (its
+# NULL agent equals none), so those rows are left out before anything is counted.
 _ENTITY = text("""
-WITH src AS (
-    SELECT memory_id, entity, agent_id FROM memory_entities WHERE tenant = :tenant AND memory_id = ANY(:ids)
-), specific AS (
+WITH src AS MATERIALIZED (
+    SELECT memory_id, entity, agent_id FROM memory_entities
+    WHERE tenant = :tenant AND memory_id = ANY(:ids) AND agent_id IS NOT NULL
+), specific AS MATERIALIZED (
     SELECT s.entity, s.agent_id FROM (SELECT DISTINCT entity, agent_id FROM src) s
-    WHERE (SELECT count(*) FROM memory_entities e WHERE e.tenant = :tenant AND e.entity = s.entity
-             AND e.agent_id IS NOT DISTINCT FROM s.agent_id) BETWEEN 2 AND :max_df
+    CROSS JOIN LATERAL (SELECT count(*) AS df FROM (
+        SELECT 1 FROM memory_entities e WHERE e.tenant = :tenant AND e.entity = s.entity AND e.agent_id = s.agent_id
+        LIMIT :max_df + 1) capped) d
+    WHERE d.df BETWEEN 2 AND :max_df
 )
 SELECT DISTINCT s.memory_id AS source, o.memory_id AS target
 FROM src s
 JOIN specific USING (entity, agent_id)
-JOIN memory_entities o ON o.tenant = :tenant AND o.entity = s.entity AND o.agent_id IS NOT DISTINCT FROM s.agent_id
+JOIN memory_entities o ON o.tenant = :tenant AND o.entity = s.entity AND o.agent_id = s.agent_id
                       AND o.memory_id <> s.memory_id
 JOIN memories m ON m.tenant = o.tenant AND m.memory_id = o.memory_id AND m.status = ANY(:statuses)
 """)

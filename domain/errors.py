@@ -37,6 +37,12 @@ class NotCaughtUp(DomainError):
     status_code = 503
 
 
+class Busy(DomainError):
+    """What the request needs is held by other work (a governed scope's lock) longer than it may wait: retry."""
+
+    status_code = 503
+
+
 class ContentTooLarge(DomainError):
     status_code = 413
 

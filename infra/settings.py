@@ -93,6 +93,9 @@ class Settings:
     exact_scan_max_rows: int = field(default_factory=lambda: int(_env("ENGRAMLOG_EXACT_SCAN_MAX_ROWS", "20000")))
     hnsw_ef_search: int = field(default_factory=lambda: int(_env("ENGRAMLOG_HNSW_EF_SEARCH", "100")))
     min_position_wait_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_MIN_POSITION_WAIT_S", "5")))
+    # A governed write waits at most this long for its scope's lock (another write in the scope), then 503.
+    governance_lock_timeout_s: float = field(
+        default_factory=lambda: float(_env("ENGRAMLOG_GOVERNANCE_LOCK_TIMEOUT_S", "10")))
     # Read-your-writes waiters at once per API process; beyond it a waiting request is answered 503 at once.
     max_position_waiters: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_POSITION_WAITERS", "256")))
 

@@ -74,7 +74,7 @@ class Prepared:
             # blind to the window's LIMIT and positions: 60 ms against 3 ms for _UNPROJECTED. For the rest of
             # this write transaction every statement is planned for its parameters.
             conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
-            lock_scopes(conn, tenant, set(scopes))
+            lock_scopes(conn, tenant, set(scopes), settings.governance_lock_timeout_s)
             for scope, group in scopes.items():
                 found = nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)
                 pending = unprojected(conn, tenant, scope, self.embedder.model,

@@ -19,8 +19,9 @@ from typing import Any
 
 import structlog
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy import exc as sa_exc
 
-from domain.errors import AlreadySuperseded, NotFound
+from domain.errors import AlreadySuperseded, Busy, NotFound
 from domain.events import memory_stream
 from domain.governance import NEAREST_PER_QUERY, RECALLABLE, NearMemory, ScopeKey, StreamState
 from domain.reinforce import INITIAL_CONFIDENCE
@@ -194,10 +195,21 @@ def scope_lock_key(tenant: str, scope: ScopeKey) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def lock_scopes(conn: Connection, tenant: str, scopes: set[ScopeKey]) -> None:
-    """Hold the scopes' locks until `conn`'s transaction ends; taken in key order, so batches never deadlock."""
-    for key in sorted({scope_lock_key(tenant, s) for s in scopes}):
-        conn.execute(_LOCK_SCOPE, {"key": key})
+def lock_scopes(conn: Connection, tenant: str, scopes: set[ScopeKey], timeout_s: float | None = None) -> None:
+    """Hold the scopes' locks until `conn`'s transaction ends; taken in key order, so batches never deadlock.
+    With `timeout_s`, a lock another write holds longer than that is Busy (503, nothing written), not a wait
+    that ends in a client's or a proxy's timeout."""
+    if timeout_s is not None:
+        conn.execute(text(f"SET LOCAL lock_timeout = {max(1, int(timeout_s * 1000))}"))
+    try:
+        for key in sorted({scope_lock_key(tenant, s) for s in scopes}):
+            conn.execute(_LOCK_SCOPE, {"key": key})
+    except sa_exc.OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        raise Busy(f"another write to this scope has held it for {timeout_s:g}s; retry shortly") from exc
+    if timeout_s is not None:
+        conn.execute(text("SET LOCAL lock_timeout = 0"))  # the rest of the write waits as usual
 
 
 _STREAMS = text("""

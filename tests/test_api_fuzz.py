@@ -13,7 +13,7 @@ from conftest import WorkerProcess
 
 from bench.fuzz import MODES, FuzzReport, fuzz_mode, load_schema, serve, wait_healthy
 
-EXAMPLES = 5  # per operation and positive/negative: ~20 operations x 2 x 5 per mode, well under a minute
+EXAMPLES = 4  # per operation and variant (bench/fuzz.py VARIANTS): ~20 operations x 3 x 4 per mode
 SEED = 7
 
 

@@ -2,14 +2,15 @@
 
 The API is served by uvicorn on loopback (a thread of this process) over a real stack: PostgreSQL + pgvector,
 Redis and a Dramatiq worker, so read-your-writes recalls are answered, not left to time out. Every operation is
-fuzzed with valid (positive) and invalid (negative) inputs, strings drawn from all of Unicode (lone surrogates,
-astral planes, NUL), in two modes: keyless (one default tenant, loopback) and API keys on (a tenant key; a slice
-of the cases with a generated Authorization header instead). A 5xx, a dropped connection or a timeout is a
-failure; a case the HTTP client cannot even send (a header it will not encode) is counted apart.
+fuzzed with valid inputs in plain text, valid inputs over all of Unicode (lone surrogates, astral planes, NUL) and
+invalid inputs (VARIANTS); operations on a memory or a recall once more with an existing one's id. Two modes:
+keyless (one default tenant, loopback) and API keys on (a tenant key; a slice of the cases with a generated
+Authorization header instead). A 5xx (a 503 included: the database is up throughout), a dropped connection or a
+timeout is a failure; a case the HTTP client cannot even send (a header it will not encode) is counted apart.
 
-    python -m bench.fuzz [--seconds 240] [--seed 0] [--modes keyless,keys] [--output FILE]
+    python -m bench.fuzz [--seconds 240] [--seed 0] [--examples 25] [--modes keyless,keys] [--output FILE]
 
-Rounds go over every (mode, operation, positive/negative) with `--examples` cases each, seed `seed + round`, until
+Rounds go over every (mode, operation, variant) with `--examples` cases each, seed `seed + round`, until
 `--seconds` have passed; the case count, the statuses and every failure (with a curl line) are printed, and the
 exit status is 1 when a failure was found. tests/test_api_fuzz.py runs one bounded, seeded round in `make test`.
 """

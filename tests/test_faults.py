@@ -44,7 +44,7 @@ def healthy(stack: FaultStack) -> bool:
         return False
 
 
-def settle(stack: FaultStack, load: WriteLoad) -> float:
+def settle(stack: FaultStack) -> float:
     """Wait until every projection has applied the whole log; answers how long that took, in seconds."""
     started = time.monotonic()
     head = stack.head()
@@ -126,7 +126,7 @@ def test_redis_stopped_and_restarted_under_write_load(stack: FaultStack) -> None
     assert worker.proc is not None and worker.proc.poll() is None, "the worker must survive Redis restarts"
     assert set(load.statuses) == {"201"}, load.statuses
     assert set(reads.statuses) == {"200"}, reads.statuses  # a recall's hit-log wake-up does not fail it either
-    catch_up_s = settle(stack, load)
+    catch_up_s = settle(stack)
     assert_every_ack_recallable_once(stack, load)
     figures("redis restarts", load, reads, catch_up_s)
 
@@ -156,7 +156,7 @@ def test_postgres_restarted_under_write_load(stack: FaultStack) -> None:
     assert set(load.statuses) <= {"201", "503"}, load.statuses
     assert set(reads.statuses) <= {"200", "503"} and reads.statuses["200"], reads.statuses
     assert load.unavailable_bodies and all(b["error"] == "service_unavailable" for b in load.unavailable_bodies)
-    catch_up_s = settle(stack, load)  # the worker reconnected: it projects what was written after the restarts
+    catch_up_s = settle(stack)  # the worker reconnected: it projects what was written after the restarts
     assert_every_ack_recallable_once(stack, load)
     figures("postgres restarts", load, reads, catch_up_s)
 
@@ -186,6 +186,6 @@ def test_worker_sigkilled_in_a_loop_under_write_load(stack: FaultStack) -> None:
         reads.stop()
     assert set(load.statuses) == {"201"}, load.statuses
     assert set(reads.statuses) == {"200"}, reads.statuses
-    catch_up_s = settle(stack, load)
+    catch_up_s = settle(stack)
     assert_every_ack_recallable_once(stack, load)
     figures("worker SIGKILLs", load, reads, catch_up_s)

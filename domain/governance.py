@@ -38,12 +38,11 @@ import numpy as np
 from domain.classify import classify, route
 from domain.errors import AlreadySuperseded
 from domain.events import SYSTEM_ACTOR, MemoryRecorded, NewEvent, memory_stream, validate_payload
-from domain.memory_status import DISPOSITION_STATUS
+from domain.memory_status import DISPOSITION_STATUS, NEIGHBOUR_STATUSES
 from domain.novelty import Calibration, Neighbour, is_repeat, novelty
 from domain.reinforce import INITIAL_CONFIDENCE, merge_content, reinforced_confidence
 from domain.salience import Thresholds, Weights, correction_signal, resolve_signals, salience
 
-RECALLABLE = ("active", "staging", "dormant")
 NEAREST_PER_QUERY = 3
 
 ScopeKey = tuple[str | None, str | None]  # (agent_id, project) within the tenant
@@ -286,7 +285,7 @@ class Governor:
                 expected_version=self.expected_version(old)))
             self.superseded.add(old)
             self.forget(old)
-        if disposition in ("active", "staging"):
+        if DISPOSITION_STATUS[disposition] in NEIGHBOUR_STATUSES:  # a later write of the batch compares with it
             self.keep(Known(m.memory_id, (m.agent_id, m.project), w.vector,
                                              DISPOSITION_STATUS[disposition], m.content, INITIAL_CONFIDENCE,
                                              touched_stream=True))
@@ -322,7 +321,7 @@ class Governor:
                 "memory_id": str(target), "observation_id": str(m.memory_id), "similarity": round(nearest.cosine, 6),
                 "merged_content": merged, "confidence": new_confidence}, meta),
         ]
-        if status in ("staging", "dormant"):
+        if status != "active":  # staging or dormant: a repeat makes it active again
             events.append(self.event("MemoryStatusChanged", target, {
                 "memory_id": str(target), "from_status": status, "to_status": "active", "reason": "reinforced",
                 "clock": self.clock.isoformat(),
@@ -390,5 +389,5 @@ class Governor:
         return w.old_cosine
 
 
-__all__ = ["NEAREST_PER_QUERY", "RECALLABLE", "Decision", "Governor", "Knobs", "Known", "NearMemory", "ScopeKey",
+__all__ = ["NEAREST_PER_QUERY", "Decision", "Governor", "Knobs", "Known", "NearMemory", "ScopeKey",
            "StreamState", "Write"]

@@ -11,6 +11,8 @@ DISPOSITION_STATUS = {"active": "active", "staging": "staging", "discard": "disc
 # What recall answers by default (a dormant memory ranks lower through activation), what consolidation clusters
 # and merges, and what the decay sweep may archive. Staging, superseded and archived ones only when asked for.
 RECALLABLE = ("active", "dormant")
+# What a governed write is compared with (a repeat of a staging memory reinforces and promotes it).
+NEIGHBOUR_STATUSES = ("active", "staging", "dormant")
 
 
 def status_from_stream(events: Iterable[RecordedEvent], memory_id: str) -> str | None:
@@ -27,4 +29,4 @@ def status_from_stream(events: Iterable[RecordedEvent], memory_id: str) -> str |
     return status
 
 
-__all__ = ["DISPOSITION_STATUS", "RECALLABLE", "status_from_stream"]
+__all__ = ["DISPOSITION_STATUS", "NEIGHBOUR_STATUSES", "RECALLABLE", "status_from_stream"]

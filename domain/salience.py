@@ -54,6 +54,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from domain.text import word_pattern
+
 SIGNALS = ("surprise", "decision", "causal", "effort")
 Source = Literal["producer", "heuristic"]
 Disposition = Literal["active", "staging", "discard"]
@@ -123,27 +125,22 @@ class Salience:
 # --------------------------------------------------------------------------------------------- heuristics
 
 
-def _words(*alternatives: str) -> re.Pattern[str]:
-    """A case-insensitive pattern matching any of `alternatives` as whole words or phrases."""
-    return re.compile(r"(?<![\w'])(" + "|".join(alternatives) + r")(?![\w'])", re.IGNORECASE)
-
-
-_CONTRAST = _words("but", "however", "although", "though", "yet", "unexpected(?:ly)?", "surprising(?:ly)?",
+_CONTRAST = word_pattern("but", "however", "although", "though", "yet", "unexpected(?:ly)?", "surprising(?:ly)?",
                    "actually", "instead", "despite", "whereas", "turns out", "in fact", "contrary")
 _NEGATION = re.compile(r"(?<![\w'])(not|no|never|nothing|no longer|wrong|incorrect|mistaken?)(?![\w'])|n't\b",
                        re.IGNORECASE)
 _NUMBER = re.compile(r"\d")
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]*")
 _SENTENCE_START = re.compile(r"(^|[.!?:;]\s+|\n\s*|[\"'(\[]\s*)$")
-_DECISION_STRONG = _words("decided", "decides?", "decision", "chose", "chosen", "choose", "opted",
+_DECISION_STRONG = word_pattern("decided", "decides?", "decision", "chose", "chosen", "choose", "opted",
                           "settled on", "agreed", "going with", "we will", "we'll", "selected", "picked",
                           "resolved to", "committed to")
 _DECISION_WEAK = re.compile(r"(?<![\w'])(will|plan(?:s|ned|ning)? to|going to|intends? to|should)(?![\w'])|'ll\b",
                             re.IGNORECASE)
-_CAUSAL = _words("because", "so that", "caused", "causes", "causing", "due to", "therefore", "as a result",
+_CAUSAL = word_pattern("because", "so that", "caused", "causes", "causing", "due to", "therefore", "as a result",
                  "leads to", "led to", "resulted in", "results in", "hence", "thus", "in order to",
                  "which means", "that's why", "consequently", "since")
-_CORRECTION = _words("actually", "correction", "(?:was|were|is|are) wrong", "wrong about", "incorrect",
+_CORRECTION = word_pattern("actually", "correction", "(?:was|were|is|are) wrong", "wrong about", "incorrect",
                      "mistaken", "turn(?:s|ed) out", "no longer", "not anymore", "anymore", "instead of",
                      "rather than", "changed to", "(?:has|have) changed", "(?:is|are) now", "should have been")
 _UPDATE_PREFIX = re.compile(r"^\s*(update|correction)\s*:", re.IGNORECASE)

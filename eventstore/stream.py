@@ -49,6 +49,22 @@ def read_stream(conn: Connection, tenant: str, stream_id: str, types: Sequence[t
                                                             "types": _names(types), "before": before_version})]
 
 
+_STREAMS = text(f"""
+SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = ANY(:streams)
+  AND (CAST(:types AS text[]) IS NULL OR e.type = ANY(:types))
+ORDER BY e.stream_id, e.stream_version
+""")
+
+
+def read_streams(conn: Connection, tenant: str, streams: Sequence[str],
+                 types: Sequence[type[EventSchema]] | None = None) -> list[RecordedEvent]:
+    """The events of several of the tenant's streams (or those of `types`), each stream's oldest first."""
+    if not streams:
+        return []
+    return [row_to_event(r) for r in conn.execute(_STREAMS, {"tenant": tenant, "streams": list(streams),
+                                                             "types": _names(types)})]
+
+
 def stream_event(conn: Connection, tenant: str, stream_id: str, version: int) -> RecordedEvent | None:
     """The event at `version` of a stream (1: the stream's first), or None."""
     row = conn.execute(_AT_VERSION, {"tenant": tenant, "stream": stream_id, "version": version}).first()
@@ -83,4 +99,4 @@ def stream_heads(conn: Connection, tenant: str, streams: Sequence[str], types: S
     return {r.stream_id: StreamHead(r.version, r.applied) for r in rows}
 
 
-__all__ = ["StreamHead", "any_lists", "first_of_type", "read_stream", "stream_event", "stream_heads"]
+__all__ = ["StreamHead", "any_lists", "first_of_type", "read_stream", "read_streams", "stream_event", "stream_heads"]

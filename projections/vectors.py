@@ -14,7 +14,7 @@ from sqlalchemy import Connection, text
 from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
 from infra.embedding import embed_cached, get_embedder
 from infra.settings import get_settings
-from projections.base import repeated_recording
+from projections.base import apply_in_order, types_of
 
 _INSERT = text("""
 INSERT INTO memory_vectors (tenant, memory_id, agent_id, project, session_id, kind, model, embedding)
@@ -33,30 +33,17 @@ WHERE tenant = :tenant AND memory_id = :memory_id
 """)
 
 
-class VectorsProjector:
-    name = "vectors"
-    tables = ("memory_vectors",)
-    types = ("MemoryRecorded", "MemoryReinforced", "MemoriesMerged")
+class _Run:
+    """Consecutive MemoryRecorded events, embedded (each tenant through its own cache) and inserted in bulk."""
 
-    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
-        run: list[RecordedEvent] = []  # consecutive MemoryRecorded, embedded and inserted in bulk
-        for event in events:
-            if event.type == "MemoryRecorded":
-                if not repeated_recording(event):
-                    run.append(event)
-                continue
-            self._insert(conn, run)
-            run = []
-            p = event.payload()
-            if isinstance(p, MemoryReinforced | MemoriesMerged):
-                embedder = get_embedder(get_settings().embedding_model)
-                [embedding] = embed_cached(conn, embedder, event.tenant, [p.merged_content])
-                conn.execute(_REEMBED, {"tenant": event.tenant, "memory_id": p.memory_id, "model": embedder.model,
-                                        "embedding": embedding})
-        self._insert(conn, run)
+    def __init__(self) -> None:
+        self.events: list[tuple[str, MemoryRecorded]] = []
 
-    def _insert(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
-        memories = [(e.tenant, e.payload()) for e in events]
+    def add(self, conn: Connection, event: RecordedEvent, p: MemoryRecorded) -> None:
+        self.events.append((event.tenant, p))
+
+    def flush(self, conn: Connection) -> None:
+        memories, self.events = self.events, []
         if not memories:
             return
         embedder = get_embedder(get_settings().embedding_model)
@@ -65,13 +52,33 @@ class VectorsProjector:
         for i, (tenant, _) in enumerate(memories):
             by_tenant.setdefault(tenant, []).append(i)
         for tenant, indexes in by_tenant.items():  # each tenant's own cache
-            found = embed_cached(conn, embedder, tenant, [memories[i][1].content for i in indexes])  # type: ignore[attr-defined]
+            found = embed_cached(conn, embedder, tenant, [memories[i][1].content for i in indexes])
             for i, literal in zip(indexes, found, strict=True):
                 embeddings[i] = literal
         rows: dict[str, list] = {k: [] for k in ("tenants", "ids", "agents", "projects", "sessions", "kinds")}
         for tenant, m in memories:
-            assert isinstance(m, MemoryRecorded)
             for key, value in (("tenants", tenant), ("ids", m.memory_id), ("agents", m.agent_id),
                                ("projects", m.project), ("sessions", m.session_id), ("kinds", m.kind)):
                 rows[key].append(value)
         conn.execute(_INSERT, {**rows, "model": embedder.model, "embeddings": embeddings})
+
+
+def _reembed(conn: Connection, event: RecordedEvent, p: MemoryReinforced | MemoriesMerged) -> None:
+    embedder = get_embedder(get_settings().embedding_model)
+    [embedding] = embed_cached(conn, embedder, event.tenant, [p.merged_content])
+    conn.execute(_REEMBED, {"tenant": event.tenant, "memory_id": p.memory_id, "model": embedder.model,
+                            "embedding": embedding})
+
+
+_IN_RUN = {MemoryRecorded: _Run.add}
+_ONE_BY_ONE = {MemoryReinforced: _reembed, MemoriesMerged: _reembed}
+
+
+class VectorsProjector:
+    name = "vectors"
+    tables = ("memory_vectors",)
+    handlers = {**_IN_RUN, **_ONE_BY_ONE}
+    types = types_of(handlers)
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        apply_in_order(conn, events, _ONE_BY_ONE, _IN_RUN, _Run())

@@ -23,13 +23,14 @@ import structlog
 from sqlalchemy import Connection, Engine, text
 
 from domain.errors import AlreadySuperseded, InvalidPayload, NotFound
-from domain.events import MemoryRecorded, NewEvent, memory_stream
+from domain.events import MemoryAdmitted, MemoryRecorded, NewEvent, memory_stream
 from domain.governance import Decision, Governor, Knobs, ScopeKey, Write
 from domain.salience import Thresholds, Weights
+from eventstore.stream import read_streams
 from infra.calibration import calibration_for
 from infra.embedding import Embedder, embed_cached, from_pgvector, get_embedder
 from infra.settings import Settings
-from services.neighbours import lock_scopes, nearest_in_read_model, scope_lock_key, stream_states, unprojected
+from services.neighbours import lock_scopes, nearest_in_read_model, stream_states, unprojected
 
 log = structlog.get_logger(__name__)
 
@@ -162,16 +163,10 @@ def with_decisions(events: Sequence[NewEvent], decisions: dict[uuid.UUID, Decisi
     return [*events, *(d for e in events if e.event_id in decisions for d in decisions[e.event_id].events)]
 
 
-_ADMITTED = text("""
-SELECT data FROM events WHERE tenant = :tenant AND stream_id = ANY(:streams) AND type = 'MemoryAdmitted'
-ORDER BY position
-""")
-
-
 def decisions_from_log(engine: Engine, tenant: str, memory_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Decision]:
     """The decisions already recorded for these memories (a retried write answers what the first one did)."""
     with engine.connect() as conn:
-        rows = conn.execute(_ADMITTED, {"tenant": tenant, "streams": [memory_stream(i) for i in memory_ids]}).all()
+        rows = read_streams(conn, tenant, [memory_stream(i) for i in memory_ids], [MemoryAdmitted])
     out: dict[uuid.UUID, Decision] = {}
     for r in rows:
         d = Decision.from_admitted(r.data)
@@ -179,5 +174,4 @@ def decisions_from_log(engine: Engine, tenant: str, memory_ids: Sequence[uuid.UU
     return out
 
 
-# scope_lock_key is re-exported for workers/consolidation.py until it imports it from services/neighbours.py.
-__all__ = ["Decision", "Prepared", "decisions_from_log", "knobs", "prepare", "scope_lock_key", "with_decisions"]
+__all__ = ["Decision", "Prepared", "decisions_from_log", "knobs", "prepare", "with_decisions"]

@@ -22,10 +22,13 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy import exc as sa_exc
 
 from domain.errors import AlreadySuperseded, Busy, NotFound
-from domain.events import memory_stream
-from domain.governance import NEAREST_PER_QUERY, RECALLABLE, NearMemory, ScopeKey, StreamState
+from domain.events import MemoryRecorded, MemoryReinforced, MemorySuperseded, memory_stream
+from domain.governance import NEAREST_PER_QUERY, NearMemory, ScopeKey, StreamState
+from domain.memory_status import NEIGHBOUR_STATUSES
 from domain.reinforce import INITIAL_CONFIDENCE
 from domain.text import content_hash
+from eventstore.stream import read_streams
+from eventstore.unprojected import beyond_window, floor, unprojected_memories
 from infra.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -83,62 +86,12 @@ def nearest_in_read_model(conn: Connection, tenant: str, scope: ScopeKey, vector
     ORDER BY n.ord, n.cosine DESC, n.memory_id
     """
     out: list[list[NearMemory]] = [[] for _ in vectors]
-    for r in conn.execute(text(sql), {**params, "recallable": list(RECALLABLE)}):
+    for r in conn.execute(text(sql), {**params, "recallable": list(NEIGHBOUR_STATUSES)}):
         out[r.ord - 1].append(NearMemory(r.memory_id, float(r.cosine), r.status, r.content, float(r.confidence),
                                          r.reinforced_count, "read_model"))
     return out
 
 
-# Memories of one scope recorded and admitted but not yet in both read models the nearest search uses, with
-# their status from their own stream (a status change or a supersede the projector has not applied yet counts).
-_UNPROJECTED = text("""
-WITH recent AS MATERIALIZED (
-    SELECT position, stream_id, data FROM events
-    WHERE tenant = :tenant AND type = 'MemoryRecorded' AND position > :floor
-    ORDER BY position DESC LIMIT :limit
-), pending AS MATERIALIZED (
-    SELECT r.position, r.stream_id, CAST(r.data->>'memory_id' AS uuid) AS memory_id, r.data->>'content' AS content
-    FROM recent r
-    WHERE r.data->>'agent_id' IS NOT DISTINCT FROM CAST(:agent_id AS text)
-      AND r.data->>'project' IS NOT DISTINCT FROM CAST(:project AS text)
-      AND NOT (EXISTS (SELECT 1 FROM memories m WHERE m.tenant = :tenant
-                         AND m.memory_id = CAST(r.data->>'memory_id' AS uuid) AND m.status <> 'pending')
-               AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.tenant = :tenant AND v.model = :model
-                             AND v.memory_id = CAST(r.data->>'memory_id' AS uuid)))
-)
--- The memory's own stream, read once through its (tenant, stream_id, version) key: a type predicate here would
--- let the planner walk every event of that type in the tenant instead.
-SELECT p.memory_id, p.content,
-       coalesce(s.changed, CASE s.disposition WHEN 'discard' THEN 'discarded' ELSE s.disposition END) AS status
-FROM pending p
-CROSS JOIN LATERAL (
-    SELECT (array_agg(x.data->>'to_status' ORDER BY x.stream_version DESC)
-                FILTER (WHERE x.type = 'MemoryStatusChanged'))[1] AS changed,
-           (array_agg(x.data->>'disposition') FILTER (WHERE x.type = 'MemoryAdmitted'))[1] AS disposition,
-           bool_or(x.type = 'MemorySuperseded') AS superseded
-    FROM events x WHERE x.tenant = :tenant AND x.stream_id = p.stream_id
-) s
-WHERE coalesce(s.changed, CASE s.disposition WHEN 'discard' THEN 'discarded' ELSE s.disposition END)
-      = ANY(:recallable) AND NOT s.superseded
-ORDER BY p.position DESC
-""")
-# Whether the tenant has more recorded events above the floor than the window the governor looks through.
-_BEYOND_WINDOW = text("""
-SELECT count(*) > :limit FROM (SELECT 1 FROM events WHERE tenant = :tenant AND type = 'MemoryRecorded'
-                                 AND position > :floor LIMIT :limit + 1) w
-""")
-# Below every event the slower of the two projections has not applied. Projectors advance in (tx_id, position)
-# order, so an event whose transaction committed late can sit below the checkpoint's position unapplied: the
-# floor is the lowest position among the first events after each checkpoint in that order (a late commit is
-# among them: its transaction id is older than any applied after it), and never above the checkpoint itself.
-_FLOOR = text("""
-SELECT greatest(0, coalesce(min(least(c.position, (
-    SELECT min(ahead.position) FROM (
-        SELECT e.position FROM events e WHERE (e.tx_id, e.position) > (c.tx_id, c.position)
-        ORDER BY e.tx_id, e.position LIMIT :look_ahead) ahead))), 0) - 1)
-FROM projection_checkpoints c WHERE c.name IN ('memories', 'vectors')
-""")
-FLOOR_LOOK_AHEAD = 10_000
 # The cached vectors nearest each query vector among the given contents (vectors never leave PostgreSQL).
 _NEAREST_CACHED = text("""
 WITH cached AS MATERIALIZED (
@@ -163,14 +116,12 @@ def unprojected(conn: Connection, tenant: str, scope: ScopeKey, model: str, limi
     same however far the projections lag (with no worker running, say); beyond the window a near-duplicate is
     caught once projected, by the next writes. Their vectors come from the embedding cache and are compared in
     PostgreSQL (a memory written must-keep was not embedded on the write path: it is compared once projected)."""
-    floor = conn.execute(_FLOOR, {"look_ahead": FLOOR_LOOK_AHEAD}).scalar_one()
-    params = {"tenant": tenant, "floor": floor, "limit": limit}
-    rows = conn.execute(_UNPROJECTED, {**params, "agent_id": scope[0], "project": scope[1], "model": model,
-                                       "recallable": list(RECALLABLE)}).all()
+    below = floor(conn)
+    rows = unprojected_memories(conn, tenant, scope[0], scope[1], model, below, limit, NEIGHBOUR_STATUSES)
     quiet = time.monotonic() - _window_warned_at.get(tenant, -1e9) < 60
-    if not quiet and conn.execute(_BEYOND_WINDOW, params).scalar_one():
+    if not quiet and beyond_window(conn, tenant, below, limit):
         _window_warned_at[tenant] = time.monotonic()  # once a minute per tenant: every write would say it
-        log.warning("governance.unprojected_window_full", tenant=tenant, window=limit, floor=floor)
+        log.warning("governance.unprojected_window_full", tenant=tenant, window=limit, floor=below)
     out: list[list[NearMemory]] = [[] for _ in vectors]
     if not rows:
         return out
@@ -212,26 +163,20 @@ def lock_scopes(conn: Connection, tenant: str, scopes: set[ScopeKey], timeout_s:
         conn.execute(text("SET LOCAL lock_timeout = 0"))  # the rest of the write waits as usual
 
 
-_STREAMS = text("""
-SELECT stream_id, type, data, stream_version FROM events
-WHERE tenant = :tenant AND stream_id = ANY(:streams) ORDER BY stream_id, stream_version
-""")
-
-
 def stream_states(conn: Connection, tenant: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, StreamState]:
     """What the log says of these memories now (authoritative, whatever the projections' lag)."""
     states = {i: StreamState() for i in ids}
     if not ids:
         return states
     by_stream = {memory_stream(i): i for i in ids}
-    for r in conn.execute(_STREAMS, {"tenant": tenant, "streams": list(by_stream)}):
+    for r in read_streams(conn, tenant, list(by_stream)):
         s = states[by_stream[r.stream_id]]
         s.version = max(s.version, r.stream_version)
-        if r.type == "MemoryRecorded":
+        if r.is_a(MemoryRecorded):
             s.recorded = r.data
-        elif r.type == "MemorySuperseded" and r.data.get("memory_id") == str(by_stream[r.stream_id]):
+        elif r.is_a(MemorySuperseded) and r.data.get("memory_id") == str(by_stream[r.stream_id]):
             s.superseded = True
-        elif r.type == "MemoryReinforced":
+        elif r.is_a(MemoryReinforced):
             s.reinforcements += 1
             s.last_reinforced = r.data
     return states

@@ -18,7 +18,7 @@ every run that found memories to consolidate, also when nothing changed (its cou
 the log shows that the cycle ran and with which clock. A second run in a row appends only that.
 
 Merges against concurrent writes: the plan is made on a snapshot without locks; a run with merges is appended
-holding the governor's scope locks (services/governance.py `scope_lock_key`, as session locks, in key order) of
+holding the governor's scope locks (services/neighbours.py `scope_lock_key`, as session locks, in key order) of
 the merges' scopes, and only if, under those locks, every memory a merge names is as the plan saw it (every event
 on its stream applied by the memories projection, same content, still active or dormant). The MemoriesMerged
 carries the kept memory's stream head as its expected version. Otherwise the run is planned again on a fresh
@@ -49,7 +49,7 @@ from eventstore.append import append
 from eventstore.stream import stream_heads
 from infra.settings import Settings, get_settings
 from infra.wake import appended
-from services.governance import scope_lock_key
+from services.neighbours import scope_lock_key
 from workers.lifecycle import SCHEDULER_ACTOR, append_system_events, as_clock, job_lock, sync_projections
 
 log = structlog.get_logger(__name__)

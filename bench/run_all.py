@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--recall-sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="2k events, recall at 2k and 5k, 50 queries")
-    parser.add_argument("--only", nargs="+", choices=["append", "projection", "recall", "rebuild"])
+    parser.add_argument("--only", nargs="+", choices=["append", "projection", "recall", "rebuild", "recallable_lag"])
     args = parser.parse_args()
     if args.quick:
         args.n, args.n_vectors, args.recall_sizes, args.queries = 2000, 300, [2000, 5000], 50
@@ -57,6 +57,7 @@ def main() -> None:
         "projection": ["--n", str(args.n), "--n-vectors", str(args.n_vectors)],
         "recall": ["--n", *map(str, args.recall_sizes), "--queries", str(args.queries)],
         "rebuild": ["--n", str(args.n)],
+        "recallable_lag": ["--singles", "10" if args.quick else "50", "--batches", "1" if args.quick else "2"],
     }
     results: dict[str, Any] = {}
     started = time.perf_counter()
@@ -104,6 +105,11 @@ def summary_rows(module: str, result: dict[str, Any]) -> list[tuple[str, str]]:
         for r in result["rows"]:
             rows.append((f"rebuild {r['projection']} ({result['n']:,})", f"{r['seconds']:.2f} s"))
         rows.append((f"rebuild all {len(result['rows'])} ({result['n']:,})", f"{result['total_seconds']:.2f} s"))
+    elif module == "recallable_lag":
+        s, b = result["singles"]["lag_ms"], result["batches"]["lag_ms"]
+        rows.append(("write → recallable, single governed writes", f"p50 {s['p50']:.0f} ms / p95 {s['p95']:.0f} ms"))
+        rows.append(("write → recallable, 1,000-memory batches", f"p50 {b['p50']:.0f} ms / p95 {b['p95']:.0f} ms"))
+        rows.append(("vectors projector embedding rate", f"{result['vectors_embedding_rate_per_s']:,.0f} texts/s"))
     return rows
 
 

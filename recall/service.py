@@ -28,7 +28,7 @@ from sqlalchemy import Engine, text
 from domain.errors import InvalidPayload, NotFound
 from domain.events import NewEvent, RecallServed, recall_stream, validate_payload
 from domain.memory_status import RECALLABLE
-from domain.text import has_nul
+from domain.text import has_nul, tokenize
 from eventstore.append import append
 from eventstore.stream import first_of_type
 from infra.embedding import Embedder, to_pgvector
@@ -38,6 +38,7 @@ from infra.wake import appended
 from recall.consistency import wait_for_position
 from recall.funnel import abstain, candidates, composite, coref, graph, prf, rerank
 from recall.funnel.types import Item, StageReport, timed
+from recall.keyword import bm25_top
 from recall.scope import Scope
 
 log = structlog.get_logger(__name__)
@@ -150,13 +151,22 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
     return _Pass(statuses, query, items, legs, ranked, reports, reranked, abstained, trace)
 
 
-def _weak(first: _Pass, request: RecallRequest, settings: Settings) -> str | None:
-    """Why the active and dormant memories do not answer (so staging is looked at), or None when they do."""
+def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settings) -> str | None:
+    """Why the active and dormant memories do not answer (so staging is looked at), or None when they do:
+    the gate abstained; the best cosine is weak; or a query term none of the top results holds is held by a
+    staging memory (the right fact may sit in staging while a near one answers: "shellfish" for "peanuts")."""
     if first.abstained:
         return f"abstained: {first.abstained['reason']}"
     best = first.best_cosine(settings.abstain_gate_k)
     if best is not None and best < settings.staging_fallback_sim:  # None: no vector yet, nothing to judge by
         return f"weak relevance: best cosine {best:.3f} < {settings.staging_fallback_sim:g}"
+    held = {t for i in first.ranked[:request.k] for t in tokenize(i.content)}
+    missing = sorted({t for t in tokenize(first.query) if t not in held})
+    if missing:
+        with engine.connect() as conn:
+            staged = bm25_top(conn, request.scope, missing, 1, settings.bm25_k1, settings.bm25_b, ("staging",))
+        if staged:
+            return f"query terms only staging holds: {', '.join(missing)}"
     return None
 
 
@@ -172,7 +182,9 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors)
     # Staging is a safety net: when the recallable memories do not answer, look at staging before giving up.
     fallback: dict[str, Any] | None = None
-    why = None if "staging" in chosen.statuses or not settings.staging_fallback else _weak(chosen, request, settings)
+    why = None
+    if settings.staging_fallback and "staging" not in chosen.statuses:
+        why = _weak(engine, chosen, request, settings)
     if why:
         second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors)
         staged = [str(i.memory_id) for i in second.ranked[:k] if i.status == "staging"]

@@ -124,6 +124,22 @@ def test_staging_answers_when_nothing_active_does_and_used_promotes_it(client, e
     assert client.get(f"/v1/memories/{staged['memory_id']}").json()["status"] == "active"
 
 
+def test_a_staging_memory_holding_what_the_active_ones_lack_answers_before_a_near_wrong_fact(
+        client, governance_settings):
+    peanuts = write(client, "Alice is allergic to peanuts", agent_id="med")
+    governance_settings(gate_active=0.99)
+    shellfish = write(client, "Alice is allergic to shellfish", agent_id="med", signals=ZERO_SIGNALS)
+    assert (peanuts["disposition"], shellfish["disposition"]) == ("active", "staging")
+    answer = recall(client, "is Alice allergic to shellfish?", shellfish["position"], agent_id="med")
+    top = answer["results"][0]
+    assert top["memory_id"] == shellfish["memory_id"] and top["explanation"]["from_staging"] is True
+    assert answer["explanation"]["staging_fallback"]["reason"] == "query terms only staging holds: shellfish"
+    # A query the active memory answers fully does not look at staging.
+    plain = recall(client, "what is Alice allergic to? peanuts?", shellfish["position"], agent_id="med")
+    assert plain["results"][0]["memory_id"] == peanuts["memory_id"]
+    assert plain["explanation"]["staging_fallback"] is None
+
+
 def _engramlog_client(app, key: str):  # type: ignore[no-untyped-def]
     from client import EngramlogClient
 

@@ -184,7 +184,7 @@ def names_person(entity: str, name: str) -> bool:
 @per_text()  # recall asks it of the same memories on every query; it reads the whole text
 def words(text: str) -> frozenset[str]:
     """The lower-cased words of a text, possessives stripped (what `mentions` matches against)."""
-    return frozenset(_strip_possessive(w).lower() for w in set(_WORD.findall(text)))  # each distinct word once
+    return frozenset(map(str.lower, map(_strip_possessive, set(_WORD.findall(text)))))  # each distinct word once
 
 
 def mentions(text_words: AbstractSet[str], entity: str) -> bool:

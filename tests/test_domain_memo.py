@@ -34,6 +34,16 @@ def test_memo_is_bounded_least_recently_used_first() -> None:
     assert computed == ["a", "bb", "ccc", "bb"]
 
 
+def test_memo_is_bounded_by_the_characters_it_was_derived_from() -> None:
+    memo: Memo[int] = Memo(maxsize=100, max_chars=10)
+    memo.get(("aaaa",), lambda: 1)
+    memo.get(("bbbb",), lambda: 2)
+    memo.get(("cccc",), lambda: 3)  # 12 characters: the least recently used goes
+    assert len(memo) == 2 and memo.get(("aaaa",), lambda: 9) == 9
+    memo.get(("x" * 11,), lambda: 4)  # larger than the whole memo: answered, not kept
+    assert memo.get(("x" * 11,), lambda: 5) == 5
+
+
 def test_digest_tells_sequences_apart() -> None:
     assert digest(("ab", "c")) != digest(("a", "bc"))
     assert digest(("ab",)) != digest(("a", "b")) and digest(()) != digest(("",))

@@ -21,7 +21,7 @@ from recall.scope import Scope
 
 # The most salient entity of a set of recent memories, kept by their contents' digest: pronoun queries read the
 # same recent memories until the next write, and the entity rule over 20 long texts costs tens of milliseconds.
-_SALIENT: Memo[str | None] = Memo(1024)
+_SALIENT: Memo[str | None] = Memo(1024, max_chars=50_000_000)  # values are one name
 
 
 def resolve(conn: Connection, scope: Scope, query: str, statuses: tuple[str, ...], recent: int,

@@ -15,8 +15,10 @@ appears in it as a word, case-insensitively.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
+from domain.memo import per_text
 from domain.text import STOPWORDS
 
 # Pronoun -> the form the resolved entity takes in its place ("{}" is the entity).
@@ -61,14 +63,12 @@ def _ends_sentence(gap: str) -> bool:
     return "\n" in unquoted[len(bare):] or bare[-1:] in (".", "!", "?")
 
 
-def _words_with_position(text: str) -> Iterator[tuple[re.Match[str], bool]]:
-    """Each word of `text` with whether it starts a sentence (the text's start, or after a sentence end)."""
-    previous_end = 0
-    first = True
-    for match in _WORD.finditer(text):
-        gap = text[previous_end:match.start()]
-        yield match, (first and not gap.strip()) or _ends_sentence(gap)
-        previous_end, first = match.end(), False
+def _starts_sentence(gap: str, first: bool) -> bool:
+    """Whether a word starts a sentence, from the text between it and the previous word (`first`: no previous
+    word, the gap is the text before it): the text's start, or after a sentence end."""
+    return (first and not gap.strip()) or _ends_sentence(gap)
+
+
 
 
 def entities(text: str, names: set[str] | None = None) -> list[str]:
@@ -86,19 +86,22 @@ def entities(text: str, names: set[str] | None = None) -> list[str]:
         run.clear()
         run_chars = 0
 
-    previous_end = -1
-    for match, sentence_start in _words_with_position(text):
+    previous_end = -1  # end of the previous word; -1 before the first
+    for match in _WORD.finditer(text):
         word = match.group()
         bare = _strip_possessive(word)
         if run and text[previous_end:match.start()] != " ":  # words of one entity: one space apart
             close()
+        before = previous_end
         previous_end = match.end()
         if not bare or not _is_capitalised(bare) or bare.lower() in _NOT_ENTITIES:
             close()
             continue
         after = text[match.end():match.end() + 1]
         possessive = bare != word
-        if sentence_start and not run and not (after == ":" or possessive) and bare.lower() not in (names or ()):
+        # Whether it starts a sentence, looked at only for a word it decides (most words are not capitalised).
+        if not run and not (after == ":" or possessive) and bare.lower() not in (names or ()) \
+                and _starts_sentence(text[max(before, 0):match.start()], before < 0):
             continue
         if len(run) <= MAX_ENTITY_WORDS:  # a longer run is dropped when it ends: hold no more than that
             run.append(bare)
@@ -134,6 +137,7 @@ SECOND_PERSON = frozenset(["you", "your", "yours", "yourself", "yourselves", "yo
                            "you'll", "youre"])
 
 
+@per_text()  # recall asks it of the same memories on every query; it reads the whole text
 def addresses_other(utterance: str) -> bool:
     """Whether an utterance speaks more in the second person than in the first: its subject is the one it
     addresses, not its speaker."""
@@ -153,7 +157,7 @@ def statements(text: str) -> str:
     return " ".join(s.strip() for s in _SENTENCE.findall(utterance_body(text)) if not s.strip().endswith("?"))
 
 
-def holds(text: str, text_words: set[str], entity: str, speakers: Iterable[str] | None = None) -> bool:
+def holds(text: str, text_words: AbstractSet[str], entity: str, speakers: Iterable[str] | None = None) -> bool:
     """Whether a memory is about `entity`. An utterance ("Caroline: ...") is about its speaker, unless it speaks
     mostly in the second person: then it is about the one addressed, who is not the speaker (a vocative name
     may be absent, and in a group it may be anyone else). Any other text is about every entity it mentions.
@@ -177,12 +181,13 @@ def names_person(entity: str, name: str) -> bool:
     return entity == name or (len(entity) >= 3 and " " not in entity and name.split()[0].startswith(entity))
 
 
-def words(text: str) -> set[str]:
+@per_text()  # recall asks it of the same memories on every query; it reads the whole text
+def words(text: str) -> frozenset[str]:
     """The lower-cased words of a text, possessives stripped (what `mentions` matches against)."""
-    return {_strip_possessive(w).lower() for w in _WORD.findall(text)}
+    return frozenset(map(str.lower, map(_strip_possessive, set(_WORD.findall(text)))))  # each distinct word once
 
 
-def mentions(text_words: set[str], entity: str) -> bool:
+def mentions(text_words: AbstractSet[str], entity: str) -> bool:
     return all(part.lower() in text_words for part in entity.split())
 
 
@@ -202,8 +207,17 @@ def replace_pronouns(query: str, entity: str, which: set[str] | None = None) -> 
     return _WORD.sub(sub, query)
 
 
-def _sentence_initial(text: str) -> list[str]:
-    return [_strip_possessive(match.group()) for match, start in _words_with_position(text) if start]
+def _capitalised_sentence_initial(text: str) -> list[str]:
+    """The capitalised words of `text` that start a sentence, possessives stripped (only a capitalised word's
+    gap to the previous word is looked at)."""
+    out: list[str] = []
+    previous_end = -1
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if _is_capitalised(word) and _starts_sentence(text[max(previous_end, 0):match.start()], previous_end < 0):
+            out.append(_strip_possessive(word))
+        previous_end = match.end()
+    return out
 
 
 def most_salient(texts: Iterable[str]) -> str | None:
@@ -214,8 +228,8 @@ def most_salient(texts: Iterable[str]) -> str | None:
     lower = {_strip_possessive(w) for text in texts for w in _WORD.findall(text) if w[:1].islower()}
     initial: dict[str, int] = {}
     for text in texts:
-        for word in set(_sentence_initial(text)):
-            if _is_capitalised(word) and word.lower() not in _NOT_ENTITIES and word.lower() not in lower:
+        for word in set(_capitalised_sentence_initial(text)):
+            if word.lower() not in _NOT_ENTITIES and word.lower() not in lower:
                 initial[word.lower()] = initial.get(word.lower(), 0) + 1
     names = {w for w, n in initial.items() if n >= 2}
     counts: dict[str, int] = {}

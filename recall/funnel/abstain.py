@@ -25,9 +25,22 @@ from __future__ import annotations
 from typing import Any
 
 from domain.entities import entities, holds, speakers_of, statements, words
+from domain.memo import per_text
 from domain.text import tokenize
 from infra.settings import Settings
 from recall.funnel.types import Item, StageReport
+
+
+# A memory's terms, and those of its statements, kept by its content's digest: the gate reads the same top
+# memories on query after query, and tokenizing a long text costs more than the rest of the gate.
+@per_text()
+def content_terms(content: str) -> frozenset[str]:
+    return frozenset(tokenize(content))
+
+
+@per_text()
+def statement_terms(content: str) -> frozenset[str]:
+    return frozenset(tokenize(statements(content)))
 
 
 def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
@@ -53,7 +66,7 @@ def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
     if terms:
         found: set[str] = set()
         for item in top:
-            found |= terms & set(tokenize(item.content))
+            found |= terms & content_terms(item.content)
         share = len(found) / len(terms)
         channels["keyword"] = {"value": round(share, 4), "floor": settings.abstain_term_floor,
                                "matched": sorted(found), "terms": sorted(terms),
@@ -94,7 +107,7 @@ def _entity_channel(named: list[str], terms: set[str], top: list[Item], settings
     """Is a memory that answers the rest of the query about the entity the query names?"""
     rest = terms - set(tokenize(" ".join(named)))
     if rest:
-        shares = [(len(rest & set(tokenize(statements(i.content)))) / len(rest), i) for i in top]
+        shares = [(len(rest & statement_terms(i.content)) / len(rest), i) for i in top]
         best = max(share for share, _ in shares)
         if best > 0:
             answering = [i for share, i in shares if share >= settings.abstain_entity_frac * best]

@@ -15,8 +15,13 @@ from __future__ import annotations
 from sqlalchemy import Connection, text
 
 from domain.entities import entities, most_salient, pronouns, replace_pronouns, resolvable
+from domain.memo import Memo
 from recall.funnel.types import StageReport
 from recall.scope import Scope
+
+# The most salient entity of a set of recent memories, kept by their contents' digest: pronoun queries read the
+# same recent memories until the next write, and the entity rule over 20 long texts costs tens of milliseconds.
+_SALIENT: Memo[str | None] = Memo(1024, max_chars=50_000_000)  # values are one name
 
 
 def resolve(conn: Connection, scope: Scope, query: str, statuses: tuple[str, ...], recent: int,
@@ -41,7 +46,7 @@ def resolve(conn: Connection, scope: Scope, query: str, statuses: tuple[str, ...
         SELECT content FROM memories m WHERE {where} AND m.status = ANY(:statuses)
         ORDER BY m.occurred_at DESC, m.position DESC LIMIT :n"""),
         {**params, "statuses": list(statuses), "n": recent}).scalars().all()
-    entity = most_salient(rows)
+    entity = _SALIENT.get(rows, lambda: most_salient(rows))
     report.counts["recent_memories"] = len(rows)
     if entity is None:
         report.skipped = "no entity in the scope's recent memories"

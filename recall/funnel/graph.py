@@ -52,10 +52,13 @@ WHERE f.tenant = :tenant AND f.memory_id = ANY(:ids)
 
 # Entity neighbours: the other recallable memories of the same agent that talk about an entity a frontier memory
 # talks about, through entities no more than :max_df of that agent's memories talk about. A long text names tens
-# of entities, so each of the frontier's distinct (entity, agent) pairs is counted once (MATERIALIZED: inlined,
-# the planner re-ran the counts for every frontier row, quadratic in the entities named) and no further than
-# :max_df + 1 (a hub entity's rows are not all read). A memory without an agent has no entity neighbours (its
-# NULL agent equals none), so those rows are left out before anything is counted.
+# of entities, so every step is bounded by what the frontier names, whatever the planner estimates: each distinct
+# (entity, agent) pair of the frontier is counted once (MATERIALIZED: inlined, the planner re-ran the counts for
+# every frontier row, quadratic in the entities named) and no further than :max_df + 1 (a hub entity's rows are
+# not all read); a specific entity's other memories are read by its index, at most :max_df of them (the LIMIT
+# keeps that a lookup per frontier row: a plain join was planned as a scan of the tenant's memories against the
+# frontier's rows). A memory without an agent has no entity neighbours (its NULL agent equals none), so those
+# rows are left out before anything is counted.
 _ENTITY = text("""
 WITH src AS MATERIALIZED (
     SELECT memory_id, entity, agent_id FROM memory_entities
@@ -66,13 +69,18 @@ WITH src AS MATERIALIZED (
         SELECT 1 FROM memory_entities e WHERE e.tenant = :tenant AND e.entity = s.entity AND e.agent_id = s.agent_id
         LIMIT :max_df + 1) capped) d
     WHERE d.df BETWEEN 2 AND :max_df
+), pairs AS MATERIALIZED (
+    SELECT DISTINCT s.memory_id AS source, o.memory_id AS target
+    FROM src s
+    JOIN specific USING (entity, agent_id)
+    CROSS JOIN LATERAL (
+        SELECT e.memory_id FROM memory_entities e
+        WHERE e.tenant = :tenant AND e.entity = s.entity AND e.agent_id = s.agent_id AND e.memory_id <> s.memory_id
+        LIMIT :max_df) o
 )
-SELECT DISTINCT s.memory_id AS source, o.memory_id AS target
-FROM src s
-JOIN specific USING (entity, agent_id)
-JOIN memory_entities o ON o.tenant = :tenant AND o.entity = s.entity AND o.agent_id = s.agent_id
-                      AND o.memory_id <> s.memory_id
-JOIN memories m ON m.tenant = o.tenant AND m.memory_id = o.memory_id AND m.status = ANY(:statuses)
+SELECT p.source, p.target FROM pairs p
+WHERE EXISTS (SELECT 1 FROM memories m WHERE m.tenant = :tenant AND m.memory_id = p.target
+                                         AND m.status = ANY(:statuses))
 """)
 
 

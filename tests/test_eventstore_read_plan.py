@@ -94,9 +94,14 @@ def test_gap_safe_read_is_bounded_index_ranges(engine, generic, until, type_set)
         assert kind in ("Index Scan", "Index Only Scan"), (kind, index)
         if index == "events_pkey":
             continue
+        assert parent is not None and parent["Node Type"] == "Limit", parent  # stops after a batch
+        if index == "events_tx_position" and type_set == "common types":
+            # Types that make up most of the log: walking (tx_id, position) from the checkpoint and filtering
+            # by type also reads about a batch (the planner picks it when statistics say so, as in a full run).
+            assert "ROW(tx_id" in cond, cond
+            continue
         assert index == "events_type_tx_position", index
         assert "type =" in cond and "ROW(tx_id" in cond, cond  # bounded by its type and the checkpoint
-        assert parent is not None and parent["Node Type"] == "Limit", parent  # and stops after a batch
 
 
 def test_gap_safe_read_answers_in_tx_position_order(engine, tenant):

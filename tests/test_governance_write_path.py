@@ -212,9 +212,12 @@ def test_a_low_novelty_observation_is_not_kept_active_but_logged(client, engine,
     assert inputs["correction"] == {"value": False, "source": "producer", "evidence": []}
     assert inputs["memory_type"] == "model" and inputs["type_bonus"] == 0.0
     assert admitted["data"]["salience"] == pytest.approx(0.45 * inputs["novelty"], abs=1e-5)
-    # ... and not in recall: the active memory answers.
-    hits = recalled(client, "team standup room B every day", low["position"])
+    # ... and not in recall while the active memory answers the query in full (every term of it held).
+    hits = recalled(client, "team standup room B every morning", low["position"])
     assert hits[0] == base["memory_id"] and low["memory_id"] not in hits
+    # A query term only the staging one holds ("day") makes recall look at staging: then it answers, marked.
+    r = client.post("/v1/recall", json={"query": "team standup room B every day", "min_position": low["position"]})
+    assert r.json()["explanation"]["staging_fallback"]["reason"] == "query terms only staging holds: day"
 
 
 def test_heuristic_signals_are_recorded_with_their_evidence(client, engine, tenant):

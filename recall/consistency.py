@@ -13,7 +13,8 @@ import time
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
-from domain.errors import NotCaughtUp
+from domain.errors import InvalidPayload, NotCaughtUp
+from eventstore.read import head_position
 from projections.registry import PROJECTORS
 from projections.runner import has_reached
 
@@ -25,6 +26,14 @@ def pending(engine: Engine, position: int, names: tuple[str, ...] = READ_MODELS)
     """The read models among `names` that have not applied `position` yet."""
     with engine.connect() as conn:
         return [name for name in names if not has_reached(conn, PROJECTORS[name], position)]
+
+
+def refuse_beyond_head(engine: Engine, position: int, name: str = "position") -> None:
+    """A position the log has not reached was never answered by a write: InvalidPayload (422) now, no wait."""
+    with engine.connect() as conn:
+        head = head_position(conn)
+    if position > head:
+        raise InvalidPayload(f"{name} {position} is beyond the log's head ({head}): nothing was written there yet")
 
 
 def _not_caught_up(names: list[str], position: int, timeout_s: float) -> NotCaughtUp:
@@ -72,4 +81,4 @@ async def await_recallable(engine: Engine, position: int, timeout_s: float, max_
         raise _not_caught_up(still, position, timeout_s)
 
 
-__all__ = ["READ_MODELS", "await_position", "await_recallable", "pending", "wait_for_position"]
+__all__ = ["READ_MODELS", "await_position", "await_recallable", "pending", "refuse_beyond_head", "wait_for_position"]

@@ -7,7 +7,6 @@ and read-model rows are exact even though the database is shared.
 from __future__ import annotations
 
 import re
-import time
 import uuid
 
 import pytest
@@ -359,10 +358,7 @@ def test_min_position_beyond_the_log_is_refused_at_once(client, engine, monkeypa
     with engine.connect() as conn:
         head = conn.execute(text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()
     wait_projected(engine, head)
-    started = time.monotonic()
     response = client.post("/v1/recall", json={"query": "anything at all", "min_position": head + 10**9})
-    elapsed = time.monotonic() - started
-    assert response.status_code == 422, response.text
+    assert response.status_code == 422, response.text  # refused at once: a wait would have ended in a 503
     detail = response.json()["detail"]
     assert str(head + 10**9) in detail and "beyond the log's head" in detail, detail
-    assert elapsed < 5, f"refused without waiting, but took {elapsed:.1f}s"

@@ -8,12 +8,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel
 from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
-from domain.errors import InvalidPayload
-from eventstore.read import head_position
 from infra.settings import get_settings
-from recall.consistency import READ_MODELS, await_position
+from recall.consistency import READ_MODELS, await_position, refuse_beyond_head
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 MAX_POSITION = 2**63 - 1
@@ -33,9 +32,6 @@ async def get_position(position: Annotated[int, Path(ge=0, le=MAX_POSITION)],
                        ) -> PositionOut:
     """`recallable` once memories and keyword have applied `position` (a vector may still be on its way: such a
     memory is scored on its keyword leg alone). With `wait`, answers as soon as it is, or after `wait` s."""
-    with db.connect() as conn:
-        head = head_position(conn)
-    if position > head:
-        raise InvalidPayload(f"position {position} is beyond the log's head: nothing was written there yet")
+    await run_in_threadpool(refuse_beyond_head, db, position)
     still = await await_position(db, position, wait, get_settings().max_position_waiters)
     return PositionOut(position=position, recallable=not still, pending=still, read_models=list(READ_MODELS))

@@ -11,20 +11,13 @@ from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
-from domain.errors import InvalidPayload
-from eventstore.read import head_position
 from infra.embedding import get_embedder
 from infra.settings import get_settings
-from recall.consistency import await_recallable
+from recall.consistency import await_recallable, refuse_beyond_head
 from recall.scope import Scope
 from recall.service import RecallRequest, get_recall, recall, validate
 
 router = APIRouter(prefix="/v1", tags=["recall"])
-
-
-def _head(db: Engine) -> int:
-    with db.connect() as conn:
-        return head_position(conn)
 
 
 @router.post("/recall", response_model=RecallOut)
@@ -38,10 +31,7 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
                             trace=body.trace)
     validate(request)
     if body.min_position is not None:
-        # A position the log has not reached yet was never answered by a write: refused now, not waited for.
-        head = await run_in_threadpool(_head, db)
-        if body.min_position > head:
-            raise InvalidPayload(f"min_position {body.min_position} is beyond the log's head ({head})")
+        await run_in_threadpool(refuse_beyond_head, db, body.min_position, "min_position")
         await await_recallable(db, body.min_position, settings.min_position_wait_s, settings.max_position_waiters)
     answer = await run_in_threadpool(recall, db, get_embedder(settings.embedding_model), settings, request,
                                      who.metadata())

@@ -77,9 +77,12 @@ class Prepared:
             conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
             lock_scopes(conn, tenant, set(scopes), settings.governance_lock_timeout_s)
             for scope, group in scopes.items():
-                found = nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)
+                # The log window first, then the read model: a projection committing between the two statements
+                # moves a memory from the first to the second, never out of both (the other order lost it
+                # when its vector landed in between; seen on CI). One seen by both counts once (Governor.nearest).
                 pending = unprojected(conn, tenant, scope, self.embedder.model,
                                       settings.governance_unprojected_max, [w.literal or "" for w in group])
+                found = nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)
                 for w, neighbours, waiting in zip(group, found, pending, strict=True):
                     w.neighbours = neighbours + waiting
             # The nearest memories' log state (reinforcements the read model has not applied yet, supersedes,

@@ -1,4 +1,4 @@
-"""A stack of its own for the fault tests (tests/test_faults.py): PostgreSQL, Redis, the API (uvicorn on loopback,
+"""A stack of its own for the fault tests (tests/e2e/test_faults.py): PostgreSQL, Redis, the API (uvicorn on loopback,
 keyless) and Dramatiq workers as separate processes, so PostgreSQL and Redis can be stopped and restarted without
 disturbing the session's servers; and a steady write load over HTTP that records what was acknowledged.
 """

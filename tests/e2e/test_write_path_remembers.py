@@ -4,7 +4,7 @@
 Distinct facts after similar ones are admitted active; repeats and paraphrases reinforce; filler is not kept
 active; staging is a safety net recall looks at before it abstains, and a staging memory used after a recall is
 promoted (as an event a rebuild replays); read-your-writes from the CLI and the Python client; a large batch is
-recallable on its keyword leg before its vectors exist (tests/test_recall_before_vectors.py).
+recallable on its keyword leg before its vectors exist (tests/e2e/test_recall_before_vectors.py).
 """
 
 from __future__ import annotations

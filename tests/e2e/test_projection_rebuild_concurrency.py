@@ -29,7 +29,7 @@ from projections.rebuild import ProjectionBusy, rebuild, verify
 from projections.registry import get_projector
 
 WAIT_S = 120  # bound on every wait for another thread; never a timed assertion
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,7 @@ from domain.events import (
     validate_payload,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("services", "workers", "projections", "recall", "eventstore")
 # The governor's modules and the vectors projector are being rewritten by the lead; they follow then.
 NOT_YET: set[str] = set()

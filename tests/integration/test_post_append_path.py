@@ -9,7 +9,7 @@ from pathlib import Path
 
 from funnel_support import ask, remember_all
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Layers below the workers: they reach the actors only through infra/wake.py's message.
 BELOW_WORKERS = ("domain", "eventstore", "infra", "services", "projections", "recall")
 

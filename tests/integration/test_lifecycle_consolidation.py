@@ -26,7 +26,7 @@ from lifecycle_support import (
 )
 from sqlalchemy import text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ["The deploy failed because the database migration ran twice on the replica.",
           "The deploy failed because the database migration ran twice on the replica",
           "Deployments must run database migrations exactly once, on the primary."]

@@ -14,7 +14,7 @@ from pathlib import Path
 from lifecycle_support import events_of, record, rows, served, statuses, sync, verify_tenant
 from sqlalchemy import text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def db_now(engine) -> datetime:  # type: ignore[no-untyped-def]

@@ -25,7 +25,7 @@ from domain.consolidation import ConsolidationConfig, Edge, Node, plan
 from domain.decay import DecayPolicy, MemoryRefs, decide
 from domain.hebbian import HEBBIAN_CAP, canonical, decayed, strengthen, validated_pairs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from domain.events import NewEvent, memory_stream
 from eventstore.append import append
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60
 
 

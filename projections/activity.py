@@ -95,7 +95,7 @@ class _Run:
         a["last_access_at"] = _later(a["last_access_at"], at)
 
     def served(self, conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
-        for r in {r.memory_id for r in p.results}:
+        for r in {r.memory_id for r in p.results if r.memory_id is not None}:  # other domains: their own
             self.access(event.tenant, r, event.recorded_at)
 
     def reinforced(self, conn: Connection, event: RecordedEvent, p: MemoryReinforced) -> None:

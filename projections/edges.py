@@ -56,7 +56,7 @@ def _hebbian(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> 
     served = first_of_type(conn, event.tenant, recall_stream(p.recall_id), RecallServed)
     if served is None or not served.data:
         return
-    served_ids = [uuid.UUID(r["memory_id"]) for r in served.data.get("results", [])]
+    served_ids = [uuid.UUID(r["memory_id"]) for r in served.data.get("results", []) if r.get("memory_id")]
     for source, target in validated_pairs(used, served_ids):
         params = {"tenant": event.tenant, "source": source, "target": target, "kind": "hebbian"}
         row = conn.execute(_GET, params).first()

@@ -2,7 +2,7 @@
 
 Every MemoryRecorded is decided by the governor (services/governance.py) inside the one transaction, under its
 per-scope locks, and its decision events are appended in that same transaction right after it. Decisions are
-the system's: a producer cannot append them itself (a SystemEvent, domain/events.py, is refused unless the
+the system's: a producer cannot append them itself (a SystemEvent, domain/events/base.py, is refused unless the
 metadata's actor is a system actor).
 """
 

@@ -85,7 +85,7 @@ def give_feedback(engine: Engine, tenant: str, recall_id: uuid.UUID, items: Sequ
         served = next((r.data for r in rows if r.type == RecallServed.type_name()), None)
         if served is None:
             raise NotFound(f"no recall {recall_id}")
-        returned = {r["memory_id"] for r in served.get("results", [])}
+        returned = {r["memory_id"] for r in served.get("results", []) if r.get("memory_id")}
         foreign = [i for i in named if i not in returned]
         if foreign:
             raise InvalidPayload(f"recall {recall_id} did not return these memories: {', '.join(foreign)}")

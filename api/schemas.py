@@ -157,9 +157,14 @@ class RecallOut(BaseModel):
 
 
 class RecalledOut(BaseModel):
-    memory_id: uuid.UUID
-    rank: int
+    domain: str = "memories"
+    memory_id: uuid.UUID | None = None  # a memory's result; any other domain's is named by its handle
+    handle: dict[str, Any] | None = None
+    rank: int  # within its domain's bucket
     score: float
+    layer: str = "index"  # hot (a cache), index (a search), drill (an exact-slice fetch)
+    legs: dict[str, float | None] | None = None
+    drilled: bool = False  # an agent fetched it by its handle after this recall
     stages: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -170,6 +175,7 @@ class RecallRecordOut(BaseModel):
     query: str
     k: int
     scope: dict[str, Any]
+    domains: list[str] = Field(default_factory=lambda: ["memories"])
     results: list[RecalledOut]
     latency_ms: float | None
     position: int

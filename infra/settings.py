@@ -222,6 +222,8 @@ class Settings:
     staging_fallback: bool = field(
         default_factory=lambda: _env("ENGRAMLOG_STAGING_FALLBACK", "1").lower() not in ("0", "false", "no"))
     staging_fallback_sim: float = field(default_factory=lambda: float(_env("ENGRAMLOG_STAGING_FALLBACK_SIM", "0.45")))
+    # recall/multi: the results all buckets share; each of the N domains that answer gets ceiling // N (at least 1).
+    recall_multi_ceiling: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RECALL_MULTI_CEILING", "20")))
 
     @property
     def multi_tenant(self) -> bool:

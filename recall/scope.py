@@ -1,8 +1,13 @@
-"""Scope filters shared by both recall legs: tenant always, then agent, project, session, kinds."""
+"""Scope filters shared by every recall leg: tenant always, then agent, project, session, kinds, and the privacy
+policy's excluded agents, projects and sessions (so an excluded memory never takes a candidate's place)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from domain.privacy import NO_POLICY, PrivacyPolicy
+
+_EXCLUDED = (("agent_id", "exclude_agents"), ("project", "exclude_projects"), ("session_id", "exclude_sessions"))
 
 
 @dataclass(frozen=True)
@@ -12,6 +17,7 @@ class Scope:
     project: str | None = None
     session_id: str | None = None
     kinds: tuple[str, ...] = ()
+    policy: PrivacyPolicy = NO_POLICY
 
     def where(self, alias: str) -> tuple[str, dict[str, object]]:
         clauses = [f"{alias}.tenant = :tenant"]
@@ -24,6 +30,11 @@ class Scope:
         if self.kinds:
             clauses.append(f"{alias}.kind = ANY(:kinds)")
             params["kinds"] = list(self.kinds)
+        for column, field_ in _EXCLUDED:
+            excluded = getattr(self.policy, field_)
+            if excluded:
+                clauses.append(f"({alias}.{column} IS NULL OR {alias}.{column} <> ALL(:x_{column}))")
+                params[f"x_{column}"] = list(excluded)
         return " AND ".join(clauses), params
 
     def as_dict(self) -> dict[str, object]:

@@ -18,26 +18,24 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 from sqlalchemy import Engine, text
 
-from domain.errors import InvalidPayload, NotFound
-from domain.events import NewEvent, RecallServed, recall_stream, validate_payload
+from domain.errors import InvalidPayload
 from domain.memory_status import RECALLABLE
+from domain.privacy import NO_POLICY, PrivacyPolicy
 from domain.text import has_nul, tokenize
-from eventstore.append import append
-from eventstore.stream import first_of_type
 from infra.embedding import Embedder, to_pgvector
 from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
-from infra.wake import appended
 from recall.consistency import wait_for_position
-from recall.funnel import abstain, candidates, composite, coref, graph, prf, rerank
+from recall.funnel import abstain, candidates, composite, coref, graph, prf, privacy, rerank
 from recall.funnel.types import Item, StageReport, timed
+from recall.hitlog import append_served, served_record
 from recall.keyword import bm25_top
 from recall.scope import Scope
 
@@ -109,14 +107,17 @@ class _Pass:
     reranked: bool
     abstained: dict[str, Any] | None
     trace: dict[str, list[str]]
+    excluded: int = 0  # results the privacy gate dropped after the graph walk
 
     def best_cosine(self, k: int) -> float | None:
         return max((i.cosine for i in self.ranked[:k] if i.cosine is not None), default=None)
 
 
 def _run(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
-         statuses: tuple[str, ...], now: datetime, vectors: dict[str, str]) -> _Pass:
-    scope, k = request.scope, request.k
+         statuses: tuple[str, ...], now: datetime, vectors: dict[str, str], policy: PrivacyPolicy) -> _Pass:
+    # The policy's agents, projects and sessions are filtered in every leg's SQL (recall/scope.py); the gate after
+    # the graph walk checks every remaining item, tags included, whatever stage brought it in.
+    scope, k = replace(request.scope, policy=policy), request.k
     reports = {name: StageReport(name) for name in
                ("embed", "coref", "candidates", "composite", "prf", "graph", "rerank", "abstain")}
     trace: dict[str, list[str]] = {}
@@ -139,6 +140,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
             ranked = prf.feedback(conn, scope.tenant, query, query_vector, ranked, settings, r)
         with timed(reports["graph"]) as r:
             ranked = graph.walk(conn, scope.tenant, ranked, now, settings, r, statuses)
+        ranked, excluded = privacy.drop_excluded(conn, scope.tenant, ranked, policy)
     if request.trace:
         trace["pool"] = [str(i.memory_id) for i in ranked[:rerank.pool_size(k, settings)]]
     with timed(reports["rerank"]) as r:  # outside the transaction: model inference holds no snapshot
@@ -148,10 +150,11 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
         abstained = abstain.judge(query, ranked, reranked, settings, r)
     if request.trace:
         trace["ranked"] = [str(i.memory_id) for i in ranked[:k]]
-    return _Pass(statuses, query, items, legs, ranked, reports, reranked, abstained, trace)
+    return _Pass(statuses, query, items, legs, ranked, reports, reranked, abstained, trace, excluded)
 
 
-def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settings) -> str | None:
+def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settings,
+          policy: PrivacyPolicy) -> str | None:
     """Why the active and dormant memories do not answer (so staging is looked at), or None when they do:
     the gate abstained; the best cosine is weak; or a query term none of the top results holds is held by a
     staging memory (the right fact may sit in staging while a near one answers: "shellfish" for "peanuts")."""
@@ -164,29 +167,40 @@ def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settin
     missing = sorted({t for t in tokenize(first.query) if t not in held})
     if missing:
         with engine.connect() as conn:
-            staged = bm25_top(conn, request.scope, missing, 1, settings.bm25_k1, settings.bm25_b, ("staging",))
+            staged = bm25_top(conn, replace(request.scope, policy=policy), missing, 1, settings.bm25_k1,
+                              settings.bm25_b, ("staging",))
         if staged:
             return f"query terms only staging holds: {', '.join(missing)}"
     return None
 
 
-def recall(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
-           metadata: dict[str, Any]) -> RecallAnswer:
-    validate(request)
-    started = time.perf_counter()
-    if request.min_position:
-        wait_for_position(engine, request.min_position, settings.min_position_wait_s)
-    scope, k = request.scope, request.k
-    now = datetime.now(UTC)
-    vectors: dict[str, str] = {}
-    chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors)
+@dataclass(frozen=True)
+class Funnelled:
+    """What the funnel answered, before the hit-log: the results, the explanation the hit-log stores, details."""
+
+    results: list[RecallResult]
+    explanation: dict[str, Any]
+    details: dict[str, Any]
+    abstained: dict[str, Any] | None
+    log: dict[str, Any]
+
+
+def search(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
+           policy: PrivacyPolicy = NO_POLICY, vectors: dict[str, str] | None = None,
+           now: datetime | None = None) -> Funnelled:
+    """The funnel over the memories (read-only): the top request.k, none the privacy policy excludes.
+    `vectors` caches query embeddings by text (the aggregator hands in the query's)."""
+    k = request.k
+    now = now or datetime.now(UTC)
+    vectors = {} if vectors is None else vectors
+    chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors, policy)
     # Staging is a safety net: when the recallable memories do not answer, look at staging before giving up.
     fallback: dict[str, Any] | None = None
     why = None
     if settings.staging_fallback and "staging" not in chosen.statuses:
-        why = _weak(engine, chosen, request, settings)
+        why = _weak(engine, chosen, request, settings, policy)
     if why:
-        second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors)
+        second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors, policy)
         staged = [str(i.memory_id) for i in second.ranked[:k] if i.status == "staging"]
         used = second.abstained is None and bool(staged)
         fallback = {"reason": why, "used": used, "staging_results": staged if used else [],
@@ -198,9 +212,6 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     reports, abstained, trace = chosen.reports, chosen.abstained, chosen.trace
     top = [] if abstained else ranked[:k]
     results = [_result(i, rank_ + 1, reports["rerank"].skipped) for rank_, i in enumerate(top)]
-    latency_ms = (time.perf_counter() - started) * 1000
-    RECALL_LATENCY.observe(latency_ms / 1000)
-
     explanation = {
         "clock": now.isoformat(),
         "query": {"original": request.query, "resolved": query},
@@ -211,21 +222,8 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
         "abstained": abstained,
         "staging_fallback": fallback,
     }
-    recall_id = uuid.uuid4()
-    served = validate_payload(RecallServed, {
-        "recall_id": str(recall_id), "query": request.query, "k": k, "scope": scope.as_dict(),
-        "results": [{"memory_id": str(r.memory_id), "rank": i + 1, "score": r.score} for i, r in enumerate(results)],
-        "latency_ms": round(latency_ms, 3),
-        "explanation": {**explanation, "per_result": [{"memory_id": str(r.memory_id), "stages": r.explanation["stages"]}
-                                                      for r in results]},
-    })
-    with engine.begin() as conn:
-        [position] = append(conn, scope.tenant, [NewEvent(RecallServed.type_name(), recall_stream(recall_id), served,
-                                                          expected_version=0)], metadata)
-    appended(1)  # the hit-log event is an append like any other: counted, and the projectors woken
-    log.info("recall.served", recall_id=str(recall_id), results=len(results), latency_ms=round(latency_ms, 1),
-             candidates=len(items), vector_method=legs["vector_method"], abstained=abstained is not None,
-             reranked=chosen.reranked, staging_fallback=None if fallback is None else fallback["used"])
+    if not policy.empty:
+        explanation["privacy"] = {"excluded": chosen.excluded}
     details: dict[str, Any] = {
         "candidates": len(items), "keyword_candidates": reports["candidates"].counts.get("keyword", 0),
         "vector_method": legs["vector_method"],
@@ -234,7 +232,39 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     }
     if request.trace:
         details["trace"] = trace
-    return RecallAnswer(recall_id, results, latency_ms, position, details, explanation, abstained)
+    return Funnelled(results, explanation, details, abstained,
+                     {"candidates": len(items), "vector_method": legs["vector_method"],
+                      "reranked": chosen.reranked, "staging_fallback": None if fallback is None else fallback["used"]})
+
+
+def hit_entries(results: list[RecallResult]) -> list[dict[str, Any]]:
+    """The memories' entries of a RecallServed: id, rank, score, layer, legs."""
+    return [{"domain": "memories", "memory_id": str(r.memory_id), "rank": i + 1, "score": r.score, "layer": "index",
+             "legs": {"keyword": r.explanation.get("bm25"), "vector": r.explanation.get("cosine")}}
+            for i, r in enumerate(results)]
+
+
+def recall(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
+           metadata: dict[str, Any], policy: PrivacyPolicy = NO_POLICY) -> RecallAnswer:
+    """One recall over the memories: the funnel, then its one effect, the hit-log event."""
+    validate(request)
+    started = time.perf_counter()
+    if request.min_position:
+        wait_for_position(engine, request.min_position, settings.min_position_wait_s)
+    found = search(engine, embedder, settings, request, policy)
+    latency_ms = (time.perf_counter() - started) * 1000
+    RECALL_LATENCY.observe(latency_ms / 1000)
+    recall_id = uuid.uuid4()
+    position = append_served(engine, request.scope.tenant, recall_id, {
+        "query": request.query, "k": request.k, "scope": request.scope.as_dict(),
+        "results": hit_entries(found.results), "latency_ms": round(latency_ms, 3),
+        "explanation": {**found.explanation, "per_result": [
+            {"memory_id": str(r.memory_id), "stages": r.explanation["stages"]} for r in found.results]},
+    }, metadata)
+    log.info("recall.served", recall_id=str(recall_id), results=len(found.results), latency_ms=round(latency_ms, 1),
+             abstained=found.abstained is not None, **found.log)
+    return RecallAnswer(recall_id, found.results, latency_ms, position, found.details, found.explanation,
+                        found.abstained)
 
 
 def _result(item: Item, rank_: int, rerank_skipped: str | None) -> RecallResult:
@@ -257,18 +287,17 @@ def _result(item: Item, rank_: int, rerank_skipped: str | None) -> RecallResult:
 
 
 def get_recall(engine: Engine, tenant: str, recall_id: uuid.UUID) -> dict[str, Any]:
-    """What a recall answered and why, from its hit-log event (the tenant's own only)."""
-    with engine.connect() as conn:
-        row = first_of_type(conn, tenant, recall_stream(recall_id), RecallServed)
-    if row is None:
-        raise NotFound(f"no recall {recall_id}")
-    data = row.data
+    """What a recall answered and why, from its hit-log event (the tenant's own only), each result marked
+    `drilled` when an agent fetched it by its handle afterwards."""
+    record = served_record(engine, tenant, recall_id)
+    data = record["data"]
     explanation = data.get("explanation") or {}
     per_result = {r["memory_id"]: r.get("stages", {}) for r in explanation.get("per_result", [])}
     return {
         "recall_id": data["recall_id"], "query": data["query"], "k": data["k"], "scope": data.get("scope", {}),
-        "results": [{**r, "stages": per_result.get(r["memory_id"], {})} for r in data.get("results", [])],
-        "latency_ms": data.get("latency_ms"), "position": row.position, "recorded_at": row.recorded_at,
+        "domains": data.get("domains", ["memories"]),
+        "results": [{**r, "stages": per_result.get(r.get("memory_id") or "", {})} for r in data.get("results", [])],
+        "latency_ms": data.get("latency_ms"), "position": record["position"], "recorded_at": record["recorded_at"],
         "abstained": explanation.get("abstained"),
         "explanation": {k_: v for k_, v in explanation.items() if k_ != "per_result"},
     }

@@ -1,4 +1,5 @@
-"""POST /v1/recall (the funnel) and GET /v1/recalls/{recall_id} (what a recall answered and why)."""
+"""POST /v1/recall (the memories' funnel), POST /v1/recall/multi (every domain, in buckets) and
+GET /v1/recalls/{recall_id} (what a recall answered and why)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
+from api.recall_schemas import BucketOut, DomainResultOut, MultiRecallIn, MultiRecallOut
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
 from infra.embedding import get_embedder
 from infra.settings import get_settings
 from recall.consistency import await_recallable, refuse_beyond_head
+from recall.multi import MultiRequest, check, recall_multi
+from recall.privacy_gate import policy_for
 from recall.scope import Scope
 from recall.service import RecallRequest, get_recall, recall, validate
 
@@ -33,11 +37,34 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
     if body.min_position is not None:
         await run_in_threadpool(refuse_beyond_head, db, body.min_position, "min_position")
         await await_recallable(db, body.min_position, settings.min_position_wait_s, settings.max_position_waiters)
+    policy = await run_in_threadpool(policy_for, db, who.tenant)
     answer = await run_in_threadpool(recall, db, get_embedder(settings.embedding_model), settings, request,
-                                     who.metadata())
+                                     who.metadata(), policy)
     return RecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
                      details=answer.details, explanation=answer.explanation, abstained=answer.abstained,
                      results=[RecallResultOut(**r.__dict__) for r in answer.results])
+
+
+@router.post("/recall/multi", response_model=MultiRecallOut)
+async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(caller)],
+                            db: Annotated[Engine, Depends(engine)]) -> MultiRecallOut:
+    """One query over the domains asked (default: every domain with data in the scope), one bucket per domain."""
+    settings = get_settings()
+    request = MultiRequest(Scope(who.tenant, body.agent_id, body.project, body.session_id), body.query,
+                           tuple(body.domains or ()), body.k, body.include_history)
+    check(request)
+    if body.min_position is not None:
+        await run_in_threadpool(refuse_beyond_head, db, body.min_position, "min_position")
+        await await_recallable(db, body.min_position, settings.min_position_wait_s, settings.max_position_waiters)
+    policy = await run_in_threadpool(policy_for, db, who.tenant)
+    answer = await run_in_threadpool(recall_multi, db, get_embedder(settings.embedding_model), settings, request,
+                                     who.metadata(), policy)
+    return MultiRecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
+                          buckets=[BucketOut(domain=b.domain, quota=b.quota, reason=b.reason, results=[
+                              DomainResultOut(content=h.content, score=h.score, handle=h.handle, legs=h.legs,
+                                              layer=h.layer, memory_id=h.memory_id, fields=h.fields,
+                                              explanation=h.explanation) for h in b.results])
+                              for b in answer.buckets])
 
 
 @router.get("/recalls/{recall_id}", response_model=RecallRecordOut)

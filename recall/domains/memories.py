@@ -1,0 +1,64 @@
+"""The memories domain on the seam: the recall funnel (recall/service.py) over the memories read models."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from domain.errors import NotFound
+from domain.memory_status import RECALLABLE
+from domain.privacy import PrivacyPolicy
+from infra.embedding import Embedder, get_embedder
+from infra.settings import Settings, get_settings
+from recall import queries
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.scope import Scope
+from recall.service import RecallRequest, RecallResult, search
+
+
+def hit(r: RecallResult) -> DomainHit:
+    legs = {"keyword": r.explanation.get("bm25"), "vector": r.explanation.get("cosine")}
+    return DomainHit(content=r.content, score=r.score, handle={"memory_id": str(r.memory_id)}, legs=legs,
+                     memory_id=r.memory_id, fields={"kind": r.kind, "metadata": r.metadata,
+                                                    "occurred_at": r.occurred_at.isoformat()},
+                     explanation=r.explanation)
+
+
+class MemoryDomain:
+    name = "memories"
+
+    def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
+        self._settings, self._embedder = settings, embedder
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings or get_settings()
+
+    def has_data(self, conn: Connection, scope: Scope) -> bool:
+        where, params = scope.where("m")
+        sql = f"SELECT 1 FROM memories m WHERE {where} AND m.status = ANY(:statuses) LIMIT 1"
+        return conn.execute(text(sql), {**params, "statuses": list(RECALLABLE)}).first() is not None
+
+    def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
+        settings = self.settings
+        embedder = self._embedder or get_embedder(settings.embedding_model)
+        request = RecallRequest(q.scope, q.query, q.k, include_history=q.include_history,
+                                include_staging=bool(q.options.get("include_staging")),
+                                include_archived=bool(q.options.get("include_archived")))
+        vectors = {q.query: q.query_vector} if q.query_vector else {}
+        found = search(engine, embedder, settings, request, q.policy, vectors, q.now)
+        reason = None
+        if found.abstained:
+            reason = f"abstained: {found.abstained['reason']}"
+        elif not found.results:
+            reason = "nothing relevant"
+        return DomainAnswer([hit(r) for r in found.results], reason, found.explanation)
+
+    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:
+        try:
+            row = queries.memory(conn, scope.tenant, uuid.UUID(str(handle.get("memory_id"))))
+        except (NotFound, ValueError):
+            return None
+        return None if policy.excludes_record(row) else row

@@ -1,0 +1,15 @@
+"""The recall domains, in their default activation order. Adding a domain: its folder, and one line here."""
+
+from __future__ import annotations
+
+from recall.domains.base import RecallDomain
+from recall.domains.memories import MemoryDomain
+
+DOMAINS: dict[str, RecallDomain] = {d.name: d for d in (MemoryDomain(),)}
+
+
+def get_domain(name: str) -> RecallDomain:
+    return DOMAINS[name]
+
+
+__all__ = ["DOMAINS", "get_domain"]

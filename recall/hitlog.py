@@ -1,0 +1,51 @@
+"""The hit-log on the read side: the one event a recall appends (RecallServed, for one domain or a whole fan-out),
+and what a recall's stream says afterwards (its drills and feedback), for GET /v1/recalls/{id}."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Engine
+
+from domain.errors import NotFound
+from domain.events import NewEvent, RecallServed, ResultDrilled, recall_stream, validate_payload
+from eventstore.append import append
+from eventstore.stream import read_stream
+from infra.wake import appended
+
+
+def append_served(engine: Engine, tenant: str, recall_id: uuid.UUID, payload: dict[str, Any],
+                  metadata: dict[str, Any]) -> int:
+    """Append one recall's RecallServed (validated here) as its stream's first event; answer its position."""
+    served = validate_payload(RecallServed, {"recall_id": str(recall_id), **payload})
+    with engine.begin() as conn:
+        [position] = append(conn, tenant, [NewEvent(RecallServed.type_name(), recall_stream(recall_id), served,
+                                                    expected_version=0)], metadata)
+    appended(1)  # the hit-log event is an append like any other: counted, and the projectors woken
+    return position
+
+
+def _handle_key(domain: str, memory_id: Any, handle: dict[str, Any] | None) -> tuple[str, str]:
+    if memory_id:
+        return domain, str(memory_id)
+    return domain, repr(sorted((handle or {}).items()))
+
+
+def served_record(engine: Engine, tenant: str, recall_id: uuid.UUID) -> dict[str, Any]:
+    """A recall's RecallServed payload and position, each result marked `drilled` when a ResultDrilled on the
+    recall's stream names it (the tenant's own recall only: another's is unknown)."""
+    with engine.connect() as conn:
+        rows = read_stream(conn, tenant, recall_stream(recall_id))
+    served = next((r for r in rows if r.is_a(RecallServed)), None)
+    if served is None:
+        raise NotFound(f"no recall {recall_id}")
+    drilled = {_handle_key(r.data["domain"], r.data["handle"].get("memory_id"), r.data["handle"])
+               for r in rows if r.is_a(ResultDrilled)}
+    results = [{**r, "drilled": _handle_key(r.get("domain", "memories"), r.get("memory_id"), r.get("handle"))
+                in drilled} for r in served.data.get("results", [])]
+    return {"data": {**served.data, "results": results}, "position": served.position,
+            "recorded_at": served.recorded_at}
+
+
+__all__ = ["append_served", "served_record"]

@@ -1,0 +1,126 @@
+"""The aggregator: one query fanned out to the recall domains, answered as buckets, one per domain.
+
+Per-domain scores are not comparable, so results are never mixed into one list: each domain that answers gets an
+equal quota (ceiling // N, at least 1) and its own bucket, and buckets come in the order the domains were asked
+for (activation order), never by a cross-domain score. A domain asked for that has nothing in the scope, or
+nothing relevant, answers an empty bucket with its reason.
+
+Read-only: the query is embedded once here (no item is embedded on the read path: workers embed them lazily,
+from the hit-log), and the one write is a single RecallServed for the whole fan-out.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import Engine
+
+from domain.errors import InvalidPayload
+from domain.privacy import NO_POLICY, PrivacyPolicy
+from infra.embedding import Embedder, to_pgvector
+from infra.metrics import RECALL_LATENCY
+from infra.settings import Settings
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.domains.registry import DOMAINS
+from recall.hitlog import append_served
+from recall.scope import Scope
+from recall.service import MAX_K, RecallRequest, validate
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class MultiRequest:
+    scope: Scope
+    query: str
+    domains: tuple[str, ...] = ()  # () = every domain with data in the scope, in registry order
+    k: int | None = None  # the ceiling; None = settings.recall_multi_ceiling
+    include_history: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Bucket:
+    domain: str
+    quota: int
+    results: list[DomainHit]
+    reason: str | None
+    explanation: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MultiAnswer:
+    recall_id: uuid.UUID
+    buckets: list[Bucket]
+    latency_ms: float
+    position: int
+
+
+def check(request: MultiRequest) -> None:
+    validate(RecallRequest(request.scope, request.query, request.k or 1))
+    unknown = [d for d in request.domains if d not in DOMAINS]
+    if unknown:
+        raise InvalidPayload(f"unknown domains: {', '.join(unknown)}; known: {', '.join(DOMAINS)}")
+    if len(set(request.domains)) != len(request.domains):
+        raise InvalidPayload("domains must not repeat")
+    if request.k is not None and not 1 <= request.k <= MAX_K:
+        raise InvalidPayload(f"k must be between 1 and {MAX_K}")
+
+
+def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request: MultiRequest,
+                 metadata: dict[str, Any], policy: PrivacyPolicy = NO_POLICY) -> MultiAnswer:
+    check(request)
+    started = time.perf_counter()
+    now = datetime.now(UTC)
+    scope = request.scope
+    asked = list(request.domains) or list(DOMAINS)
+    with engine.connect() as conn:
+        with_data = [d for d in asked if DOMAINS[d].has_data(conn, scope)]
+    ceiling = request.k or settings.recall_multi_ceiling
+    quota = max(1, ceiling // max(1, len(with_data)))
+    query_vector = to_pgvector(embedder.encode_one(request.query)) if with_data else None
+    q = DomainQuery(scope, request.query, quota, now, policy, query_vector, request.include_history, request.options)
+
+    def answer(name: str) -> DomainAnswer:
+        if name not in with_data:
+            return DomainAnswer([], "no data")
+        try:
+            return DOMAINS[name].search(engine, q)
+        except InvalidPayload:
+            raise
+        except Exception as exc:  # one domain failing leaves the others' buckets, with its reason
+            log.exception("recall_multi.domain_failed", domain=name)
+            return DomainAnswer([], f"failed: {type(exc).__name__}")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(with_data))) as pool:
+        answers = list(pool.map(answer, asked))
+    buckets = [Bucket(name, quota if name in with_data else 0, a.results[:quota], a.reason, a.explanation)
+               for name, a in zip(asked, answers, strict=True)]
+    latency_ms = (time.perf_counter() - started) * 1000
+    RECALL_LATENCY.observe(latency_ms / 1000)
+    recall_id = uuid.uuid4()
+    entries = [{"domain": b.domain, "memory_id": str(h.memory_id) if h.memory_id else None,
+                "handle": None if h.memory_id else h.handle, "rank": rank, "score": h.score, "layer": h.layer,
+                "legs": h.legs} for b in buckets for rank, h in enumerate(b.results, 1)]
+    per_result = [{"memory_id": str(h.memory_id), "stages": h.explanation.get("stages", {})}
+                  for b in buckets for h in b.results if h.memory_id]
+    position = append_served(engine, scope.tenant, recall_id, {
+        "query": request.query, "k": ceiling, "scope": scope.as_dict(), "results": entries,
+        "latency_ms": round(latency_ms, 3), "domains": asked,
+        "explanation": {"clock": now.isoformat(), "quota": quota, "domains_with_data": with_data,
+                        "buckets": [{"domain": b.domain, "quota": b.quota, "results": len(b.results),
+                                     "reason": b.reason} for b in buckets],
+                        "per_result": per_result},
+    }, metadata)
+    log.info("recall_multi.served", recall_id=str(recall_id), domains=asked, quota=quota,
+             results={b.domain: len(b.results) for b in buckets}, latency_ms=round(latency_ms, 1))
+    return MultiAnswer(recall_id, buckets, latency_ms, position)
+
+
+__all__ = ["Bucket", "MultiAnswer", "MultiRequest", "check", "recall_multi"]

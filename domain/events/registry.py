@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from domain.errors import InvalidPayload, UnknownEventType
 from domain.events.base import EventSchema, SystemEvent
 from domain.events.hitlog import RecallFeedbackGiven, RecallServed, ResultDrilled
+from domain.events.knowledge import DocumentPut, DocumentRetired, SectionStatusChanged
 from domain.events.memory import (
     ConsolidationCompleted,
     EdgeAdjusted,
@@ -79,6 +80,9 @@ EVENT_TYPES: dict[str, EventType] = {
         _current(EdgeAdjusted),
         _current(ConsolidationCompleted),
         _current(ResultDrilled),
+        _current(DocumentPut),
+        _current(DocumentRetired),
+        _current(SectionStatusChanged),
     )
 }
 TypeRef = str | type[EventSchema]  # a stored type name, or the event class

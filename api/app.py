@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.context import loopback_refusal
 from api.routes import dead_letters, events, feedback, memories, operations, positions, recall
+from api.routes import knowledge as knowledge_routes
 from domain.errors import DomainError
 from infra.db_errors import is_unavailable
 from infra.embedding import get_embedder
@@ -61,6 +62,7 @@ def create_app() -> FastAPI:
                   description="Event-sourced long-term memory for LLM agents")
     for module in (events, memories, recall, positions, feedback, operations, dead_letters):
         app.include_router(module.router)
+    app.include_router(knowledge_routes.router)  # the knowledge library (api/routes/knowledge.py)
 
     @app.middleware("http")
     async def correlation(request: Request, call_next):  # type: ignore[no-untyped-def]

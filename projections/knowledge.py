@@ -38,13 +38,13 @@ from domain.events import (
     document_stream,
     section_id,
 )
+from domain.knowledge.handles import LIVE, handle_section
 from domain.knowledge.sections import split_sections
 from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 
 log = structlog.get_logger(__name__)
 KNOWLEDGE = "knowledge"  # the domain's name in hit-log results
-LIVE = ("active", "dormant", "archived")  # a section its document still holds
 
 _DOCUMENT = text("""
 INSERT INTO knowledge_documents (tenant, document_id, project, path, version, content_hash, title, tags, metadata,
@@ -184,18 +184,6 @@ def _retired(conn: Connection, event: RecordedEvent, p: DocumentRetired) -> None
 def _status_changed(conn: Connection, event: RecordedEvent, p: SectionStatusChanged) -> None:
     conn.execute(_STATUS, {"tenant": event.tenant, "section_id": p.section_id, "from_status": p.from_status,
                            "to_status": p.to_status, "clock": p.clock})
-
-
-def handle_section(tenant: str, handle: dict[str, Any] | None) -> Any:
-    """The section a knowledge handle names (its id), or None for a handle without the keys of one."""
-    if not isinstance(handle, dict):
-        return None
-    path, heading, hash_ = handle.get("path"), handle.get("heading_path"), handle.get("content_hash")
-    project = handle.get("project")
-    if not (isinstance(path, str) and isinstance(heading, str) and isinstance(hash_, str)
-            and (project is None or isinstance(project, str))):
-        return None
-    return section_id(tenant, project, path, heading, hash_)
 
 
 def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:

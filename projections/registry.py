@@ -7,10 +7,12 @@ from projections.entities import EntitiesProjector
 from projections.keyword import KeywordProjector
 from projections.knowledge import KnowledgeProjector
 from projections.memories import MemoriesProjector
+from projections.privacy import PrivacyProjector
 from projections.vectors import VectorsProjector
 
 PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector(),
-                                                        ActivityProjector(), EdgesProjector(), EntitiesProjector())}
+                                                        ActivityProjector(), EdgesProjector(), EntitiesProjector(),
+                                                        PrivacyProjector())}
 
 PROJECTORS[KnowledgeProjector.name] = KnowledgeProjector()  # the knowledge library (projections/knowledge.py)
 

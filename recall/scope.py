@@ -1,4 +1,6 @@
-"""Scope filters shared by both recall legs: tenant always, then agent, project, session, kinds."""
+"""Scope filters shared by both recall legs (and the governor's vector search): tenant always, then agent,
+project, session, kinds. For recall a column left None matches any value; the governor's scope is exact, so
+there None means IS NULL (`none_is_null`, per column, said where the scope is made)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,12 @@ class Scope:
     project: str | None = None
     session_id: str | None = None
     kinds: tuple[str, ...] = ()
+    none_is_null: frozenset[str] = frozenset()  # columns where None means IS NULL, not "any value"
+
+    @classmethod
+    def exactly(cls, tenant: str, agent_id: str | None, project: str | None) -> Scope:
+        """The governor's scope: this agent and this project, None included (IS NULL); any session and kind."""
+        return cls(tenant, agent_id, project, none_is_null=frozenset({"agent_id", "project"}))
 
     def where(self, alias: str) -> tuple[str, dict[str, object]]:
         clauses = [f"{alias}.tenant = :tenant"]
@@ -21,6 +29,8 @@ class Scope:
             if value is not None:
                 clauses.append(f"{alias}.{column} = :{column}")
                 params[column] = value
+            elif column in self.none_is_null:
+                clauses.append(f"{alias}.{column} IS NULL")
         if self.kinds:
             clauses.append(f"{alias}.kind = ANY(:kinds)")
             params["kinds"] = list(self.kinds)

@@ -23,6 +23,7 @@ from domain.events import (
     MemoryRecorded,
     NewEvent,
     has_lone_surrogate,
+    is_operator_event,
     is_system_event,
     memory_stream,
     occurred_in_range,
@@ -67,6 +68,8 @@ def _check_keys(item: EventInput, batch_key: str | None) -> None:
 
 
 def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEvent:
+    if is_operator_event(item.type):  # an OperatorEvent has its own route, which checks the operator key
+        raise InvalidPayload(f"{item.type}: set by an operator through its own route, not appended as an event")
     _check_keys(item, batch_key)
     if has_lone_surrogate([item.data, item.stream_id, item.idempotency_key, batch_key]):
         raise InvalidPayload(f"{item.type}: text must be valid Unicode (a lone surrogate \\ud800-\\udfff is not)")

@@ -15,7 +15,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.context import loopback_refusal
-from api.routes import dead_letters, events, feedback, memories, operations, positions, recall
+from api.routes import dead_letters, events, feedback, memories, operations, policy, positions, recall
+from api.routes import knowledge as knowledge_routes
 from domain.errors import DomainError
 from infra.db_errors import is_unavailable
 from infra.embedding import get_embedder
@@ -59,8 +60,9 @@ def create_app() -> FastAPI:
     # max_body_size: a body over the limit is refused while it arrives (chunked too), not by Content-Length alone.
     app = FastAPI(title="Engramlog", version="0.1.0", lifespan=lifespan, max_body_size=MAX_BODY_BYTES,
                   description="Event-sourced long-term memory for LLM agents")
-    for module in (events, memories, recall, positions, feedback, operations, dead_letters):
+    for module in (events, memories, recall, positions, feedback, operations, dead_letters, policy):
         app.include_router(module.router)
+    app.include_router(knowledge_routes.router)  # the knowledge library (api/routes/knowledge.py)
 
     @app.middleware("http")
     async def correlation(request: Request, call_next):  # type: ignore[no-untyped-def]

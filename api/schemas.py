@@ -284,3 +284,24 @@ class FeedbackOut(BaseModel):
     recall_id: uuid.UUID
     position: int
     items: int
+
+
+class PrivacyPolicyIn(Body):
+    """PUT /v1/policy/privacy: the whole policy (a list left out is empty); each list at most 256 entries of at
+    most 512 characters (domain/events/privacy.py checks them: a bad one is a 422, nothing written)."""
+
+    exclude_paths: list[str] = Field(default_factory=list)
+    exclude_tags: list[str] = Field(default_factory=list)
+    exclude_agents: list[str] = Field(default_factory=list)
+    exclude_projects: list[str] = Field(default_factory=list)
+    exclude_sessions: list[str] = Field(default_factory=list)
+
+
+class PrivacyPolicyOut(BaseModel):
+    exclude_paths: list[str]
+    exclude_tags: list[str]
+    exclude_agents: list[str]
+    exclude_projects: list[str]
+    exclude_sessions: list[str]
+    position: int | None  # of the PrivacyPolicySet in force; None: never set (nothing excluded)
+    updated_at: datetime | None

@@ -25,6 +25,11 @@ _FIRST_OF_TYPE = text(f"""
 SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream AND e.type = :type
 ORDER BY e.stream_version LIMIT 1
 """)
+# Backwards along the (tenant, stream_id, stream_version) key: one index probe however long the stream.
+_LAST = text(f"""
+SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream
+ORDER BY e.stream_version DESC LIMIT 1
+""")
 _LISTING = text("""
 SELECT EXISTS (SELECT 1 FROM events WHERE tenant = :tenant AND type = :type AND data->:field ? :value)
 """)
@@ -77,6 +82,12 @@ def first_of_type(conn: Connection, tenant: str, stream_id: str, schema: type[Ev
     return row_to_event(row) if row is not None else None
 
 
+def last_event(conn: Connection, tenant: str, stream_id: str) -> RecordedEvent | None:
+    """The newest event of a stream (a tenant's privacy policy in force), or None."""
+    row = conn.execute(_LAST, {"tenant": tenant, "stream": stream_id}).first()
+    return row_to_event(row) if row is not None else None
+
+
 def any_lists(conn: Connection, tenant: str, schema: type[EventSchema], field: str, value: str) -> bool:
     """Whether any of the tenant's events of type `schema` lists `value` in its array field `field` (a memory named
     by a MemoriesMerged's merged_ids, which is on the kept memory's stream, not on the merged one's)."""
@@ -99,4 +110,5 @@ def stream_heads(conn: Connection, tenant: str, streams: Sequence[str], types: S
     return {r.stream_id: StreamHead(r.version, r.applied) for r in rows}
 
 
-__all__ = ["StreamHead", "any_lists", "first_of_type", "read_stream", "read_streams", "stream_event", "stream_heads"]
+__all__ = ["StreamHead", "any_lists", "first_of_type", "last_event", "read_stream", "read_streams", "stream_event",
+           "stream_heads"]

@@ -78,6 +78,8 @@ class Settings:
 
     # Write path limits
     max_content_chars: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_CONTENT_CHARS", "32768")))
+    # A knowledge-library document's UTF-8 size (PUT /v1/knowledge/{path}); its sections are cut from it verbatim.
+    max_document_bytes: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_DOCUMENT_BYTES", "2097152")))
     max_batch: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_BATCH", "1000")))
 
     # Keyword leg: Okapi BM25

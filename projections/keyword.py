@@ -89,7 +89,7 @@ class _Run:
     def flush(self, conn: Connection) -> None:
         docs: dict[str, list] = {k: [] for k in ("tenants", "ids", "lengths", "agents", "projects", "sessions",
                                                  "kinds")}
-        postings: dict[str, list] = {k: [] for k in ("tenants", "terms", "ids", "tfs", "lengths")}
+        rows: list[tuple[str, str, Any, int, int]] = []  # postings: (tenant, term, memory_id, tf, length)
         df: Counter[tuple[str, str]] = Counter()
         stats: dict[str, list[int]] = {}
         for event, m in self.events:
@@ -99,10 +99,8 @@ class _Run:
                                ("agents", m.agent_id), ("projects", m.project), ("sessions", m.session_id),
                                ("kinds", m.kind)):
                 docs[key].append(value)
-            for term, tf in sorted(tfs.items()):
-                for key, value in (("tenants", event.tenant), ("terms", term), ("ids", m.memory_id),
-                                   ("tfs", tf), ("lengths", length)):
-                    postings[key].append(value)
+            for term, tf in tfs.items():
+                rows.append((event.tenant, term, m.memory_id, tf, length))
                 df[(event.tenant, term)] += 1
             tenant_stats = stats.setdefault(event.tenant, [0, 0])
             tenant_stats[0] += 1
@@ -111,8 +109,12 @@ class _Run:
         if not docs["ids"]:
             return
         conn.execute(_DOCS, docs)
-        if postings["ids"]:
-            conn.execute(_POSTINGS, postings)
+        if rows:
+            # In primary-key order: each term's new entries go into its part of the index one after another,
+            # instead of jumping across the whole index for every document (memory ids are random).
+            rows.sort(key=lambda r: (r[0], r[1], str(r[2])))
+            tenants, terms, ids, tfs, lengths = (list(column) for column in zip(*rows, strict=True))
+            conn.execute(_POSTINGS, {"tenants": tenants, "terms": terms, "ids": ids, "tfs": tfs, "lengths": lengths})
             keys = sorted(df)
             conn.execute(_TERMS, {"tenants": [t for t, _ in keys], "terms": [w for _, w in keys],
                                   "dfs": [df[k] for k in keys]})

@@ -5,11 +5,16 @@ from projections.base import Projector
 from projections.edges import EdgesProjector
 from projections.entities import EntitiesProjector
 from projections.keyword import KeywordProjector
+from projections.knowledge import KnowledgeProjector
 from projections.memories import MemoriesProjector
+from projections.privacy import PrivacyProjector
 from projections.vectors import VectorsProjector
 
 PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector(),
-                                                        ActivityProjector(), EdgesProjector(), EntitiesProjector())}
+                                                        ActivityProjector(), EdgesProjector(), EntitiesProjector(),
+                                                        PrivacyProjector())}
+
+PROJECTORS[KnowledgeProjector.name] = KnowledgeProjector()  # the knowledge library (projections/knowledge.py)
 
 
 def get_projector(name: str) -> Projector:

@@ -1,5 +1,7 @@
-"""Scope filters shared by every recall leg: tenant always, then agent, project, session, kinds, and the privacy
-policy's excluded agents, projects and sessions (so an excluded memory never takes a candidate's place)."""
+"""Scope filters shared by every recall leg (and the governor's vector search): tenant always, then agent,
+project, session, kinds, and the privacy policy's excluded agents, projects and sessions (so an excluded memory
+never takes a candidate's place). For recall a column left None matches any value; the governor's scope is exact,
+so there None means IS NULL (`none_is_null`, per column, said where the scope is made)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,12 @@ class Scope:
     session_id: str | None = None
     kinds: tuple[str, ...] = ()
     policy: PrivacyPolicy = NO_POLICY
+    none_is_null: frozenset[str] = frozenset()  # columns where None means IS NULL, not "any value"
+
+    @classmethod
+    def exactly(cls, tenant: str, agent_id: str | None, project: str | None) -> Scope:
+        """The governor's scope: this agent and this project, None included (IS NULL); any session and kind."""
+        return cls(tenant, agent_id, project, none_is_null=frozenset({"agent_id", "project"}))
 
     def where(self, alias: str) -> tuple[str, dict[str, object]]:
         clauses = [f"{alias}.tenant = :tenant"]
@@ -27,6 +35,8 @@ class Scope:
             if value is not None:
                 clauses.append(f"{alias}.{column} = :{column}")
                 params[column] = value
+            elif column in self.none_is_null:
+                clauses.append(f"{alias}.{column} IS NULL")
         if self.kinds:
             clauses.append(f"{alias}.kind = ANY(:kinds)")
             params["kinds"] = list(self.kinds)

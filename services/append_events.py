@@ -23,9 +23,11 @@ from domain.events import (
     MemoryRecorded,
     NewEvent,
     has_lone_surrogate,
+    is_operator_event,
     is_system_event,
     memory_stream,
     occurred_in_range,
+    own_document_stream,
     validate_payload,
 )
 from domain.text import has_nul
@@ -66,6 +68,8 @@ def _check_keys(item: EventInput, batch_key: str | None) -> None:
 
 
 def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEvent:
+    if is_operator_event(item.type):  # an OperatorEvent has its own route, which checks the operator key
+        raise InvalidPayload(f"{item.type}: set by an operator through its own route, not appended as an event")
     _check_keys(item, batch_key)
     if has_lone_surrogate([item.data, item.stream_id, item.idempotency_key, batch_key]):
         raise InvalidPayload(f"{item.type}: text must be valid Unicode (a lone surrogate \\ud800-\\udfff is not)")
@@ -86,6 +90,10 @@ def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEven
             raise InvalidPayload(f"MemoryRecorded starts its memory's stream, at version 0 (expected_version 0 or "
                                  f"absent), not {expected}: a memory is recorded once")
         stream_id, expected = own, 0
+    own_doc = own_document_stream(item.type, data)  # a document's events go on its stream (versions, one winner)
+    if own_doc is not None and stream_id not in (None, own_doc):
+        raise InvalidPayload(f"{item.type} belongs on stream {own_doc!r}, not {stream_id!r}")
+    stream_id = own_doc or stream_id
     if not stream_id:
         raise InvalidPayload(f"{item.type}: stream_id is required")
     key = item.idempotency_key or (f"{batch_key}:{index}" if batch_key else None)

@@ -30,66 +30,31 @@ from domain.text import content_hash
 from eventstore.stream import read_streams
 from eventstore.unprojected import beyond_window, floor, unprojected_memories
 from infra.settings import Settings
+from recall.scope import Scope
+from recall.vector import nearest_vectors
 
 log = structlog.get_logger(__name__)
 
 
-def _scope_where(alias: str, scope: ScopeKey) -> tuple[str, dict[str, Any]]:
-    clauses, params = [f"{alias}.tenant = :tenant"], {}
-    for column, value in zip(("agent_id", "project"), scope, strict=True):
-        if value is None:
-            clauses.append(f"{alias}.{column} IS NULL")
-        else:
-            clauses.append(f"{alias}.{column} = :{column}")
-            params[column] = value
-    return " AND ".join(clauses), params
+# The shortlist's rows; a memory that left the statuses since the vector search is dropped, as it would have
+# been one statement later.
+_NEAR_ROWS = text("""
+SELECT memory_id, status, content, confidence, reinforced_count FROM memories
+WHERE tenant = :tenant AND memory_id = ANY(:ids) AND status = ANY(:statuses)
+""")
 
 
 def nearest_in_read_model(conn: Connection, tenant: str, scope: ScopeKey, vectors: list[str],
-                           settings: Settings) -> list[list[NearMemory]]:
-    """The NEAREST_PER_QUERY most similar recallable memories of the scope, for each query vector, one query."""
-    where, params = _scope_where("v", scope)
-    where += " AND v.model = :model"  # another model's vectors are another space: never compared
-    params = {**params, "tenant": tenant, "model": settings.embedding_model}
-    size = conn.execute(text(f"SELECT count(*) FROM (SELECT 1 FROM memory_vectors v WHERE {where} LIMIT :cap) c"),
-                        {**params, "cap": settings.exact_scan_max_rows + 1}).scalar_one()
-    params = {**params, "qs": vectors, "k": NEAREST_PER_QUERY}
-    if size == 0:
-        return [[] for _ in vectors]
-    # The status filter is a scalar subquery on the primary key, and the memories' other columns are joined
-    # on the shortlist only: a join on status lets a planner with stale statistics pick the (tenant, status)
-    # index and a nested loop over the whole scope (measured: 470 ms instead of 5 ms for 2,000 memories).
-    recallable = ("(SELECT m.status FROM memories m WHERE m.tenant = v.tenant AND m.memory_id = v.memory_id)"
-                  " = ANY(:recallable)")
-    if size <= settings.exact_scan_max_rows:
-        nearest = f"""
-        WITH scoped AS MATERIALIZED (SELECT v.memory_id, v.embedding FROM memory_vectors v
-                                     WHERE {where} AND {recallable})
-        SELECT q.ord, c.memory_id, c.cosine FROM unnest(CAST(:qs AS vector[])) WITH ORDINALITY AS q(vec, ord)
-        CROSS JOIN LATERAL (
-            SELECT s.memory_id, 1 - (s.embedding <=> q.vec) AS cosine
-            FROM scoped s ORDER BY s.embedding <=> q.vec, s.memory_id LIMIT :k) c
-        """
-    else:  # a large scope: iterative HNSW (approximate), filtered as it walks
-        conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-        conn.execute(text(f"SET LOCAL hnsw.ef_search = {int(settings.hnsw_ef_search)}"))
-        nearest = f"""
-        SELECT q.ord, c.memory_id, c.cosine FROM unnest(CAST(:qs AS vector[])) WITH ORDINALITY AS q(vec, ord)
-        CROSS JOIN LATERAL (
-            SELECT v.memory_id, 1 - (v.embedding <=> q.vec) AS cosine FROM memory_vectors v
-            WHERE {where} AND {recallable} ORDER BY v.embedding <=> q.vec LIMIT :k) c
-        """
-    sql = f"""
-    WITH nearest AS ({nearest})
-    SELECT n.ord, n.memory_id, n.cosine, m.status, m.content, m.confidence, m.reinforced_count
-    FROM nearest n JOIN memories m ON m.tenant = :tenant AND m.memory_id = n.memory_id
-    ORDER BY n.ord, n.cosine DESC, n.memory_id
-    """
-    out: list[list[NearMemory]] = [[] for _ in vectors]
-    for r in conn.execute(text(sql), {**params, "recallable": list(NEIGHBOUR_STATUSES)}):
-        out[r.ord - 1].append(NearMemory(r.memory_id, float(r.cosine), r.status, r.content, float(r.confidence),
-                                         r.reinforced_count, "read_model"))
-    return out
+                          settings: Settings) -> list[list[NearMemory]]:
+    """The NEAREST_PER_QUERY most similar memories of the scope with a NEIGHBOUR_STATUSES status, for each query
+    vector: one filtered vector search for all of them (recall/vector.py), then the shortlist's rows."""
+    found = nearest_vectors(conn, Scope.exactly(tenant, *scope), vectors, NEAREST_PER_QUERY, settings,
+                            NEIGHBOUR_STATUSES)
+    ids = sorted({memory_id for n in found for memory_id, _ in n.hits}, key=str)
+    rows = {r.memory_id: r for r in conn.execute(_NEAR_ROWS, {"tenant": tenant, "ids": ids,
+                                                             "statuses": list(NEIGHBOUR_STATUSES)})} if ids else {}
+    return [[NearMemory(i, cosine, rows[i].status, rows[i].content, float(rows[i].confidence),
+                        rows[i].reinforced_count, "read_model") for i, cosine in n.hits if i in rows] for n in found]
 
 
 # The cached vectors nearest each query vector among the given contents (vectors never leave PostgreSQL).

@@ -1,8 +1,11 @@
 """Test fixtures on real parts: embedded PostgreSQL + pgvector, a real redis-server, real Dramatiq workers.
 
-The servers start once per test session, before any project module is imported (settings and the broker
-read DATABASE_URL / REDIS_URL at import), and stop at the end, leaving no process behind. Tests isolate
-themselves by tenant: every test that writes uses its own tenant name.
+Tests come by kind: tests/unit (pure: no server), tests/integration (PostgreSQL, Redis, workers; services called
+directly) and tests/e2e (HTTP through the app, CLI and servers as subprocesses). The servers start once per
+session, on first use: the `servers` fixture, which `engine`, `app`, `http`, `client`, `worker` and `start_worker`
+depend on, and before any test under tests/integration or tests/e2e. They stop at the end of the session, leaving
+no process behind, so `pytest tests/unit` starts none. Tests isolate themselves by tenant: every test that writes
+uses its own tenant name.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+# Test folders whose every test needs the servers (a test may call get_engine() without asking for `engine`).
+NEEDS_SERVERS = (TESTS / "integration", TESTS / "e2e")
 _STATE: dict[str, object] = {}
 
 
@@ -37,31 +43,69 @@ def pytest_configure(config: pytest.Config) -> None:
     from stack.postgres import EmbeddedPostgres
     from stack.redis import EmbeddedRedis
 
+    # Both embedded servers listen on a unix socket inside data_dir, so their URLs are known before they start.
+    # They are set now, before any project module is imported (settings and the broker read them at import), and
+    # the servers themselves start only when a test needs them (`_ensure_servers`).
     if not os.environ.get("DATABASE_URL"):
         pg = EmbeddedPostgres(data_dir)
         _STATE["pg"] = pg
-        os.environ["DATABASE_URL"] = pg.start()
+        os.environ["DATABASE_URL"] = pg.url
     if not os.environ.get("REDIS_URL"):
         redis = EmbeddedRedis(data_dir)
         _STATE["redis"] = redis
-        os.environ["REDIS_URL"] = redis.start()
+        os.environ["REDIS_URL"] = redis.url
+    if "infra.settings" in sys.modules:  # imported early by a plugin: forget what it read before the env was set
+        sys.modules["infra.settings"].get_settings.cache_clear()
+
+
+def _ensure_servers() -> None:
+    """Start the embedded servers (those not given by DATABASE_URL / REDIS_URL) and migrate, once a session."""
+    if _STATE.get("started"):
+        return
+    _STATE["started"] = True
+    for name in ("pg", "redis"):
+        server = _STATE.get(name)
+        if server is not None:
+            server.start()  # type: ignore[attr-defined]
     from migrations.runner import upgrade_to_head
 
     upgrade_to_head(os.environ["DATABASE_URL"])
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
+def _stop_servers() -> None:
     for name in ("redis", "pg"):
         server = _STATE.pop(name, None)
-        if server is not None:
+        if server is not None and _STATE.get("started"):
             server.stop()  # type: ignore[attr-defined]
     data_dir = _STATE.pop("data_dir", None)
     if data_dir:
         shutil.rmtree(data_dir, ignore_errors=True)  # type: ignore[arg-type]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Every test under tests/integration and tests/e2e gets the servers before any of its fixtures runs (a
+    module-scoped fixture of its own may read DATABASE_URL)."""
+    if any(item.path.is_relative_to(folder) for folder in NEEDS_SERVERS):
+        _ensure_servers()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _stop_servers()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _stop_servers()  # a safety net: pytest_sessionfinish has normally stopped them
+
+
 @pytest.fixture(scope="session")
-def engine():  # type: ignore[no-untyped-def]
+def servers() -> None:
+    """The embedded PostgreSQL (migrated to head) and Redis, started on first use."""
+    _ensure_servers()
+
+
+@pytest.fixture(scope="session")
+def engine(servers):  # type: ignore[no-untyped-def]
     from infra.db import get_engine
 
     return get_engine()
@@ -74,7 +118,7 @@ def tenant() -> str:
 
 
 @pytest.fixture(scope="session")
-def app():  # type: ignore[no-untyped-def]
+def app(servers):  # type: ignore[no-untyped-def]
     from api.app import create_app
 
     return create_app()
@@ -135,14 +179,14 @@ class WorkerProcess:
 
 
 @pytest.fixture
-def worker() -> Iterator[WorkerProcess]:
+def worker(servers) -> Iterator[WorkerProcess]:
     w = WorkerProcess().start()
     yield w
     w.stop()
 
 
 @pytest.fixture
-def start_worker() -> Iterator[object]:
+def start_worker(servers) -> Iterator[object]:
     """Factory for tests that need to start, kill and restart workers themselves."""
     started: list[WorkerProcess] = []
 

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from domain.errors import InvalidPayload
-from domain.events import has_lone_surrogate, is_system_event, validate_payload
+from domain.events import has_lone_surrogate, is_operator_event, is_system_event, validate_payload
 
 MAX_TENANT_CHARS = 128
 _EVENT_FIELDS = frozenset({"type", "data", "stream_id", "schema_version", "expected_version", "idempotency_key",
@@ -41,6 +41,9 @@ def check_message(tenant: object, events: object, metadata: object) -> None:
             raise InvalidPayload(f"{event['type']}: unknown event fields {unknown}; known: {sorted(_EVENT_FIELDS)}")
         if is_system_event(event["type"]):
             raise InvalidPayload(f"{event['type']}: appended by the system, not by producers")
+        if is_operator_event(event["type"]):
+            raise InvalidPayload(f"{event['type']}: set by an operator through its own route, not appended as an "
+                                 "event")
 
 
 def enqueue_events(tenant: str, events: list[dict[str, Any]], *, correlation_id: str | None = None,

@@ -14,6 +14,7 @@ from api.schemas import MAX_POSITION, EventOut, EventsIn, EventsPage, PositionsO
 from domain.errors import InvalidPayload
 from domain.events import MAX_STREAM_ID_CHARS
 from eventstore.query import EventFilter, page_cursor, parse_cursor, query_events
+from recall.privacy import policy_of, visible_events
 from services.append_events import EventInput, append_events
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
@@ -79,5 +80,10 @@ def get_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, De
                     after_cursor=parse_cursor(cursor) if cursor is not None else None)
     with db.connect() as conn:
         events = query_events(_readable(conn), f, limit)
+        # The cursor follows the page as read, so paging goes on past the events the privacy gate drops (a page
+        # may hold fewer than `limit`, even none, and still have a next one). An operator sees every event.
+        cursor = page_cursor(events[-1]) if len(events) == limit else None
+        if not who.operator:
+            events = visible_events(conn, who.tenant, policy_of(conn, who.tenant), events)
     out = [EventOut(**{k: getattr(e, k) for k in EventOut.model_fields}) for e in events]
-    return EventsPage(events=out, next_cursor=page_cursor(events[-1]) if len(events) == limit else None)
+    return EventsPage(events=out, next_cursor=cursor)

@@ -22,7 +22,9 @@ from api.schemas import (
     SupersededOut,
     SupersedeIn,
 )
+from domain.errors import NotFound
 from recall import queries
+from recall.privacy import memory_hidden, policy_of, visible_history, visible_memory
 from services.neighbours import old_memory
 from services.remember import MemoryInput, Remembered, remember
 
@@ -57,13 +59,20 @@ def post_memories(body: MemoriesIn, who: Annotated[Caller, Depends(caller)],
 def get_memory(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)]) -> GovernedMemoryOut:
     with db.connect() as conn:
-        return GovernedMemoryOut(**queries.memory(conn, who.tenant, memory_id))
+        found = visible_memory(conn, who.tenant, policy_of(conn, who.tenant),
+                               queries.memory(conn, who.tenant, memory_id))
+        if found is None:
+            raise NotFound(f"no memory {memory_id}")  # the privacy gate: as if unknown, existence not revealed
+        return GovernedMemoryOut(**found)
 
 
 @router.post("/{memory_id}/supersede", response_model=SupersededOut, status_code=201)
 def post_supersede(memory_id: uuid.UUID, body: SupersedeIn, who: Annotated[Caller, Depends(caller)],
                    db: Annotated[Engine, Depends(engine)]) -> SupersededOut:
     """Replace a memory with a new one; the old stays in history. 404 if unknown, 409 if already superseded."""
+    with db.connect() as conn:
+        if memory_hidden(conn, who.tenant, policy_of(conn, who.tenant), memory_id):
+            raise NotFound(f"no memory {memory_id}")  # before old_memory: its 409 would reveal the memory exists
     old = old_memory(db, who.tenant, memory_id)
     given = body.model_dump(exclude_unset=True)
 
@@ -84,7 +93,10 @@ def get_history(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                 db: Annotated[Engine, Depends(engine)]) -> HistoryOut:
     """The whole supersede chain through this memory, oldest → newest: when, why and by whom each step."""
     with db.connect() as conn:
-        found = queries.history(conn, who.tenant, memory_id)
+        policy = policy_of(conn, who.tenant)
+        if memory_hidden(conn, who.tenant, policy, memory_id):
+            raise NotFound(f"no memory {memory_id}")
+        found = visible_history(conn, who.tenant, policy, queries.history(conn, who.tenant, memory_id))
     transitions = [HistoryStepOut(from_id=s["memory_id"], to_id=s["superseded_by"], at=s["at"], reason=s["reason"],
                                   trigger=s["trigger"], actor=s["actor"], position=s["position"]) for s in found.steps]
     return HistoryOut(memory_id=memory_id, current=found.current, chain=[HistoryMemoryOut(**m) for m in found.chain],

@@ -59,6 +59,12 @@ class SystemEvent(EventSchema):
     A producer's batch holding one is refused (services/append_events.py, workers/producer.py)."""
 
 
+class OperatorEvent(EventSchema):
+    """An event only an operator key appends, through its own route (a tenant's privacy policy: PUT
+    /v1/policy/privacy). The generic append paths (POST /v1/events, the ingest queue) refuse it from everyone,
+    so the route's operator check is the only way in (services/append_events.py, workers/producer.py)."""
+
+
 ScopeText = Annotated[str, StringConstraints(max_length=MAX_SCOPE_CHARS)]
 Tag = Annotated[str, StringConstraints(max_length=MAX_TAG_CHARS)]
 

@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from domain.errors import InvalidPayload, UnknownEventType
-from domain.events.base import EventSchema, SystemEvent
+from domain.events.base import EventSchema, OperatorEvent, SystemEvent
 from domain.events.hitlog import RecallFeedbackGiven, RecallServed, ResultDrilled
+from domain.events.knowledge import DocumentPut, DocumentRetired, SectionStatusChanged
 from domain.events.memory import (
     ConsolidationCompleted,
     EdgeAdjusted,
@@ -26,6 +27,7 @@ from domain.events.memory import (
     MemoryStatusChanged,
     MemorySuperseded,
 )
+from domain.events.privacy import PrivacyPolicySet
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -79,6 +81,10 @@ EVENT_TYPES: dict[str, EventType] = {
         _current(EdgeAdjusted),
         _current(ConsolidationCompleted),
         _current(ResultDrilled),
+        _current(DocumentPut),
+        _current(DocumentRetired),
+        _current(SectionStatusChanged),
+        _current(PrivacyPolicySet),
     )
 }
 TypeRef = str | type[EventSchema]  # a stored type name, or the event class
@@ -101,6 +107,12 @@ def is_system_event(name: str) -> bool:
     """True for a type only the system appends (a SystemEvent); False for a producer's type or an unknown name."""
     etype = EVENT_TYPES.get(name)
     return etype is not None and issubclass(etype.schema, SystemEvent)
+
+
+def is_operator_event(name: str) -> bool:
+    """True for a type only an operator appends, through its own route (an OperatorEvent)."""
+    etype = EVENT_TYPES.get(name)
+    return etype is not None and issubclass(etype.schema, OperatorEvent)
 
 
 def validate_payload(of: TypeRef, data: Any, schema_version: int | None = None) -> dict[str, Any]:

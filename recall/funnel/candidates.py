@@ -18,7 +18,7 @@ from infra.settings import Settings
 from recall.funnel.types import Item, StageReport
 from recall.keyword import bm25_top
 from recall.scope import Scope
-from recall.vector import cosines_for, vector_top
+from recall.vector import cosines_for, nearest_vectors
 
 _ROWS = text("""
 SELECT memory_id, content, kind, status, metadata, occurred_at, recorded_at, confidence FROM memories
@@ -32,8 +32,8 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
     n = max(settings.candidates_per_leg, k * settings.topn_mult)
     terms = tokenize(query)
     bm25 = bm25_top(conn, scope, terms, n, settings.bm25_k1, settings.bm25_b, statuses)
-    raw_cosine, method = vector_top(conn, scope, query_vector, n, settings.exact_scan_max_rows,
-                                    settings.hnsw_ef_search, statuses, model=settings.embedding_model)
+    [(hits, method)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses)
+    raw_cosine = dict(hits)
     floor = settings.sim_candidate_floor
     cosine = {i: c for i, c in raw_cosine.items() if c >= floor}
     # BM25 candidates outside the vector leg's top n (or under its floor) still get their cosine.

@@ -87,14 +87,19 @@ def plan_index(conn, scope, q: str) -> str:  # type: ignore[no-untyped-def]
 
 def measure(engine, corpus, agent: str | None, exact_max_rows: int, ef_search: int = 100,  # type: ignore[no-untyped-def]
             force_graph: bool = False, keep_fallback: bool = False) -> tuple[float, str, set[str]]:
-    """Mean recall@10 of vector_top against the truth, the method it chose, and the plans the HNSW branch got.
+    """Mean recall@10 of nearest_vectors against the truth, the method it chose, and the plans the HNSW branch got.
     A query whose iterative scan gave up short and was answered exactly counts as the HNSW branch's (its method
     is "hnsw_iterative+exact"); test_short_iterative_scan_falls_back_to_exact covers that path."""
+    from dataclasses import replace
+
     from infra.embedding import to_pgvector
+    from infra.settings import get_settings
     from recall.scope import Scope
-    from recall.vector import vector_top
+    from recall.vector import nearest_vectors
 
     scope = Scope(corpus["tenant"], agent_id=agent)
+    settings = replace(get_settings(), exact_scan_max_rows=exact_max_rows, hnsw_ef_search=ef_search,
+                       embedding_model="synthetic")
     members = set(corpus["ids"][np.flatnonzero(corpus["agents"] == agent)]) if agent else set(corpus["ids"])
     recalls, methods, plans = [], set(), set()
     for q in queries(corpus, agent or SMALL):
@@ -103,8 +108,8 @@ def measure(engine, corpus, agent: str | None, exact_max_rows: int, ef_search: i
                 # For a very selective scope the planner prefers the btree scope index and a sort (an exact
                 # scan); forbid the sort so the graph itself is what gets measured.
                 conn.execute(text("SET LOCAL enable_sort = off"))
-            found, method = vector_top(conn, scope, to_pgvector(q), K, exact_max_rows, ef_search,
-                                       model="synthetic")
+            [(hits, method)] = nearest_vectors(conn, scope, [to_pgvector(q)], K, settings)
+            found = dict(hits)
             if method.startswith("hnsw_iterative"):
                 plans.add(plan_index(conn, scope, to_pgvector(q)))
         methods.add(method if keep_fallback else method.removesuffix("+exact"))
@@ -149,7 +154,7 @@ def test_short_iterative_scan_falls_back_to_exact(engine, corpus, monkeypatch): 
 
     real = recall.vector._hnsw_iterative
     monkeypatch.setattr(recall.vector, "_hnsw_iterative",
-                        lambda *a, **k: dict(list(real(*a, **k).items())[:3]))
+                        lambda *a, **k: [hits[:3] for hits in real(*a, **k)])
     recall_at_10, method, plans = measure(engine, corpus, LARGE, exact_max_rows=1_000, keep_fallback=True)
     assert method == "hnsw_iterative+exact" and plans == {"hnsw"}, (method, plans)
     assert recall_at_10 == 1.0

@@ -1,0 +1,217 @@
+"""The knowledge library's read models: documents, their sections, and BM25 postings over sections.
+
+Only applies events; decides nothing. A section is one row per (document, heading path, content): a re-put
+inserts (and indexes) only the sections whose text changed; one it no longer holds becomes 'replaced'; one it
+holds again (same text) is active again, still indexed. Postings are kept for every section ever put (recall
+filters by status, as memories' keyword read model does), so history can be searched.
+
+| event                | effect                                                                                  |
+| -------------------- | --------------------------------------------------------------------------------------- |
+| DocumentPut          | the document row (version = the event's stream version); new sections inserted and     |
+|                      | indexed; unchanged ones get the new version, ordinal, title, tags; dropped ones replaced |
+| DocumentRetired      | the document and its live sections 'retired'                                            |
+| SectionStatusChanged | a section still in from_status moves to to_status (the decay job's decision)           |
+| RecallServed         | each "knowledge" result's section: ref_count + 1, last_referenced_at = the event's time |
+| ResultDrilled        | its "knowledge" section likewise                                                        |
+
+Every time comes from the event (recorded_at, or a decision's clock), so a rebuild gives the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import Connection, text
+
+from domain.events import (
+    DocumentPut,
+    DocumentRetired,
+    RecallServed,
+    RecordedEvent,
+    ResultDrilled,
+    SectionStatusChanged,
+    document_stream,
+    section_id,
+)
+from domain.knowledge.handles import LIVE, handle_section
+from domain.knowledge.sections import split_sections
+from domain.text import term_frequencies
+from projections.base import OneByOne, apply_in_order, types_of
+
+log = structlog.get_logger(__name__)
+KNOWLEDGE = "knowledge"  # the domain's name in hit-log results
+
+_DOCUMENT = text("""
+INSERT INTO knowledge_documents (tenant, document_id, project, path, version, content_hash, title, tags, metadata,
+                                 status, sections, updated_at, position)
+VALUES (:tenant, :document_id, :project, :path, :version, :content_hash, :title, :tags, CAST(:metadata AS jsonb),
+        'active', :sections, :at, :position)
+ON CONFLICT (tenant, document_id) DO UPDATE SET
+    version = EXCLUDED.version, content_hash = EXCLUDED.content_hash, title = EXCLUDED.title, tags = EXCLUDED.tags,
+    metadata = EXCLUDED.metadata, status = 'active', sections = EXCLUDED.sections, updated_at = EXCLUDED.updated_at,
+    position = EXCLUDED.position
+""")
+_KNOWN = text("""
+SELECT section_id, status FROM knowledge_sections
+WHERE tenant = :tenant AND document_id = :document_id AND (section_id = ANY(:ids) OR status = ANY(:live))
+""")
+_INSERT = text("""
+INSERT INTO knowledge_sections (tenant, section_id, document_id, project, path, heading_path, ordinal, content_hash,
+                                first_version, version, text, length, title, tags, status, created_at,
+                                status_changed_at)
+SELECT :tenant, b.section_id, :document_id, :project, :path, b.heading_path, b.ordinal, b.content_hash, :version,
+       :version, b.text, b.length, :title, :tags, 'active', :at, :at
+FROM unnest(CAST(:ids AS uuid[]), CAST(:headings AS text[]), CAST(:ordinals AS int[]), CAST(:hashes AS text[]),
+            CAST(:texts AS text[]), CAST(:lengths AS int[])) AS b(section_id, heading_path, ordinal, content_hash,
+                                                                  text, length)
+""")
+# Held again by the new version: a replaced or retired one is active again; a live one keeps its lifecycle status.
+_KEEP = text("""
+UPDATE knowledge_sections s SET version = :version, ordinal = b.ordinal, title = :title, tags = :tags,
+    status = CASE WHEN s.status = ANY(:live) THEN s.status ELSE 'active' END,
+    status_changed_at = CASE WHEN s.status = ANY(:live) THEN s.status_changed_at ELSE :at END
+FROM unnest(CAST(:ids AS uuid[]), CAST(:ordinals AS int[])) AS b(section_id, ordinal)
+WHERE s.tenant = :tenant AND s.section_id = b.section_id
+""")
+_END = text("""
+UPDATE knowledge_sections SET status = :status, status_changed_at = :at
+WHERE tenant = :tenant AND section_id = ANY(CAST(:ids AS uuid[]))
+""")
+_RETIRE_DOCUMENT = text("""
+UPDATE knowledge_documents SET status = 'retired', updated_at = :at, position = :position
+WHERE tenant = :tenant AND document_id = :document_id
+""")
+_RETIRE_SECTIONS = text("""
+UPDATE knowledge_sections SET status = 'retired', status_changed_at = :at
+WHERE tenant = :tenant AND document_id = :document_id AND status = ANY(:live)
+""")
+_STATUS = text("""
+UPDATE knowledge_sections SET status = :to_status, status_changed_at = :clock
+WHERE tenant = :tenant AND section_id = :section_id AND status = :from_status
+""")
+_REFERENCED = text("""
+UPDATE knowledge_sections s SET ref_count = s.ref_count + b.n,
+    last_referenced_at = greatest(s.last_referenced_at, CAST(:at AS timestamptz))
+FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS b(section_id, n)
+WHERE s.tenant = :tenant AND s.section_id = b.section_id
+""")
+_POSTINGS = text("""
+INSERT INTO knowledge_postings (tenant, term, section_id, tf, length)
+SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:ids AS uuid[]), CAST(:tfs AS int[]),
+                              CAST(:lengths AS int[]))
+""")
+_TERMS = text("""
+INSERT INTO knowledge_terms (tenant, term, df)
+SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
+ON CONFLICT (tenant, term) DO UPDATE SET df = knowledge_terms.df + EXCLUDED.df
+""")
+_STATS = text("""
+INSERT INTO knowledge_stats (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
+ON CONFLICT (tenant) DO UPDATE SET n_docs = knowledge_stats.n_docs + EXCLUDED.n_docs,
+                                   total_length = knowledge_stats.total_length + EXCLUDED.total_length
+""")
+
+
+def _on_own_stream(event: RecordedEvent, project: str | None, path: str) -> bool:
+    """The write path puts a document's events on its own stream; one elsewhere (appended before that rule) would
+    make its versions meaningless, so every projector run, live and rebuilt, ignores it alike."""
+    if event.stream_id == document_stream(project, path):
+        return True
+    log.warning("knowledge.event_off_stream", position=event.position, stream_id=event.stream_id)
+    return False
+
+
+def _index(conn: Connection, tenant: str, rows: list[tuple[Any, Counter[str]]]) -> None:
+    """BM25 postings, document frequencies and corpus statistics for new sections."""
+    postings: dict[str, list] = {"terms": [], "ids": [], "tfs": [], "lengths": []}
+    df: Counter[str] = Counter()
+    total = 0
+    for sid, tfs in rows:
+        length = sum(tfs.values())
+        total += length
+        for term, tf in sorted(tfs.items()):
+            for key, value in (("terms", term), ("ids", sid), ("tfs", tf), ("lengths", length)):
+                postings[key].append(value)
+            df[term] += 1
+    if postings["ids"]:
+        conn.execute(_POSTINGS, {"tenant": tenant, **postings})
+        terms = sorted(df)
+        conn.execute(_TERMS, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
+    conn.execute(_STATS, {"tenant": tenant, "n": len(rows), "total": total})
+
+
+def _put(conn: Connection, event: RecordedEvent, p: DocumentPut) -> None:
+    if not _on_own_stream(event, p.project, p.path):
+        return
+    tenant, at, version = event.tenant, event.recorded_at, event.stream_version
+    sections = split_sections(p.content)
+    ids = [section_id(tenant, p.project, p.path, s.heading_path, s.content_hash) for s in sections]
+    doc = {"tenant": tenant, "document_id": event.stream_id, "project": p.project, "path": p.path,
+           "version": version, "title": p.title, "tags": list(p.tags), "at": at}
+    known = dict(conn.execute(_KNOWN, {"tenant": tenant, "document_id": event.stream_id, "ids": ids,
+                                       "live": list(LIVE)}).all())
+    new = [(sid, s) for sid, s in zip(ids, sections, strict=True) if sid not in known]
+    kept = [(sid, s) for sid, s in zip(ids, sections, strict=True) if sid in known]
+    dropped = sorted(str(sid) for sid, status in known.items() if status in LIVE and sid not in set(ids))
+    if dropped:
+        conn.execute(_END, {"tenant": tenant, "ids": dropped, "status": "replaced", "at": at})
+    if kept:
+        conn.execute(_KEEP, {**doc, "ids": [sid for sid, _ in kept], "ordinals": [s.ordinal for _, s in kept],
+                             "live": list(LIVE)})
+    if new:
+        tfs = [term_frequencies(s.text) for _, s in new]
+        conn.execute(_INSERT, {**doc, "ids": [sid for sid, _ in new], "headings": [s.heading_path for _, s in new],
+                               "ordinals": [s.ordinal for _, s in new], "hashes": [s.content_hash for _, s in new],
+                               "texts": [s.text for _, s in new], "lengths": [sum(t.values()) for t in tfs]})
+        _index(conn, tenant, [(sid, t) for (sid, _), t in zip(new, tfs, strict=True)])
+    conn.execute(_DOCUMENT, {**doc, "content_hash": p.content_hash, "metadata": json.dumps(p.metadata),
+                             "sections": len(sections), "position": event.position})
+
+
+def _retired(conn: Connection, event: RecordedEvent, p: DocumentRetired) -> None:
+    if not _on_own_stream(event, p.project, p.path):
+        return
+    ids = {"tenant": event.tenant, "document_id": event.stream_id, "at": event.recorded_at}
+    conn.execute(_RETIRE_DOCUMENT, {**ids, "position": event.position})
+    conn.execute(_RETIRE_SECTIONS, {**ids, "live": list(LIVE)})
+
+
+def _status_changed(conn: Connection, event: RecordedEvent, p: SectionStatusChanged) -> None:
+    conn.execute(_STATUS, {"tenant": event.tenant, "section_id": p.section_id, "from_status": p.from_status,
+                           "to_status": p.to_status, "clock": p.clock})
+
+
+def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:
+    counts = Counter(str(s) for s in (handle_section(tenant, h) for h in handles) if s is not None)
+    if counts:
+        ids = sorted(counts)
+        conn.execute(_REFERENCED, {"tenant": tenant, "ids": ids, "ns": [counts[i] for i in ids], "at": at})
+
+
+def _served(conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
+    _referenced(conn, event.tenant, [r.handle for r in p.results if r.domain == KNOWLEDGE], event.recorded_at)
+
+
+def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled) -> None:
+    if p.domain == KNOWLEDGE:
+        _referenced(conn, event.tenant, [p.handle], event.recorded_at)
+
+
+_ONE_BY_ONE: OneByOne = {DocumentPut: _put, DocumentRetired: _retired, SectionStatusChanged: _status_changed,
+                         RecallServed: _served, ResultDrilled: _drilled}
+
+
+class KnowledgeProjector:
+    name = "knowledge"
+    tables = ("knowledge_documents", "knowledge_sections", "knowledge_postings", "knowledge_terms",
+              "knowledge_stats")
+    handlers = _ONE_BY_ONE
+    types = types_of(handlers)
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        apply_in_order(conn, events, _ONE_BY_ONE)

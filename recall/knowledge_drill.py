@@ -1,0 +1,60 @@
+"""The drill into a knowledge section: the exact section a handle names (or the one at a version, or the current
+one), whether the current text differs, and one ResultDrilled hit-log event (on its recall's stream when it names
+one, else its own): reads read models and the log only; that event is its one write."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from domain.errors import NotFound
+from domain.events import NewEvent, RecallServed, ResultDrilled, drill_stream, recall_stream
+from domain.knowledge.sections import split_sections
+from domain.privacy import PrivacyPolicy
+from eventstore.append import append
+from eventstore.stream import first_of_type
+from infra.wake import appended
+from recall.domains.knowledge import KNOWLEDGE, KnowledgeDomain
+from recall.scope import Scope
+from services.knowledge import document_at
+
+
+@dataclass(frozen=True)
+class Drilled:
+    found: dict[str, Any]  # KnowledgeDomain.fetch's answer
+    drill_id: uuid.UUID
+    position: int
+
+
+def drill(engine: Engine, tenant: str, path: str, heading_path: str, project: str | None, policy: PrivacyPolicy,
+          metadata: dict[str, Any], content_hash: str | None = None, version: int | None = None,
+          recall_id: uuid.UUID | None = None) -> Drilled:
+    project = project or None
+    unknown = f"no section {heading_path!r} in {path!r}"
+    with engine.connect() as conn:
+        if recall_id is not None and first_of_type(conn, tenant, recall_stream(recall_id), RecallServed) is None:
+            raise NotFound(f"no recall {recall_id}")
+        if content_hash is None:
+            # No handle: the section at that version of the document (its current one by default), from the log.
+            doc = document_at(conn, tenant, path, project, version)
+            if policy.excludes(path=path, tags=doc.tags, project=project):
+                raise NotFound(unknown)
+            content_hash = next((s.content_hash for s in split_sections(doc.content)
+                                 if s.heading_path == heading_path), None)
+            if content_hash is None:
+                raise NotFound(unknown)
+        handle = {"path": path, "heading_path": heading_path, "content_hash": content_hash, "project": project}
+        found = KnowledgeDomain().fetch(conn, Scope(tenant, project=project), handle, policy)
+    if found is None:
+        raise NotFound(unknown if version is None else f"{unknown} at version {version}")
+    handle["version"] = found["section"]["version"]
+    drill_id = uuid.uuid4()
+    event = ResultDrilled(drill_id=drill_id, domain=KNOWLEDGE, handle=handle, recall_id=recall_id)
+    stream = recall_stream(recall_id) if recall_id is not None else drill_stream(drill_id)
+    with engine.begin() as conn:
+        [position] = append(conn, tenant, [NewEvent.of(event, stream)], metadata)
+    appended(1)
+    return Drilled(found, drill_id, position)

@@ -61,6 +61,23 @@ class DocumentOut(BaseModel):
     metadata: dict[str, Any]
 
 
+class DocumentListedOut(BaseModel):
+    path: str
+    project: str | None
+    version: int
+    content_hash: str
+    title: str | None
+    tags: list[str]
+    status: str  # active | retired
+    sections: int
+    updated_at: datetime
+
+
+class DocumentsListOut(BaseModel):
+    documents: list[DocumentListedOut]
+    next_after: str | None  # ?after= for the next page; None: this was the last
+
+
 class SectionOut(BaseModel):
     path: str
     project: str | None

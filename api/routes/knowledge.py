@@ -2,6 +2,8 @@
 
     PUT    /v1/knowledge/{path}     a document's content: JSON {content, title?, tags?, metadata?, project?}, or a
                                     text/markdown or text/plain body (UTF-8) with ?project=&title=&tag=
+    GET    /v1/knowledge            the documents of ?project= (by path; ?prefix=, ?after= pages): path, version,
+                                    content_hash, status (what `engramlog knowledge sync` compares with)
     GET    /v1/knowledge/{path}     the document at its current version or ?version= (from the log)
     DELETE /v1/knowledge/{path}     retire it
     POST   /v1/knowledge/batch      a folder import: {"documents": [{path, content, ...}]}, all or nothing
@@ -25,8 +27,10 @@ from starlette.concurrency import run_in_threadpool
 from api.context import Caller, caller, engine
 from api.knowledge_schemas import (
     DocumentIn,
+    DocumentListedOut,
     DocumentOut,
     DocumentsIn,
+    DocumentsListOut,
     DocumentsWrittenOut,
     DocumentWrittenOut,
     DrillOut,
@@ -34,6 +38,7 @@ from api.knowledge_schemas import (
 )
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import NO_POLICY, PrivacyPolicy
+from recall.knowledge_documents import list_documents
 from recall.knowledge_drill import drill
 from services.knowledge import DocumentInput, document_at, put_document, put_documents, retire_document
 
@@ -76,6 +81,16 @@ async def _document(request: Request, path: str, project: str | None, title: str
     else:
         raise InvalidPayload(f"content-type {media!r}: send application/json, text/markdown or text/plain")
     return DocumentInput(path, body.content, body.title, list(body.tags), body.metadata, body.project)
+
+
+@router.get("/knowledge", response_model=DocumentsListOut)
+def get_documents(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
+                  project: str | None = None, prefix: Annotated[str | None, Query(max_length=512)] = None,
+                  after: Annotated[str, Query(max_length=512)] = "",
+                  limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> DocumentsListOut:
+    with db.connect() as conn:
+        docs, next_after = list_documents(conn, who.tenant, project, _policy(conn, who.tenant), prefix, after, limit)
+    return DocumentsListOut(documents=[DocumentListedOut(**d) for d in docs], next_after=next_after)
 
 
 @router.post("/knowledge/batch", response_model=DocumentsWrittenOut, status_code=201)

@@ -161,5 +161,38 @@ def visible_history(conn: Connection, tenant: str, policy: PrivacyPolicy, found:
     return History(current=chain[-1]["memory_id"] if chain else found.current, chain=chain, steps=steps)
 
 
+def visible_recall_record(conn: Connection, tenant: str, policy: PrivacyPolicy,
+                          record: dict[str, Any]) -> dict[str, Any] | None:
+    """A recall's record (recall/service.py get_recall) as a caller may see it under the policy in force now (the
+    recall may have been served before it): None (answered 404) when the recall was scoped to excluded items;
+    else without the results naming an excluded item: a memory by its recording, another domain's by its handle
+    and, where the domain is registered, by its own fetch. When a result was dropped the funnel's explanation
+    and the per-result stages go too: they may quote what the dropped results held (terms, entities)."""
+    if policy.empty:
+        return record
+    if _names_excluded(policy, {"scope": record.get("scope") or {}}):
+        return None
+    from recall.domains.registry import DOMAINS  # the seam's registry imports the funnel: only when needed
+    from recall.scope import Scope
+
+    results = record.get("results") or []
+    hidden = hidden_memories(conn, tenant, policy, [r["memory_id"] for r in results if r.get("memory_id")])
+
+    def shown(r: dict[str, Any]) -> bool:
+        if r.get("memory_id") is not None:
+            return str(r["memory_id"]) not in hidden
+        handle = r.get("handle") or {}
+        if _names_excluded(policy, handle):
+            return False
+        domain = DOMAINS.get(r.get("domain") or "")
+        return domain is None or domain.fetch(conn, Scope(tenant), handle, policy) is not None
+
+    kept = [r for r in results if shown(r)]
+    if len(kept) == len(results):
+        return record
+    return {**record, "results": [{**r, "stages": {}} for r in kept], "explanation": {}}
+
+
 __all__ = ["PolicyInForce", "hidden_memories", "memory_hidden", "policy_in_force", "policy_of", "visible_events",
-           "visible_history", "visible_memory"]
+           "visible_history", "visible_memory",
+           "visible_recall_record"]

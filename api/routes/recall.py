@@ -13,10 +13,12 @@ from starlette.concurrency import run_in_threadpool
 from api.context import Caller, caller, engine
 from api.recall_schemas import BucketOut, DomainResultOut, MultiRecallIn, MultiRecallOut
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
+from domain.errors import NotFound
 from infra.embedding import get_embedder
 from infra.settings import get_settings
 from recall.consistency import await_recallable, refuse_beyond_head
 from recall.multi import MultiRequest, check, recall_multi
+from recall.privacy import policy_of, visible_recall_record
 from recall.privacy_gate import policy_for
 from recall.scope import Scope
 from recall.service import RecallRequest, get_recall, recall, validate
@@ -70,5 +72,12 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
 @router.get("/recalls/{recall_id}", response_model=RecallRecordOut)
 def get_recall_record(recall_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                       db: Annotated[Engine, Depends(engine)]) -> RecallRecordOut:
-    """The query, results and explanation of one of the caller's recalls (404 for another tenant's)."""
-    return RecallRecordOut(**get_recall(db, who.tenant, recall_id))
+    """The query, results and explanation of one of the caller's recalls (404 for another tenant's), under the
+    privacy policy in force now (recall/privacy.py visible_recall_record: 404 as unknown when it was scoped to
+    excluded items)."""
+    record = get_recall(db, who.tenant, recall_id)
+    with db.connect() as conn:
+        shown = visible_recall_record(conn, who.tenant, policy_of(conn, who.tenant), record)
+    if shown is None:
+        raise NotFound(f"no recall {recall_id}")
+    return RecallRecordOut(**shown)

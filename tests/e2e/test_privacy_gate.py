@@ -176,3 +176,36 @@ def test_rebuilding_the_privacy_projection_gives_the_same_rows(world, engine):
     rebuild(engine, projector, batch_size=2)
     with engine.connect() as conn:
         assert conn.execute(rows, tenants).all() == live
+
+
+def test_recall_records_and_recalls_reveal_nothing_excluded(world, engine):
+    """A recall served before the policy is shown under the policy in force now; recall and recall/multi asked
+    afterwards, through a domain filter (the excluded agent, project, session) too, answer nothing excluded."""
+    from funnel_support import project
+
+    project(engine, world.last_position)
+    query = {"query": "classified fact zebra", "k": 20, "include_history": True}
+    before = world.reader.post("/v1/recall", json=query)
+    assert before.status_code == 200, before.text
+    served = {r["memory_id"] for r in before.json()["results"]}
+    assert served & {str(i) for i in world.hidden.values()}, before.text  # they were recallable before
+    scoped = world.reader.post("/v1/recall", json={**query, "agent_id": SECRET_AGENT})
+    assert scoped.status_code == 200 and scoped.json()["results"], scoped.text
+
+    assert put_policy(world.ops, POLICY).status_code == 200
+    for client in (world.reader, world.ops):
+        record = client.get(f"/v1/recalls/{before.json()['recall_id']}")
+        assert record.status_code == 200, record.text
+        assert_reveals_nothing_excluded(record, world)
+        assert record.json()["query"] == query["query"]
+        r = client.get(f"/v1/recalls/{scoped.json()['recall_id']}")  # scoped to the excluded agent
+        assert r.status_code == 404 and r.json()["detail"] == f"no recall {scoped.json()['recall_id']}", r.text
+
+    filters = [{}, {"agent_id": SECRET_AGENT}, {"project": "proj-secret"}, {"session_id": "sess-secret"}]
+    for scope in filters:
+        r = world.reader.post("/v1/recall", json={**query, **scope})
+        assert r.status_code == 200, (scope, r.text)
+        assert_reveals_nothing_excluded(r, world)
+        multi = world.reader.post("/v1/recall/multi", json={"query": query["query"], "k": 20, **scope})
+        assert multi.status_code == 200, (scope, multi.text)
+        assert_reveals_nothing_excluded(multi, world)

@@ -39,7 +39,7 @@ log = structlog.get_logger(__name__)
 class MultiRequest:
     scope: Scope
     query: str
-    domains: tuple[str, ...] = ()  # () = every domain with data in the scope, in registry order
+    domains: tuple[str, ...] = ()  # () = the domains with data in the scope, in registry order
     k: int | None = None  # the ceiling; None = settings.recall_multi_ceiling
     include_history: bool = False
     options: dict[str, Any] = field(default_factory=dict)
@@ -79,9 +79,9 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
     started = time.perf_counter()
     now = datetime.now(UTC)
     scope = request.scope
-    asked = list(request.domains) or list(DOMAINS)
     with engine.connect() as conn:
-        with_data = [d for d in asked if DOMAINS[d].has_data(conn, scope)]
+        with_data = [d for d in (request.domains or DOMAINS) if DOMAINS[d].has_data(conn, scope)]
+    asked = list(request.domains) or with_data  # asked for by name: answered, if only with "no data"
     ceiling = request.k or settings.recall_multi_ceiling
     quota = max(1, ceiling // max(1, len(with_data)))
     query_vector = to_pgvector(embedder.encode_one(request.query)) if with_data else None

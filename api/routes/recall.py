@@ -14,16 +14,22 @@ from api.context import Caller, caller, engine
 from api.recall_schemas import BucketOut, DomainResultOut, MultiRecallIn, MultiRecallOut
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
 from domain.errors import NotFound
+from domain.privacy import PrivacyPolicy
 from infra.embedding import get_embedder
 from infra.settings import get_settings
 from recall.consistency import await_recallable, refuse_beyond_head
 from recall.multi import MultiRequest, check, recall_multi
 from recall.privacy import policy_of, visible_recall_record
-from recall.privacy_gate import policy_for
 from recall.scope import Scope
 from recall.service import RecallRequest, get_recall, recall, validate
 
 router = APIRouter(prefix="/v1", tags=["recall"])
+
+
+def _policy(db: Engine, tenant: str) -> PrivacyPolicy:
+    """The tenant's privacy policy, read once per request and handed to every domain."""
+    with db.connect() as conn:
+        return policy_of(conn, tenant)
 
 
 @router.post("/recall", response_model=RecallOut)
@@ -39,7 +45,7 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
     if body.min_position is not None:
         await run_in_threadpool(refuse_beyond_head, db, body.min_position, "min_position")
         await await_recallable(db, body.min_position, settings.min_position_wait_s, settings.max_position_waiters)
-    policy = await run_in_threadpool(policy_for, db, who.tenant)
+    policy = await run_in_threadpool(_policy, db, who.tenant)
     answer = await run_in_threadpool(recall, db, get_embedder(settings.embedding_model), settings, request,
                                      who.metadata(), policy)
     return RecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
@@ -58,7 +64,7 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
     if body.min_position is not None:
         await run_in_threadpool(refuse_beyond_head, db, body.min_position, "min_position")
         await await_recallable(db, body.min_position, settings.min_position_wait_s, settings.max_position_waiters)
-    policy = await run_in_threadpool(policy_for, db, who.tenant)
+    policy = await run_in_threadpool(_policy, db, who.tenant)
     answer = await run_in_threadpool(recall_multi, db, get_embedder(settings.embedding_model), settings, request,
                                      who.metadata(), policy)
     return MultiRecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,

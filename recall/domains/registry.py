@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from recall.domains.base import RecallDomain
+from recall.domains.knowledge import KnowledgeDomain
 from recall.domains.memories import MemoryDomain
 
-DOMAINS: dict[str, RecallDomain] = {d.name: d for d in (MemoryDomain(),)}
+DOMAINS: dict[str, RecallDomain] = {d.name: d for d in (MemoryDomain(), KnowledgeDomain())}
 
 
 def get_domain(name: str) -> RecallDomain:

@@ -93,10 +93,13 @@ def test_the_default_fan_out_asks_only_domains_with_data_and_an_asked_empty_one_
     remember_all(engine, tenant, ["The office wifi password rotates every Monday"])
     notes.notes[tenant] = []
     body = client.post("/v1/recall/multi", json={"query": "wifi password rotation", "k": 6}).json()
-    assert [b["domain"] for b in body["buckets"]] == ["memories", "notes"]
-    memories, empty = body["buckets"]
-    assert memories["quota"] == 6 and memories["results"]
+    [memories] = body["buckets"]  # knowledge and notes hold nothing in this scope: not asked by default
+    assert memories["domain"] == "memories" and memories["quota"] == 6 and memories["results"]
+    body = client.post("/v1/recall/multi", json={"query": "wifi password rotation", "k": 6,
+                                                 "domains": ["notes", "memories"]}).json()
+    empty, memories = body["buckets"]
     assert empty == {"domain": "notes", "quota": 0, "results": [], "reason": "no data"}
+    assert memories["domain"] == "memories" and memories["quota"] == 6  # the domain with data takes the ceiling
     none = client.post("/v1/recall/multi", json={"query": "wifi", "domains": ["memories"],
                                                  "agent_id": "nobody"}).json()
     assert none["buckets"] == [{"domain": "memories", "quota": 0, "results": [], "reason": "no data"}]
@@ -130,3 +133,20 @@ def test_the_memories_domain_keeps_the_funnel_and_the_privacy_gate(engine, tenan
     for policy in (PrivacyPolicy(exclude_agents=("hr",)), PrivacyPolicy(exclude_tags=("salary",))):
         gated = recall_multi(engine, embedder, settings, ask, {"actor": "test"}, policy)
         assert all("25th" not in h.content for h in gated.buckets[0].results), policy
+
+
+def test_memories_and_knowledge_answer_their_own_buckets(client, engine, tenant):
+    remember_all(engine, tenant, ["Deploy rollbacks need the on-call lead's approval"])
+    doc = "# Runbook\n\n## Deploys\n\nDeploys go out at 10:00.\n\n## Rollback\n\nA rollback reverts the last deploy.\n"
+    assert client.put("/v1/knowledge/ops/runbook.md", json={"content": doc}).status_code in (200, 201)
+    catch_up_all(engine)
+    body = client.post("/v1/recall/multi", json={"query": "how does a rollback of a deploy work", "k": 4}).json()
+    assert [b["domain"] for b in body["buckets"]] == ["memories", "knowledge"]
+    assert all(b["quota"] == 2 for b in body["buckets"])
+    knowledge = body["buckets"][1]["results"]
+    assert knowledge and knowledge[0]["handle"]["path"] == "ops/runbook.md"
+    assert knowledge[0]["handle"]["heading_path"] == "Runbook > Rollback"  # the # title, then the ## heading
+    assert knowledge[0]["content"] == "## Rollback\n\nA rollback reverts the last deploy.\n"
+    record = client.get(f"/v1/recalls/{body['recall_id']}").json()
+    assert {r["domain"] for r in record["results"]} == {"memories", "knowledge"}
+    assert all(r["handle"] for r in record["results"] if r["domain"] == "knowledge")

@@ -42,6 +42,7 @@ ON CONFLICT (tenant) DO UPDATE SET n_docs = keyword_stats.n_docs + EXCLUDED.n_do
 """)
 
 
+# A memory's postings by the primary key (tenant, memory_id, term): one index range (migration 0012).
 _OLD_POSTINGS = text("SELECT term, tf FROM keyword_postings WHERE tenant = :tenant AND memory_id = :memory_id")
 _OLD_LENGTH = text("SELECT length FROM keyword_docs WHERE tenant = :tenant AND memory_id = :memory_id")
 _DROP_POSTINGS = text("DELETE FROM keyword_postings WHERE tenant = :tenant AND memory_id = :memory_id")

@@ -1,6 +1,6 @@
 """The keyword read model (BM25 postings, docs, terms, stats) is the same however the log is cut into batches,
 after a rebuild, and as BM25 computed from the memories' final texts; a content change re-indexes its memory
-through the (tenant, memory_id) index, not a scan of the tenant's postings.
+through an index led by (tenant, memory_id), not a scan of the tenant's postings.
 
 The projector is applied here to this tenant's events alone, into scratch copies of its tables (the live ones
 hold every tenant's rows and are projected by the other tests too)."""
@@ -178,16 +178,39 @@ def test_bm25_scores_are_those_of_the_final_texts(engine, tenant, logged) -> Non
         assert scores[memory_id] == pytest.approx(score, rel=1e-9)
 
 
-def test_a_content_change_finds_its_postings_by_memory(engine, tenant, logged) -> None:  # type: ignore[no-untyped-def]
-    """The old postings of a re-indexed memory are read and deleted through keyword_postings_by_memory: the primary
-    key (tenant, term, memory_id) would need one descent per distinct term of the tenant (a skip scan)."""
+def _index_columns(conn: Any, plan: Any) -> list[list[str]]:
+    """The key columns of each index a JSON plan scans."""
+    found: list[list[str]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if "Index Name" in node:
+            found.append(list(conn.execute(text("""
+                SELECT a.attname FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                WHERE i.indexrelid = CAST(:name AS regclass) ORDER BY k.n"""), {"name": node["Index Name"]}).scalars()))
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    return found
+
+
+def test_postings_are_found_by_memory_and_by_term_through_an_index(engine, tenant, logged) -> None:  # type: ignore[no-untyped-def]
+    """A re-indexed memory's old postings are read and deleted through an index led by (tenant, memory_id), and
+    recall's postings of a term through one led by (tenant, term). With the primary key (tenant, term, memory_id)
+    alone, the by-memory lookups were a skip scan: one descent per distinct term of the tenant."""
     from projections import keyword
 
     ids, _ = logged
-    params = {"tenant": tenant, "memory_id": ids[1]}
     with engine.connect() as conn:
-        conn.execute(text("SET LOCAL enable_seqscan = off"))  # a few rows: a sequential scan would be as good here
+        conn.execute(text("SET LOCAL enable_seqscan = off"))  # a few rows here: a sequential scan would be as good
+        conn.execute(text("SET LOCAL enable_bitmapscan = off"))  # so the plan names the index it walks
         for statement in (keyword._OLD_POSTINGS, keyword._DROP_POSTINGS):
-            plan = "\n".join(conn.execute(text(f"EXPLAIN {statement.text}"), params).scalars())
-            assert "keyword_postings_by_memory" in plan, plan
+            plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {statement.text}"),
+                                {"tenant": tenant, "memory_id": ids[1]}).scalar_one()
+            assert [cols[:2] for cols in _index_columns(conn, plan)] == [["tenant", "memory_id"]], plan
+        plan = conn.execute(text("EXPLAIN (FORMAT JSON) SELECT memory_id, tf, length FROM keyword_postings "
+                                 "WHERE tenant = :tenant AND term = ANY(:terms)"),
+                            {"tenant": tenant, "terms": ["tea", "river"]}).scalar_one()
+        assert [cols[:2] for cols in _index_columns(conn, plan)] == [["tenant", "term"]], plan
         conn.rollback()

@@ -37,9 +37,10 @@ from api.knowledge_schemas import (
     SectionOut,
 )
 from domain.errors import InvalidPayload, NotFound
-from domain.privacy import NO_POLICY, PrivacyPolicy
+from domain.privacy import PrivacyPolicy
 from recall.knowledge_documents import list_documents
 from recall.knowledge_drill import drill
+from recall.privacy import policy_of
 from services.knowledge import DocumentInput, document_at, put_document, put_documents, retire_document
 
 router = APIRouter(prefix="/v1", tags=["knowledge"])
@@ -48,7 +49,7 @@ _TEXT_TYPES = ("text/markdown", "text/plain", "text/x-markdown")
 
 def _policy(conn: Connection, tenant: str) -> PrivacyPolicy:
     """The tenant's privacy policy in force (the one place this module reads it)."""
-    return NO_POLICY
+    return policy_of(conn, tenant)
 
 
 def _reasons(exc: ValidationError) -> str:

@@ -209,3 +209,26 @@ def test_recall_records_and_recalls_reveal_nothing_excluded(world, engine):
         multi = world.reader.post("/v1/recall/multi", json={"query": query["query"], "k": 20, **scope})
         assert multi.status_code == 200, (scope, multi.text)
         assert_reveals_nothing_excluded(multi, world)
+
+
+def test_documents_at_an_excluded_path_or_tag_leave_the_export_and_the_library(world):
+    marker = uuid.uuid4().hex[:8]
+    secret_doc = f"# Salaries\n\n## 2026\nclassified payroll {marker} zebra-payroll\n"
+    tagged_doc = f"# Plans\n\n## Q3\nclassified plan {marker} zebra-plan\n"
+    for path, body in (("hr/salaries.md", {"content": secret_doc}),
+                       ("eng/plans.md", {"content": tagged_doc, "tags": ["tag-secret"]}),
+                       ("eng/public.md", {"content": f"# Public\n\nharbour {marker}\n"})):
+        r = world.reader.put(f"/v1/knowledge/{path}", json=body)
+        assert r.status_code in (200, 201), r.text
+    world.hidden_texts += [f"classified payroll {marker} zebra-payroll", f"classified plan {marker} zebra-plan"]
+    assert put_policy(world.ops, POLICY).status_code == 200
+
+    seen = all_events(world.reader)
+    assert_reveals_nothing_excluded(seen, world)
+    assert {e["data"]["path"] for e in seen if e["type"] == "DocumentPut"} == {"eng/public.md"}
+    assert "hr/salaries.md" not in json.dumps(seen) and "eng/plans.md" not in json.dumps(seen)
+    assert {e["data"]["path"] for e in all_events(world.ops) if e["type"] == "DocumentPut"} == {
+        "hr/salaries.md", "eng/plans.md", "eng/public.md"}
+    for path in ("hr/salaries.md", "eng/plans.md"):
+        assert world.reader.get(f"/v1/knowledge/{path}").status_code == 404
+    assert world.reader.get("/v1/knowledge/eng/public.md").status_code == 200

@@ -292,8 +292,23 @@ def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
     return last, time.perf_counter() - started, holder, dispositions
 
 
+def _ask(client: Any, query: str, k: int, agent_id: str, trace: bool | None, multi: bool,
+         min_position: int | None = None) -> dict[str, Any]:
+    """One question: POST /v1/recall, or (multi) the memories domain through POST /v1/recall/multi, its bucket
+    answered in /v1/recall's shape (metadata, latency, abstained)."""
+    if not multi:
+        return client.recall(query, k=k, agent_id=agent_id, min_position=min_position, trace=trace)
+    out = client.recall_multi(query, domains=["memories"], k=k, agent_id=agent_id, min_position=min_position)
+    [bucket] = out["buckets"]
+    reason = bucket.get("reason") or ""
+    return {"recall_id": out["recall_id"], "latency_ms": out["latency_ms"], "details": {},
+            "abstained": {"reason": reason, "channels": {}} if reason.startswith("abstained") else None,
+            "results": [{"memory_id": r["memory_id"], "content": r["content"], "score": r["score"],
+                         "metadata": r["fields"].get("metadata", {})} for r in bucket["results"]]}
+
+
 def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position: int,
-                    trace: bool | None = None) -> dict[str, Any]:
+                    trace: bool | None = None, multi: bool = False) -> dict[str, Any]:
     """The first query of a conversation: read-your-writes with min_position, retried while the server answers
     503 (projections not caught up within its bounded wait)."""
     from client import EngramlogError
@@ -301,7 +316,7 @@ def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position
     deadline = time.monotonic() + FIRST_QUERY_DEADLINE_S
     while True:
         try:
-            return client.recall(query, k=k, agent_id=agent_id, min_position=min_position, trace=trace)
+            return _ask(client, query, k, agent_id, trace, multi, min_position)
         except EngramlogError as exc:
             if exc.status != 503 or time.monotonic() > deadline:
                 raise
@@ -320,14 +335,16 @@ def _wait_projected(client: Any, position: int, timeout_s: float = FIRST_QUERY_D
 
 
 def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path | None, api_key: str | None,
-               console: Console, attribution: bool = False, gate: bool = False) -> dict[str, Any]:
+               console: Console, attribution: bool = False, gate: bool = False,
+               multi: bool = False) -> dict[str, Any]:
     from client import EngramlogClient
 
     conversations = load_conversations(data, convs)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     info = machine()
     trace = True if attribution else None
-    mode = "salience gate ON (no must_keep)" if gate else "must_keep (gate bypassed)"
+    mode = ("salience gate ON (no must_keep)" if gate else "must_keep (gate bypassed)") + (
+        " · via recall/multi (memories domain)" if multi else "")
     console.print(f"[bold]LoCoMo[/bold] {data} · {len(conversations)} conversations · k={k} · run {run_id} · "
                   f"ingest: {mode}" + (" · attribution" if attribution else ""))
     console.print(f"machine: {info.get('cpus')} CPUs ({info.get('cpu_model', info.get('processor'))}), "
@@ -385,12 +402,12 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
                     continue
                 t0 = time.perf_counter()
                 if first:
-                    answer = _recall_waiting(client, q.question, k, agent_id, last_position, trace)
+                    answer = _recall_waiting(client, q.question, k, agent_id, last_position, trace, multi)
                     wait_s = time.perf_counter() - started - write_s
                     if "queryable_after_s" not in ingest:
                         ingest["queryable_after_s"] = round(wait_s, 3)
                 else:
-                    answer = client.recall(q.question, k=k, agent_id=agent_id, trace=trace)
+                    answer = _ask(client, q.question, k, agent_id, trace, multi)
                 elapsed_ms = (time.perf_counter() - t0) * 1000
                 if not first:
                     client_ms.append(elapsed_ms)
@@ -424,7 +441,7 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
     report.update({
         "run_id": run_id, "recorded_at": datetime.now(UTC).isoformat(), "api_url": api_url, "data": str(data),
         "conversations": [c.sample_id for c in conversations], "k": k, "machine": info, "ingest": ingest,
-        "mode": {"gate": gate, "attribution": attribution},
+        "mode": {"gate": gate, "attribution": attribution, "via": "/v1/recall/multi" if multi else "/v1/recall"},
         "latency_ms": {
             "queries": len(client_ms),
             "client_p50": round(percentile(client_ms, 50), 2), "client_p95": round(percentile(client_ms, 95), 2),

@@ -378,6 +378,8 @@ def eval_locomo(data: Annotated[Path, typer.Option(help="LoCoMo JSON")] = Path("
                     "--attribution", help="per question, the funnel stage where the gold evidence was lost")] = False,
                 gate: Annotated[bool, typer.Option(
                     "--gate", help="ingest without must_keep: the salience gate decides what is kept")] = False,
+                multi: Annotated[bool, typer.Option(
+                    "--multi", help="ask through POST /v1/recall/multi (the memories domain on the seam)")] = False,
                 ) -> None:
     """Ingest LoCoMo conversations through the API and score recall against the gold evidence."""
     from bench.locomo import run_locomo
@@ -386,7 +388,7 @@ def eval_locomo(data: Annotated[Path, typer.Option(help="LoCoMo JSON")] = Path("
         fail(f"no such file: {data}")
     api_key = os.environ.get("ENGRAMLOG_API_KEY")
     run_locomo(_settings().api_url(), data, convs or [], k=k, output=output, api_key=api_key, console=console,
-               attribution=attribution, gate=gate)
+               attribution=attribution, gate=gate, multi=multi)
 
 
 # --- lifecycle: the decay sweep and the consolidation ("sleep") cycle, run once, now or with a pinned clock ---

@@ -75,6 +75,15 @@ class EngramlogClient:
             filters["min_position"] = self.last_position
         return self._call("POST", "/v1/recall", json={"query": query, "k": k, **_drop_none(filters)})
 
+    def recall_multi(self, query: str, domains: Sequence[str] | None = None, k: int | None = None,
+                     consistent: bool = True, **filters: Any) -> dict[str, Any]:
+        """One query over several domains: {recall_id, buckets: [{domain, quota, results, reason}]}, one bucket per
+        domain in the order asked (default: every domain with data in the scope)."""
+        if consistent and filters.get("min_position") is None and self.last_position:
+            filters["min_position"] = self.last_position
+        body = {"query": query, "domains": list(domains) if domains is not None else None, "k": k, **filters}
+        return self._call("POST", "/v1/recall/multi", json=_drop_none(body))
+
     def wait_recallable(self, position: int | None = None, timeout: float = 30.0) -> bool:
         """Wait until what was written up to `position` (default: this client's last write) is recallable."""
         target = self.last_position if position is None else position

@@ -6,15 +6,18 @@ of its true neighbours. A scope small enough to scan exactly is scanned exactly 
 btree); larger ones use HNSW with iterative scans, which keep walking the graph until enough rows pass (and
 when a scan gives up short of that, the query is answered exactly: method "hnsw_iterative+exact").
 
-Only vectors of the configured model are compared (`memory_vectors.model`): after a model change, memories not
-yet re-embedded (a rebuild of `vectors`) are scored on their keyword leg alone, never against another model's
-space. What None means in the scope (any value for recall, IS NULL for the governor) is the Scope's to say.
+It searches memories (memory_vectors, scoped on its own columns) by default, or another domain's vectors named by a
+VectorTable (knowledge sections: knowledge_section_vectors, scoped on knowledge_sections). Only vectors of the
+configured model are compared (`<table>.model`): after a model change, memories not yet re-embedded (a rebuild
+of `vectors`) are scored on their keyword leg alone, never against another model's space. What None means in the
+scope (any value for recall, IS NULL for the governor) is the Scope's to say.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from sqlalchemy import Connection, text
@@ -23,55 +26,95 @@ from infra.settings import Settings
 from recall.scope import Scope
 
 
+@dataclass(frozen=True)
+class VectorTable:
+    """What is searched: a table of (tenant, <id_column>, model, embedding), alias v. The scope (and `where_sql`)
+    filters v's own columns, or, with `scoped_by`, the row of that table (alias d) with the same tenant and id;
+    `status_filter` is SQL with :statuses on v (or d)."""
+    table: str
+    id_column: str
+    status_filter: str
+    scoped_by: str | None = None
+
+
+MEMORY_VECTORS = VectorTable(
+    "memory_vectors", "memory_id",
+    # The status filter is a scalar subquery on the primary key, not a join: a join on status lets a planner with
+    # stale statistics pick the (tenant, status) index and a nested loop over the whole scope (measured: 470 ms
+    # instead of 5 ms for 2,000 memories), and a per-row filter keeps the HNSW plan an ordered index scan that
+    # iterates.
+    "(SELECT m.status FROM memories m WHERE m.tenant = v.tenant AND m.memory_id = v.memory_id) = ANY(:statuses)")
+# Sections are embedded lazily (projections/section_vectors.py): the vector leg covers exactly the embedded ones.
+SECTION_VECTORS = VectorTable("knowledge_section_vectors", "section_id", "d.status = ANY(:statuses)",
+                              scoped_by="knowledge_sections")
+
+
 class Nearest(NamedTuple):
-    """One query vector's nearest memories, most similar first, and how they were found ("exact",
-    "hnsw_iterative" or "hnsw_iterative+exact")."""
+    """One query vector's nearest memories (or rows of another VectorTable), most similar first, and how they were
+    found ("exact", "hnsw_iterative" or "hnsw_iterative+exact")."""
     hits: list[tuple[uuid.UUID, float]]
     method: str
 
 
-def _where(scope: Scope, model: str, statuses: tuple[str, ...] | None = None) -> tuple[str, dict[str, object]]:
-    where, params = scope.where("v")
-    where, params = f"{where} AND v.model = :model", {**params, "model": model}
-    if statuses is not None:
-        # The status filter is a scalar subquery on the primary key, not a join: a join on status lets a planner
-        # with stale statistics pick the (tenant, status) index and a nested loop over the whole scope (measured:
-        # 470 ms instead of 5 ms for 2,000 memories), and a per-row filter keeps the HNSW plan an ordered index
-        # scan that iterates.
-        where += (" AND (SELECT m.status FROM memories m WHERE m.tenant = v.tenant"
-                  " AND m.memory_id = v.memory_id) = ANY(:statuses)")
-        params["statuses"] = list(statuses)
+@dataclass(frozen=True)
+class _Search:
+    """One call's table, model, status and extra filters, for the statements below."""
+    table: VectorTable
+    model: str
+    statuses: tuple[str, ...] | None = None
+    where_sql: str = ""
+    where_params: dict[str, object] | None = None
+
+
+def _where(scope: Scope, s: _Search, filtered: bool = True) -> tuple[str, dict[str, object]]:
+    """The WHERE on v: the scope, the model and (when `filtered`) the statuses and `where_sql`."""
+    t = s.table
+    where, params = scope.where("v" if t.scoped_by is None else "d")
+    if t.scoped_by is None:
+        where, params = f"{where} AND v.model = :model", {**params, "model": s.model}
+    if filtered and s.statuses is not None:
+        where += f" AND {t.status_filter}"
+        params["statuses"] = list(s.statuses)
+    if filtered and s.where_sql:
+        where, params = f"{where} AND {s.where_sql}", {**params, **(s.where_params or {})}
+    if t.scoped_by is not None:
+        where = (f"v.tenant = :tenant AND v.model = :model AND EXISTS (SELECT 1 FROM {t.scoped_by} d"
+                 f" WHERE d.tenant = v.tenant AND d.{t.id_column} = v.{t.id_column} AND {where})")
+        params["model"] = s.model
     return where, params
 
 
-def scope_size(conn: Connection, scope: Scope, cap: int, model: str) -> int:
-    where, params = _where(scope, model)
-    sql = f"SELECT count(*) FROM (SELECT 1 FROM memory_vectors v WHERE {where} LIMIT :cap) c"
+def scope_size(conn: Connection, scope: Scope, cap: int, model: str, table: VectorTable = MEMORY_VECTORS) -> int:
+    where, params = _where(scope, _Search(table, model), filtered=False)
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table.table} v WHERE {where} LIMIT :cap) c"
     return conn.execute(text(sql), {**params, "cap": cap}).scalar_one()
 
 
 def nearest_vectors(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int, settings: Settings,
-                    statuses: tuple[str, ...] | None = None) -> list[Nearest]:
-    """For each query vector (pgvector literals), the `k` most similar memories of `scope` among vectors of
-    `settings.embedding_model`; with `statuses`, only memories in one of them. Exact when the scope holds at most
+                    statuses: tuple[str, ...] | None = None, table: VectorTable = MEMORY_VECTORS,
+                    where_sql: str = "", where_params: dict[str, object] | None = None) -> list[Nearest]:
+    """For each query vector (pgvector literals), the `k` most similar memories (or rows of `table`) of `scope`
+    among vectors of `settings.embedding_model`; with `statuses`, only those in one of them; with `where_sql`,
+    only rows it holds for (SQL on the scoped alias). Exact when the scope holds at most
     `settings.exact_scan_max_rows` vectors, else iterative HNSW with `settings.hnsw_ef_search`."""
     if not query_vectors:
         return []
     model = settings.embedding_model
-    size = scope_size(conn, scope, settings.exact_scan_max_rows + 1, model)
+    search = _Search(table, model, statuses, where_sql, where_params)
+    size = scope_size(conn, scope, settings.exact_scan_max_rows + 1, model, table)
     if size == 0:
         return [Nearest([], "exact") for _ in query_vectors]
     if size <= settings.exact_scan_max_rows:
-        return [Nearest(hits, "exact") for hits in _exact(conn, scope, query_vectors, k, statuses, model)]
+        return [Nearest(hits, "exact") for hits in _exact(conn, scope, query_vectors, k, search)]
     found = [Nearest(hits, "hnsw_iterative") for hits in
-             _hnsw_iterative(conn, scope, query_vectors, k, settings.hnsw_ef_search, statuses, model)]
+             _hnsw_iterative(conn, scope, query_vectors, k, settings.hnsw_ef_search, search)]
     # An iterative scan gives up at hnsw.max_scan_tuples / its memory limit: a query that brought back fewer rows
     # than the scope holds is answered exactly instead (slower, never short).
     short = [i for i, n in enumerate(found) if len(n.hits) < k]
-    held = scope_size(conn, scope, k, model) if short else 0
+    held = scope_size(conn, scope, k, model, table) if short else 0
     again = [i for i in short if held > len(found[i].hits)]
     if again:
-        exact = _exact(conn, scope, [query_vectors[i] for i in again], k, statuses, model)
+        exact = _exact(conn, scope, [query_vectors[i] for i in again], k, search)
         for i, hits in zip(again, exact, strict=True):
             found[i] = Nearest(hits, "hnsw_iterative+exact")
     return found
@@ -81,7 +124,7 @@ def _per_query(conn: Connection, sql: str, params: dict[str, object],
                query_vectors: Sequence[str]) -> list[list[tuple[uuid.UUID, float]]]:
     out: list[list[tuple[uuid.UUID, float]]] = [[] for _ in query_vectors]
     for r in conn.execute(text(sql), {**params, "qs": list(query_vectors)}):
-        out[r.ord - 1].append((r.memory_id, float(r.cosine)))
+        out[r.ord - 1].append((r.id, float(r.cosine)))
     return out
 
 
@@ -89,37 +132,39 @@ _QUERIES = "unnest(CAST(:qs AS vector[])) WITH ORDINALITY AS q(vec, ord)"
 
 
 def _exact(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int,
-           statuses: tuple[str, ...] | None, model: str) -> list[list[tuple[uuid.UUID, float]]]:
-    where, params = _where(scope, model, statuses)
+           s: _Search) -> list[list[tuple[uuid.UUID, float]]]:
+    where, params = _where(scope, s)
+    table, key = s.table.table, s.table.id_column
     if len(query_vectors) == 1:
         # "+ 0" makes the sort key an expression the HNSW index cannot serve, so the plan reads the scope's rows
         # through the btree and sorts them: exact, and faster than materialising the scope first (one query).
-        scoped, source = "", "memory_vectors v"
+        scoped, source = "", f"{table} v"
     else:
         # Several queries: the scope is read (and filtered) once, then sorted per query (measured on a 2,000-row
         # scope: 8 queries in 28 ms materialised against 62 ms reading the scope per query; one query in 9 ms
         # read per query against 15 ms materialised).
-        scoped = f"WITH scoped AS MATERIALIZED (SELECT v.memory_id, v.embedding FROM memory_vectors v WHERE {where})"
+        scoped = f"WITH scoped AS MATERIALIZED (SELECT v.{key}, v.embedding FROM {table} v WHERE {where})"
         source, where = "scoped v", "true"
     sql = f"""{scoped}
-    SELECT q.ord, c.memory_id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
-        SELECT v.memory_id, 1 - (v.embedding <=> q.vec) AS cosine FROM {source}
-        WHERE {where} ORDER BY (v.embedding <=> q.vec) + 0, v.memory_id LIMIT :k) c
-    ORDER BY q.ord, c.cosine DESC, c.memory_id
+    SELECT q.ord, c.id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
+        SELECT v.{key} AS id, 1 - (v.embedding <=> q.vec) AS cosine FROM {source}
+        WHERE {where} ORDER BY (v.embedding <=> q.vec) + 0, v.{key} LIMIT :k) c
+    ORDER BY q.ord, c.cosine DESC, c.id
     """
     return _per_query(conn, sql, {**params, "k": k}, query_vectors)
 
 
 def _hnsw_iterative(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int, ef_search: int,
-                    statuses: tuple[str, ...] | None, model: str) -> list[list[tuple[uuid.UUID, float]]]:
-    where, params = _where(scope, model, statuses)
+                    s: _Search) -> list[list[tuple[uuid.UUID, float]]]:
+    where, params = _where(scope, s)
+    table, key = s.table.table, s.table.id_column
     conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
     conn.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
     sql = f"""
-    SELECT q.ord, c.memory_id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
-        SELECT v.memory_id, 1 - (v.embedding <=> q.vec) AS cosine FROM memory_vectors v
+    SELECT q.ord, c.id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
+        SELECT v.{key} AS id, 1 - (v.embedding <=> q.vec) AS cosine FROM {table} v
         WHERE {where} ORDER BY v.embedding <=> q.vec LIMIT :k) c
-    ORDER BY q.ord, c.cosine DESC, c.memory_id
+    ORDER BY q.ord, c.cosine DESC, c.id
     """
     return _per_query(conn, sql, {**params, "k": k}, query_vectors)
 

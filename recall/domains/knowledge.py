@@ -25,6 +25,7 @@ from infra.settings import get_settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.keyword import SECTION_KEYWORD, bm25_top
 from recall.scope import Scope
+from recall.vector import SECTION_VECTORS, nearest_vectors
 
 KNOWLEDGE = "knowledge"
 
@@ -80,22 +81,6 @@ def section_out(row: Any) -> dict[str, Any]:
             "last_referenced_at": row.last_referenced_at}
 
 
-def _vector_top(conn: Connection, scope: Scope, q: str, model: str, statuses: tuple[str, ...], n: int,
-                gate: tuple[str, dict[str, object]]) -> dict[Any, float]:
-    where, params = scope.where("d")
-    if gate[0]:
-        where, params = f"{where} AND {gate[0]}", {**params, **gate[1]}
-    sql = f"""
-    SELECT v.section_id, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine
-    FROM knowledge_section_vectors v
-    JOIN knowledge_sections d ON d.tenant = v.tenant AND d.section_id = v.section_id
-    WHERE v.tenant = :tenant AND v.model = :model AND d.status = ANY(:statuses) AND {where}
-    ORDER BY v.embedding <=> CAST(:q AS vector), v.section_id LIMIT :n
-    """
-    rows = conn.execute(text(sql), {**params, "q": q, "model": model, "statuses": list(statuses), "n": n})
-    return {r.section_id: float(r.cosine) for r in rows}
-
-
 class KnowledgeDomain:
     name = KNOWLEDGE
 
@@ -118,7 +103,9 @@ class KnowledgeDomain:
                             SECTION_KEYWORD, *gate)
             vector: dict[Any, float] = {}
             if q.query_vector is not None:
-                vector = _vector_top(conn, scope, q.query_vector, settings.embedding_model, statuses, n, gate)
+                [(nearest, _)] = nearest_vectors(conn, scope, [q.query_vector], n, settings, statuses,
+                                                 SECTION_VECTORS, *gate)
+                vector = dict(nearest)
             ids = sorted(set(bm25) | set(vector), key=str)
             if not ids:
                 return DomainAnswer([], "no match")

@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench fuzz eval clean
+.PHONY: install run test test-unit lint bench fuzz eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,13 @@ install: $(STAMP)
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/engramlog up
 
+# Every test: tests/unit (pure), tests/integration and tests/e2e (embedded PostgreSQL, Redis, workers).
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests
+
+# The pure tests only: no server starts, seconds.
+test-unit: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests/unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

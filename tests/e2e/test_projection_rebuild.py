@@ -44,6 +44,13 @@ def projected(engine):  # type: ignore[no-untyped-def]
         MemoryInput(content=c, agent_id=f"ag{i % 3}", project="p" if i % 2 else None, tags=[f"t{i}"],
                     metadata={"i": i, "nested": {"ok": True}}, kind="fact" if i % 4 == 0 else "observation")
         for i, c in enumerate(CONTENTS)], {"source": "test"})
+    from services.knowledge import DocumentInput, put_document, put_documents
+
+    put_documents(engine, tenant, [DocumentInput("ops/deploys.md", "# Ops\n## Rollback\nundo\n## Canary\n5%\n"),
+                                   DocumentInput("notes.txt", CONTENTS[3], project="p", tags=["t"])],
+                  {"source": "test"})
+    put_document(engine, tenant, DocumentInput("ops/deploys.md", "# Ops\n## Rollback\nundo, then page\n"),
+                 {"source": "test"})  # a re-put: a replaced section and a changed one
     for p in PROJECTORS.values():
         catch_up(engine, p, 500, max_seconds=120)
     with engine.connect() as conn:

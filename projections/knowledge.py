@@ -91,7 +91,8 @@ UPDATE knowledge_sections SET status = 'retired', status_changed_at = :at
 WHERE tenant = :tenant AND document_id = :document_id AND status = ANY(:live)
 """)
 _STATUS = text("""
-UPDATE knowledge_sections SET status = :to_status, status_changed_at = :clock
+UPDATE knowledge_sections SET status = :to_status, status_changed_at = :clock,
+    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count)
 WHERE tenant = :tenant AND section_id = :section_id AND status = :from_status
 """)
 _REFERENCED = text("""
@@ -183,7 +184,9 @@ def _retired(conn: Connection, event: RecordedEvent, p: DocumentRetired) -> None
 
 def _status_changed(conn: Connection, event: RecordedEvent, p: SectionStatusChanged) -> None:
     conn.execute(_STATUS, {"tenant": event.tenant, "section_id": p.section_id, "from_status": p.from_status,
-                           "to_status": p.to_status, "clock": p.clock})
+                           "to_status": p.to_status, "clock": p.clock,
+                           "ref_count": p.inputs.get("ref_count") if isinstance(p.inputs.get("ref_count"), int)
+                           else None})
 
 
 def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:

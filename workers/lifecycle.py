@@ -31,6 +31,8 @@ from eventstore.append import append
 from eventstore.read import head_position
 from infra.settings import Settings, get_settings
 from infra.wake import appended
+from workers.section_decay import by_tenant as sections_by_tenant
+from workers.section_decay import section_transitions
 
 log = structlog.get_logger(__name__)
 SCHEDULER_ACTOR = "system:scheduler"
@@ -111,13 +113,18 @@ class SweepReport:
     clock: datetime
     examined: int = 0
     transitions: list[tuple[str, uuid.UUID, Transition]] = field(default_factory=list)
+    sections_examined: int = 0
+    section_transitions: list[Transition] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(f"{t.from_status} → {t.to_status}" for _, _, t in self.transitions).items()))
 
     def as_dict(self) -> dict[str, Any]:
+        sections = Counter(f"{t.from_status} → {t.to_status}" for t in self.section_transitions)
         return {"sweep_id": str(self.sweep_id), "clock": self.clock.isoformat(), "examined": self.examined,
-                "transitions": len(self.transitions), "by_transition": self.counts()}
+                "transitions": len(self.transitions), "by_transition": self.counts(),
+                "sections": {"examined": self.sections_examined, "transitions": len(self.section_transitions),
+                             "by_transition": dict(sorted(sections.items()))}}
 
 
 # Candidates only (a superset of what can move); domain/decay.py decides exactly.
@@ -160,6 +167,22 @@ def find_transitions(conn: Connection, clock: datetime, policy: DecayPolicy,
     return examined, found
 
 
+def _sweep_sections(engine: Engine, report: SweepReport, policy: DecayPolicy, tenant: str | None,
+                    metadata: dict[str, Any]) -> int:
+    """The knowledge sections' transitions at the sweep's clock (workers/section_decay.py), appended."""
+    sync_projections(engine, ("knowledge",))
+    with engine.connect() as conn:
+        report.sections_examined, found = section_transitions(conn, report.clock, policy, tenant)
+    report.section_transitions = [tr for _, _, tr in found]
+    count = 0
+    for t, events in sections_by_tenant(found).items():
+        for i in range(0, len(events), APPEND_CHUNK):
+            count += len(append_system_events(engine, t, events[i:i + APPEND_CHUNK], metadata))
+    if found:
+        sync_projections(engine, ("knowledge",))
+    return count
+
+
 def decay_sweep(engine: Engine, clock: datetime | None = None, tenant: str | None = None,
                 settings: Settings | None = None, wait: bool = True) -> SweepReport:
     """Run one sweep with `clock` (read once: now, when not given). Answers what it changed. With `wait`
@@ -185,7 +208,10 @@ def decay_sweep(engine: Engine, clock: datetime | None = None, tenant: str | Non
         if by_tenant:
             # Apply the decisions before the lock is released, so the next sweep reads them.
             sync_projections(engine, ("memories", "activity"))
+        count += _sweep_sections(engine, report, policy, tenant, metadata)
+        if count:
             appended(count)
     log.info("lifecycle.decay_swept", clock=clock.isoformat(), tenant=tenant, transitions=len(report.transitions),
+             sections=len(report.section_transitions),
              **{k.replace(" → ", "_to_"): v for k, v in report.counts().items()})
     return report

@@ -56,6 +56,7 @@ def upgrade() -> None:
         status              text        NOT NULL,  -- active | dormant | archived | replaced | retired
         ref_count           integer     NOT NULL DEFAULT 0,
         last_referenced_at  timestamptz,
+        status_ref_count    integer,     -- the ref_count its last status decision saw (reactivation: more since)
         created_at          timestamptz NOT NULL,
         status_changed_at   timestamptz NOT NULL,
         PRIMARY KEY (tenant, section_id)

@@ -80,6 +80,10 @@ class Settings:
     max_content_chars: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_CONTENT_CHARS", "32768")))
     # A knowledge-library document's UTF-8 size (PUT /v1/knowledge/{path}); its sections are cut from it verbatim.
     max_document_bytes: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_DOCUMENT_BYTES", "2097152")))
+    # When knowledge sections get vectors: "lazy" the first time a recall returns one or a drill fetches it (from
+    # the hit-log, projections/section_vectors.py); "eager" every section of every put version.
+    knowledge_embedding: str = field(default_factory=lambda: _choice(
+        "ENGRAMLOG_KNOWLEDGE_EMBEDDING", "lazy", ("lazy", "eager")))
     max_batch: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_BATCH", "1000")))
 
     # Keyword leg: Okapi BM25

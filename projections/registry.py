@@ -8,6 +8,7 @@ from projections.keyword import KeywordProjector
 from projections.knowledge import KnowledgeProjector
 from projections.memories import MemoriesProjector
 from projections.privacy import PrivacyProjector
+from projections.section_vectors import SectionVectorsProjector
 from projections.vectors import VectorsProjector
 
 PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector(),
@@ -15,6 +16,7 @@ PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), Key
                                                         PrivacyProjector())}
 
 PROJECTORS[KnowledgeProjector.name] = KnowledgeProjector()  # the knowledge library (projections/knowledge.py)
+PROJECTORS[SectionVectorsProjector.name] = SectionVectorsProjector()  # lazy section vectors (hit-log)
 
 
 def get_projector(name: str) -> Projector:

@@ -38,6 +38,7 @@ from domain.events.base import (
     occurred_in_range,
     strings,
 )
+from domain.events.code import CodeFilePut, CodeFileRemoved, code_file_stream, own_code_stream
 from domain.events.hitlog import (
     MEMORIES,
     FeedbackItem,
@@ -85,8 +86,17 @@ from domain.events.registry import (
     parse,
     validate_payload,
 )
+from domain.events.sessions import (
+    SESSION_ROLES,
+    SessionMessage,
+    SessionMessagesAppended,
+    SessionMessageSent,
+    session_stream,
+)
 
 __all__ = [
+    "CodeFilePut",
+    "CodeFileRemoved",
     "ConsolidationCompleted",
     "Disposition",
     "DocumentPut",
@@ -132,16 +142,21 @@ __all__ = [
     "RecordedEvent",
     "ResultDrilled",
     "Route",
+    "SESSION_ROLES",
     "SYSTEM_ACTOR",
     "ScopeText",
     "SectionStatus",
     "SectionStatusChanged",
+    "SessionMessage",
+    "SessionMessageSent",
+    "SessionMessagesAppended",
     "SystemEvent",
     "Tag",
     "TypeRef",
     "Upcaster",
     "WriteSignals",
     "check_metadata",
+    "code_file_stream",
     "document_stream",
     "drill_stream",
     "event_type",
@@ -150,11 +165,13 @@ __all__ = [
     "is_system_event",
     "memory_stream",
     "occurred_in_range",
+    "own_code_stream",
     "own_document_stream",
     "parse",
     "recall_stream",
     "section_id",
     "section_stream",
+    "session_stream",
     "strings",
     "validate_payload",
 ]

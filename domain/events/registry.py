@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from domain.errors import InvalidPayload, UnknownEventType
 from domain.events.base import EventSchema, OperatorEvent, SystemEvent
+from domain.events.code import CodeFilePut, CodeFileRemoved
 from domain.events.hitlog import RecallFeedbackGiven, RecallServed, ResultDrilled
 from domain.events.knowledge import DocumentPut, DocumentRetired, SectionStatusChanged
 from domain.events.memory import (
@@ -28,6 +29,7 @@ from domain.events.memory import (
     MemorySuperseded,
 )
 from domain.events.privacy import PrivacyPolicySet
+from domain.events.sessions import SessionMessagesAppended, SessionMessageSent
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -85,6 +87,10 @@ EVENT_TYPES: dict[str, EventType] = {
         _current(DocumentRetired),
         _current(SectionStatusChanged),
         _current(PrivacyPolicySet),
+        _current(CodeFilePut),
+        _current(CodeFileRemoved),
+        _current(SessionMessagesAppended),
+        _current(SessionMessageSent),
     )
 }
 TypeRef = str | type[EventSchema]  # a stored type name, or the event class

@@ -84,6 +84,8 @@ class Settings:
     # the hit-log, projections/section_vectors.py); "eager" every section of every put version.
     knowledge_embedding: str = field(default_factory=lambda: _choice(
         "ENGRAMLOG_KNOWLEDGE_EMBEDDING", "lazy", ("lazy", "eager")))
+    # A source file's UTF-8 size in a code index (POST /v1/code/{repo}/files: 413 beyond it; the CLI skips it).
+    max_code_file_bytes: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_CODE_FILE_BYTES", "1048576")))
     max_batch: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_BATCH", "1000")))
 
     # Keyword leg: Okapi BM25

@@ -1,0 +1,277 @@
+"""Code intelligence's read models: files, their symbols and call edges, and BM25 postings over symbols.
+
+Only applies events; decides nothing (the parse is a pure function of the file's text, domain/code/symbols.py).
+
+| event           | effect                                                                                        |
+| --------------- | --------------------------------------------------------------------------------------------- |
+| CodeFilePut     | the file row; its previous symbols, postings and calls replaced by the new parse's (unchanged  |
+|                 | content: only its version); a symbol keeps the reference count its qualified name had          |
+| CodeFileRemoved | the file, its symbols, postings and calls deleted                                              |
+| RecallServed    | each "code" result's symbol: ref_count + 1, last_referenced_at = the event's time              |
+| ResultDrilled   | its "code" symbol likewise                                                                    |
+
+Calls are resolved (domain/code/resolve.py) at the end of each batch, for every call whose target name is one a
+changed file defined, defines or calls: a call's resolution depends only on the repository's symbols of that
+name, so each call is resolved against the repository as it stands after the batch, however batches are cut,
+and a rebuild gives the same rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import structlog
+from sqlalchemy import Connection, text
+
+from domain.code.resolve import CallSite, SymbolRef, resolve, target_name
+from domain.code.symbols import parse_file
+from domain.code.terms import symbol_terms
+from domain.events import CodeFilePut, CodeFileRemoved, RecallServed, RecordedEvent, ResultDrilled, code_file_stream
+from projections.base import apply_in_order, types_of
+
+log = structlog.get_logger(__name__)
+CODE = "code"  # the domain's name in hit-log results
+_NAMESPACE = uuid.UUID("5d7b1f0e-2c4a-4e8b-b1d3-7f9a0c6e4b21")
+
+_FILE = text("SELECT content_hash FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = :path")
+_UPSERT_FILE = text("""
+INSERT INTO code_files (tenant, repo, path, language, module, content, content_hash, version, symbols, calls,
+                        parse_errors, first_error_line, updated_at, position)
+VALUES (:tenant, :repo, :path, :language, :module, :content, :content_hash, :version, :symbols, :calls,
+        :parse_errors, :first_error_line, :at, :position)
+ON CONFLICT (tenant, repo, path) DO UPDATE SET
+    language = EXCLUDED.language, module = EXCLUDED.module, content = EXCLUDED.content,
+    content_hash = EXCLUDED.content_hash, version = EXCLUDED.version, symbols = EXCLUDED.symbols,
+    calls = EXCLUDED.calls, parse_errors = EXCLUDED.parse_errors, first_error_line = EXCLUDED.first_error_line,
+    updated_at = EXCLUDED.updated_at, position = EXCLUDED.position
+""")
+_TOUCH_FILE = text("""
+UPDATE code_files SET version = :version, updated_at = :at, position = :position
+WHERE tenant = :tenant AND repo = :repo AND path = :path
+""")
+_OLD_SYMBOLS = text("""
+SELECT symbol_id, name, qualified_name, length, ref_count, last_referenced_at FROM code_symbols
+WHERE tenant = :tenant AND repo = :repo AND path = :path ORDER BY ordinal
+""")
+_DELETE_POSTINGS = text("DELETE FROM code_postings WHERE tenant = :tenant AND symbol_id = ANY(:ids) RETURNING term")
+_UNCOUNT_TERMS = text("""
+UPDATE code_terms t SET df = t.df - b.n FROM unnest(CAST(:terms AS text[]), CAST(:ns AS int[])) AS b(term, n)
+WHERE t.tenant = :tenant AND t.term = b.term
+""")
+_DROP_TERMS = text("DELETE FROM code_terms WHERE tenant = :tenant AND term = ANY(:terms) AND df <= 0")
+_DELETE_SYMBOLS = text("DELETE FROM code_symbols WHERE tenant = :tenant AND repo = :repo AND path = :path")
+_DELETE_CALLS = text("DELETE FROM code_calls WHERE tenant = :tenant AND repo = :repo AND path = :path")
+_DELETE_FILE = text("DELETE FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = :path")
+_INSERT_SYMBOLS = text("""
+INSERT INTO code_symbols (tenant, symbol_id, repo, path, ordinal, qualified_name, name, kind, parent, signature, doc,
+                          start_line, end_line, content_hash, length, ref_count, last_referenced_at)
+SELECT :tenant, b.id, :repo, :path, b.ordinal, b.qn, b.name, b.kind, b.parent, b.signature, b.doc, b.start_line,
+       b.end_line, :content_hash, b.length, b.refs, b.last_ref
+FROM unnest(CAST(:ids AS uuid[]), CAST(:ordinals AS int[]), CAST(:qns AS text[]), CAST(:names AS text[]),
+            CAST(:kinds AS text[]), CAST(:parents AS text[]), CAST(:signatures AS text[]), CAST(:docs AS text[]),
+            CAST(:starts AS int[]), CAST(:ends AS int[]), CAST(:lengths AS int[]), CAST(:refs AS int[]),
+            CAST(:last_refs AS timestamptz[]))
+     AS b(id, ordinal, qn, name, kind, parent, signature, doc, start_line, end_line, length, refs, last_ref)
+""")
+_INSERT_CALLS = text("""
+INSERT INTO code_calls (tenant, repo, path, ordinal, caller, caller_class, callee, qualifier, line, import_target,
+                        target_name)
+SELECT :tenant, :repo, :path, * FROM unnest(CAST(:ordinals AS int[]), CAST(:callers AS text[]),
+       CAST(:classes AS text[]), CAST(:callees AS text[]), CAST(:qualifiers AS text[]), CAST(:lines AS int[]),
+       CAST(:targets AS text[]), CAST(:target_names AS text[]))
+""")
+_POSTINGS = text("""
+INSERT INTO code_postings (tenant, symbol_id, term, tf, length)
+SELECT :tenant, * FROM unnest(CAST(:ids AS uuid[]), CAST(:terms AS text[]), CAST(:tfs AS int[]),
+                              CAST(:lengths AS int[]))
+""")
+_TERMS = text("""
+INSERT INTO code_terms (tenant, term, df)
+SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
+ON CONFLICT (tenant, term) DO UPDATE SET df = code_terms.df + EXCLUDED.df
+""")
+_STATS = text("""
+INSERT INTO code_stats (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
+ON CONFLICT (tenant) DO UPDATE SET n_docs = code_stats.n_docs + EXCLUDED.n_docs,
+                                   total_length = code_stats.total_length + EXCLUDED.total_length
+""")
+_CALLS_TO = text("""
+SELECT path, ordinal, caller_class, callee, qualifier, import_target FROM code_calls
+WHERE tenant = :tenant AND repo = :repo AND target_name = ANY(:names)
+""")
+_SYMBOLS_NAMED = text("""
+SELECT qualified_name, name, path, parent FROM code_symbols
+WHERE tenant = :tenant AND repo = :repo AND name = ANY(:names)
+""")
+_RESOLVE = text("""
+UPDATE code_calls c SET resolved_name = b.rn, resolved_path = b.rp, candidates = b.n, how = b.how
+FROM unnest(CAST(:paths AS text[]), CAST(:ordinals AS int[]), CAST(:rns AS text[]), CAST(:rps AS text[]),
+            CAST(:ns AS int[]), CAST(:hows AS text[])) AS b(path, ordinal, rn, rp, n, how)
+WHERE c.tenant = :tenant AND c.repo = :repo AND c.path = b.path AND c.ordinal = b.ordinal
+""")
+_REFERENCED = text("""
+UPDATE code_symbols s SET ref_count = s.ref_count + b.n,
+    last_referenced_at = greatest(s.last_referenced_at, CAST(:at AS timestamptz))
+FROM unnest(CAST(:repos AS text[]), CAST(:paths AS text[]), CAST(:qns AS text[]), CAST(:ns AS int[]))
+     AS b(repo, path, qn, n)
+WHERE s.tenant = :tenant AND s.repo = b.repo AND s.path = b.path AND s.qualified_name = b.qn
+""")
+
+Dirty = dict[tuple[str, str], set[str]]  # (tenant, repo) → names whose calls are to be resolved again
+
+
+def symbol_id(tenant: str, repo: str, path: str, content_hash: str, ordinal: int) -> uuid.UUID:
+    return uuid.uuid5(_NAMESPACE, "\x00".join((tenant, repo, path, content_hash, str(ordinal))))
+
+
+def _on_own_stream(event: RecordedEvent, repo: str, path: str) -> bool:
+    """The write path puts a file's events on its own stream; one elsewhere is ignored by every run alike."""
+    if event.stream_id == code_file_stream(repo, path):
+        return True
+    log.warning("code.event_off_stream", position=event.position, stream_id=event.stream_id)
+    return False
+
+
+def _drop(conn: Connection, tenant: str, repo: str, path: str) -> list[Any]:
+    """Delete a file's symbols, postings and calls; answers its old symbol rows."""
+    key = {"tenant": tenant, "repo": repo, "path": path}
+    old = conn.execute(_OLD_SYMBOLS, key).all()
+    if old:
+        terms = Counter(r.term for r in conn.execute(_DELETE_POSTINGS, {"tenant": tenant,
+                                                                        "ids": [r.symbol_id for r in old]}))
+        names = sorted(terms)
+        conn.execute(_UNCOUNT_TERMS, {"tenant": tenant, "terms": names, "ns": [terms[t] for t in names]})
+        conn.execute(_DROP_TERMS, {"tenant": tenant, "terms": names})
+        conn.execute(_STATS, {"tenant": tenant, "n": -len(old), "total": -sum(r.length for r in old)})
+        conn.execute(_DELETE_SYMBOLS, key)
+    conn.execute(_DELETE_CALLS, key)
+    return old
+
+
+def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -> None:
+    if not _on_own_stream(event, p.repo, p.path):
+        return
+    tenant = event.tenant
+    key = {"tenant": tenant, "repo": p.repo, "path": p.path, "version": event.stream_version,
+           "at": event.recorded_at, "position": event.position}
+    if conn.execute(_FILE, key).scalar() == p.content_hash:
+        conn.execute(_TOUCH_FILE, key)
+        return
+    old = _drop(conn, tenant, p.repo, p.path)
+    carried: dict[str, Any] = {}
+    for r in old:
+        carried.setdefault(r.qualified_name, r)
+    parsed = parse_file(p.path, p.content, p.language)
+    ids = [symbol_id(tenant, p.repo, p.path, p.content_hash, i) for i in range(len(parsed.symbols))]
+    tfs = [symbol_terms(s.qualified_name, s.signature, s.doc) for s in parsed.symbols]
+    if parsed.symbols:
+        ss = parsed.symbols
+        conn.execute(_INSERT_SYMBOLS, {
+            **key, "content_hash": p.content_hash, "ids": ids, "ordinals": list(range(len(ss))),
+            "qns": [s.qualified_name for s in ss], "names": [s.name for s in ss], "kinds": [s.kind for s in ss],
+            "parents": [s.parent for s in ss], "signatures": [s.signature for s in ss], "docs": [s.doc for s in ss],
+            "starts": [s.start_line for s in ss], "ends": [s.end_line for s in ss],
+            "lengths": [sum(t.values()) for t in tfs],
+            "refs": [carried[s.qualified_name].ref_count if s.qualified_name in carried else 0 for s in ss],
+            "last_refs": [carried[s.qualified_name].last_referenced_at if s.qualified_name in carried else None
+                          for s in ss]})
+        _index(conn, tenant, ids, tfs)
+    if parsed.calls:
+        cs = parsed.calls
+        sites = [CallSite(p.path, c.caller_class, c.callee, c.qualifier, c.import_target) for c in cs]
+        conn.execute(_INSERT_CALLS, {
+            **key, "ordinals": list(range(len(cs))), "callers": [c.caller for c in cs],
+            "classes": [c.caller_class for c in cs], "callees": [c.callee for c in cs],
+            "qualifiers": [c.qualifier for c in cs], "lines": [c.line for c in cs],
+            "targets": [c.import_target for c in cs], "target_names": [target_name(s) for s in sites]})
+        dirty[(tenant, p.repo)].update(target_name(s) for s in sites)
+    dirty[(tenant, p.repo)].update({r.name for r in old} | {s.name for s in parsed.symbols})
+    conn.execute(_UPSERT_FILE, {**key, "language": p.language, "module": parsed.module, "content": p.content,
+                                "content_hash": p.content_hash, "symbols": len(parsed.symbols),
+                                "calls": len(parsed.calls), "parse_errors": parsed.errors,
+                                "first_error_line": parsed.first_error_line})
+
+
+def _index(conn: Connection, tenant: str, ids: list[uuid.UUID], tfs: list[Counter[str]]) -> None:
+    postings: dict[str, list[Any]] = {"ids": [], "terms": [], "tfs": [], "lengths": []}
+    df: Counter[str] = Counter()
+    for sid, counts in zip(ids, tfs, strict=True):
+        length = sum(counts.values())
+        for term, tf in sorted(counts.items()):
+            for k, v in (("ids", sid), ("terms", term), ("tfs", tf), ("lengths", length)):
+                postings[k].append(v)
+            df[term] += 1
+    if postings["ids"]:
+        conn.execute(_POSTINGS, {"tenant": tenant, **postings})
+        terms = sorted(df)
+        conn.execute(_TERMS, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
+    conn.execute(_STATS, {"tenant": tenant, "n": len(ids), "total": sum(sum(t.values()) for t in tfs)})
+
+
+def _removed(conn: Connection, event: RecordedEvent, p: CodeFileRemoved, dirty: Dirty) -> None:
+    if not _on_own_stream(event, p.repo, p.path):
+        return
+    old = _drop(conn, event.tenant, p.repo, p.path)
+    conn.execute(_DELETE_FILE, {"tenant": event.tenant, "repo": p.repo, "path": p.path})
+    dirty[(event.tenant, p.repo)].update(r.name for r in old)
+
+
+def _resolve(conn: Connection, dirty: Dirty) -> None:
+    for (tenant, repo), names in sorted(dirty.items()):
+        if not names:
+            continue
+        key = {"tenant": tenant, "repo": repo, "names": sorted(names)}
+        by_name: dict[str, list[SymbolRef]] = defaultdict(list)
+        for r in conn.execute(_SYMBOLS_NAMED, key):
+            by_name[r.name].append(SymbolRef(r.qualified_name, r.name, r.path, r.parent))
+        out: dict[str, list[Any]] = {k: [] for k in ("paths", "ordinals", "rns", "rps", "ns", "hows")}
+        for c in conn.execute(_CALLS_TO, key):
+            site = CallSite(c.path, c.caller_class, c.callee, c.qualifier, c.import_target)
+            res = resolve(site, by_name.get(target_name(site), []))
+            for k, v in (("paths", c.path), ("ordinals", c.ordinal), ("rns", res.qualified_name),
+                         ("rps", res.file), ("ns", res.candidates), ("hows", res.how)):
+                out[k].append(v)
+        if out["paths"]:
+            conn.execute(_RESOLVE, {"tenant": tenant, "repo": repo, **out})
+
+
+def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: Any) -> None:
+    counts = Counter((h["repo"], h["file"], h["qualified_name"]) for h in handles
+                     if isinstance(h, dict) and all(isinstance(h.get(k), str) for k in ("repo", "file",
+                                                                                        "qualified_name")))
+    if counts:
+        keys = sorted(counts)
+        conn.execute(_REFERENCED, {"tenant": tenant, "repos": [k[0] for k in keys], "paths": [k[1] for k in keys],
+                                   "qns": [k[2] for k in keys], "ns": [counts[k] for k in keys], "at": at})
+
+
+def _served(conn: Connection, event: RecordedEvent, p: RecallServed, dirty: Dirty) -> None:
+    _referenced(conn, event.tenant, [r.handle for r in p.results if r.domain == CODE], event.recorded_at)
+
+
+def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled, dirty: Dirty) -> None:
+    if p.domain == CODE:
+        _referenced(conn, event.tenant, [p.handle], event.recorded_at)
+
+
+_HANDLERS = {CodeFilePut: _put, CodeFileRemoved: _removed, RecallServed: _served, ResultDrilled: _drilled}
+
+
+class CodeProjector:
+    name = "code"
+    tables = ("code_files", "code_symbols", "code_calls", "code_postings", "code_terms", "code_stats")
+    handlers = _HANDLERS
+    types = types_of(handlers)
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        dirty: Dirty = defaultdict(set)
+        one_by_one = {cls: partial(h, dirty=dirty) for cls, h in _HANDLERS.items()}
+        apply_in_order(conn, events, one_by_one)
+        _resolve(conn, dirty)
+
+
+__all__ = ["CODE", "CodeProjector", "symbol_id"]

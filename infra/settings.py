@@ -233,6 +233,26 @@ class Settings:
     # recall/multi: the results all buckets share; each of the N domains that answer gets ceiling // N (at least 1).
     recall_multi_ceiling: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RECALL_MULTI_CEILING", "20")))
 
+    # Session messages (recall/domains/sessions.py, domain/sessions/): a message's text cap (413 beyond it), the
+    # mix-rank weights (density·0.4 + recency·0.35 + richness·0.25, SwarmAI), recency's half-life, the distinct
+    # terms at which richness is 1, the BM25 candidates ranked, and the ±messages window around each hit.
+    max_session_message_chars: int = field(
+        default_factory=lambda: int(_env("ENGRAMLOG_MAX_SESSION_MESSAGE_CHARS", "131072")))
+    session_w_density: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SESSION_W_DENSITY", "0.4")))
+    session_w_recency: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SESSION_W_RECENCY", "0.35")))
+    session_w_richness: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SESSION_W_RICHNESS", "0.25")))
+    session_recency_half_life_days: float = field(
+        default_factory=lambda: _positive("ENGRAMLOG_SESSION_RECENCY_HALF_LIFE_DAYS", "7"))
+    session_richness_terms: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_SESSION_RICHNESS_TERMS", "50")))
+    session_candidates: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_SESSION_CANDIDATES", "200")))
+    session_window: int = field(default_factory=lambda: int(_env("ENGRAMLOG_SESSION_WINDOW", "10")))
+    # GET /v1/sessions/{id}/resume: the token budget's default and bounds, and how many recent turns it holds.
+    resume_budget_default: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RESUME_BUDGET_DEFAULT", "50000")))
+    resume_budget_min: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RESUME_BUDGET_MIN", "20000")))
+    resume_budget_max: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RESUME_BUDGET_MAX", "150000")))
+    resume_turns: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_RESUME_TURNS", "30")))
+
     @property
     def multi_tenant(self) -> bool:
         return bool(self.api_keys)

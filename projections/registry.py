@@ -9,6 +9,7 @@ from projections.knowledge import KnowledgeProjector
 from projections.memories import MemoriesProjector
 from projections.privacy import PrivacyProjector
 from projections.section_vectors import SectionVectorsProjector
+from projections.sessions import SessionsProjector
 from projections.vectors import VectorsProjector
 
 PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector(),
@@ -17,6 +18,7 @@ PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), Key
 
 PROJECTORS[KnowledgeProjector.name] = KnowledgeProjector()  # the knowledge library (projections/knowledge.py)
 PROJECTORS[SectionVectorsProjector.name] = SectionVectorsProjector()  # lazy section vectors (hit-log)
+PROJECTORS[SessionsProjector.name] = SessionsProjector()  # session messages (projections/sessions.py)
 
 
 def get_projector(name: str) -> Projector:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from recall.domains.base import RecallDomain
 from recall.domains.knowledge import KnowledgeDomain
 from recall.domains.memories import MemoryDomain
+from recall.domains.sessions import SessionsDomain
 
-DOMAINS: dict[str, RecallDomain] = {d.name: d for d in (MemoryDomain(), KnowledgeDomain())}
+DOMAINS: dict[str, RecallDomain] = {d.name: d for d in (MemoryDomain(), KnowledgeDomain(), SessionsDomain())}
 
 
 def get_domain(name: str) -> RecallDomain:

@@ -51,6 +51,14 @@ def projected(engine):  # type: ignore[no-untyped-def]
                   {"source": "test"})
     put_document(engine, tenant, DocumentInput("ops/deploys.md", "# Ops\n## Rollback\nundo, then page\n"),
                  {"source": "test"})  # a re-put: a replaced section and a changed one
+    from domain.privacy import NO_POLICY
+    from services.sessions import append_messages, mark_sent
+
+    append_messages(engine, tenant, "s-rebuild", [{"role": "user", "content": c} for c in CONTENTS[:4]]
+                    + [{"message_id": "pending", "role": "assistant", "content": CONTENTS[5], "sent": False},
+                       {"message_id": "later", "role": "assistant", "content": CONTENTS[6], "sent": False}],
+                    {"source": "test"}, agent_id="ag0")
+    mark_sent(engine, tenant, "s-rebuild", "later", {"source": "test"}, NO_POLICY)  # one pending, one sent later
     for p in PROJECTORS.values():
         catch_up(engine, p, 500, max_seconds=120)
     with engine.connect() as conn:

@@ -1,0 +1,129 @@
+"""The sessions domain: recall over the agents' session messages, each hit with its window of messages.
+
+search: Okapi BM25 over SENT messages in scope (recall/keyword.py bm25_top with the sessions' tables; a pending
+message has no postings and is filtered out besides), the best ENGRAMLOG_SESSION_CANDIDATES (200, at least 10·k)
+ranked by SwarmAI's mix-rank (domain/sessions/ranking.py):
+
+    score = 0.4·density + 0.35·recency + 0.25·richness     (ENGRAMLOG_SESSION_W_DENSITY / _RECENCY / _RICHNESS)
+
+    density  ∈ [0, 1]  the hit's BM25 / the best BM25 among the candidates
+    recency  ∈ (0, 1]  0.5 ** (age in days / ENGRAMLOG_SESSION_RECENCY_HALF_LIFE_DAYS (7)), age from the query's
+                       clock to the message's created_at (a later date counts as age 0)
+    richness ∈ [0, 1]  min(1, the message's distinct terms / ENGRAMLOG_SESSION_RICHNESS_TERMS (50))
+
+The top k hits each get their window: up to ENGRAMLOG_SESSION_WINDOW (10) sent messages before and after, in
+order (fewer at the session's start or end); windows of one session that overlap are merged into one result
+scored by its best hit, so a bucket holds at most k windows. A pending message (sent = false) is never a hit and
+never inside a window. Every result passes the privacy gate (excluded sessions, agents, projects): in the SQL,
+and per row.
+
+A result's handle {session_id, message_id, seq} names its best hit; fetch(handle) answers that message with its
+window.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from domain.privacy import PrivacyPolicy
+from domain.sessions.ranking import MixCandidate, MixWeights, Window, merge_windows, mix_rank
+from domain.text import tokenize
+from infra.settings import get_settings
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.keyword import KeywordTables, bm25_top
+from recall.scope import Scope
+from recall.session_queries import MESSAGE_COLUMNS, excluded, message_out, message_row, windows
+
+SESSIONS = "sessions"
+SESSION_KEYWORD = KeywordTables("session_postings", "session_terms", "session_stats", "session_messages",
+                                "message_uid", "d.sent")
+_ROWS = text(f"""
+SELECT m.message_uid, m.distinct_terms, {MESSAGE_COLUMNS} FROM session_messages m
+WHERE m.tenant = :tenant AND m.message_uid = ANY(:uids) AND m.sent
+""")
+
+
+def _scope(scope: Scope, policy: PrivacyPolicy) -> Scope:
+    """Messages belong to a session, its agent and project: those filter (kinds do not apply), and the policy."""
+    return Scope(scope.tenant, scope.agent_id, scope.project, scope.session_id, policy=policy)
+
+
+def handle_of(row: Any) -> dict[str, Any]:
+    return {"session_id": row.session_id, "message_id": row.message_id, "seq": row.seq}
+
+
+def _window_out(rows: list[Any]) -> list[dict[str, Any]]:
+    return [message_out(r) for r in rows]
+
+
+class SessionsDomain:
+    name = SESSIONS
+
+    def has_data(self, conn: Connection, scope: Scope) -> bool:
+        where, params = _scope(scope, scope.policy).where("s")
+        return bool(conn.execute(text(f"SELECT EXISTS (SELECT 1 FROM sessions s WHERE {where}"
+                                      " AND s.sent_messages > 0)"), params).scalar_one())
+
+    def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
+        s = get_settings()
+        scope = _scope(q.scope, q.policy)
+        n = max(s.session_candidates, q.k * 10)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+            if not self.has_data(conn, scope):
+                return DomainAnswer([], "no data")
+            bm25 = bm25_top(conn, scope, tokenize(q.query), n, s.bm25_k1, s.bm25_b, None, SESSION_KEYWORD,
+                            "d.sent")
+            if not bm25:
+                return DomainAnswer([], "no match")
+            rows = {r.message_uid: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "uids": list(bm25)})}
+            allowed = [r for uid, r in rows.items() if not excluded(q.policy, r)]
+            ranked = mix_rank([MixCandidate(r.session_id, r.seq, bm25[r.message_uid], r.created_at, r.distinct_terms)
+                               for r in allowed], q.now,
+                              MixWeights(s.session_w_density, s.session_w_recency, s.session_w_richness),
+                              s.session_recency_half_life_days, s.session_richness_terms)[:q.k]
+            fetched = windows(conn, scope.tenant, [(h.candidate.session_id, h.candidate.seq) for h in ranked],
+                              s.session_window)
+        hit_rows = {(r.session_id, r.seq): r for r in allowed}
+        by_seq: dict[tuple[str, int], Any] = {}
+        spans = []
+        for hit, rows_ in zip(ranked, fetched, strict=True):
+            for r in rows_:
+                by_seq[(r.session_id, r.seq)] = r
+            spans.append(Window(hit.candidate.session_id, rows_[0].seq, rows_[-1].seq, hit.score, [hit]))
+        results = []
+        for w in merge_windows(spans):
+            best = w.hits[0]
+            row = hit_rows[(w.session_id, best.candidate.seq)]
+            window = [by_seq[k] for k in sorted(k for k in by_seq if k[0] == w.session_id
+                                                and w.first_seq <= k[1] <= w.last_seq)]
+            results.append(DomainHit(
+                content=row.content, score=w.score, handle=handle_of(row),
+                legs={"keyword": bm25[row.message_uid]},
+                fields={"session_id": w.session_id, "seq": row.seq, "role": row.role, "tool_name": row.tool_name,
+                        "created_at": row.created_at.isoformat(), "agent_id": row.agent_id,
+                        "project": row.project, "window": _window_out(window),
+                        "hits": [{"message_id": hit_rows[(w.session_id, h.candidate.seq)].message_id,
+                                  "seq": h.candidate.seq, "score": h.score} for h in w.hits]},
+                explanation={"density": best.density, "recency": best.recency, "richness": best.richness,
+                             "weights": {"density": s.session_w_density, "recency": s.session_w_recency,
+                                         "richness": s.session_w_richness}}))
+        reason = None if results else ("excluded" if rows and not allowed else "no match")
+        return DomainAnswer(results, reason, {"candidates": len(bm25), "gated": len(rows) - len(allowed)})
+
+    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:
+        """{"message": the sent message the handle names, "window": its window in order}; None when unknown,
+        pending or excluded."""
+        session_id, message_id = handle.get("session_id"), handle.get("message_id")
+        if not isinstance(session_id, str) or not isinstance(message_id, str):
+            return None
+        row = message_row(conn, scope.tenant, session_id, message_id)
+        if row is None or not row.sent or excluded(policy, row):
+            return None
+        [window] = windows(conn, scope.tenant, [(session_id, row.seq)], get_settings().session_window)
+        return {"message": message_out(row), "window": _window_out(window)}
+
+
+__all__ = ["SESSIONS", "SESSION_KEYWORD", "SessionsDomain", "handle_of"]

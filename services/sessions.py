@@ -1,0 +1,167 @@
+"""Session messages' write path (append, mark sent) and the resume context, all on the session's own stream.
+
+Append: one SessionMessagesAppended per call (one message or a batch, validated whole, then one transaction);
+a message without a message_id gets a generated one (stored in the event, so the log holds it); a tool result's
+tool_name is resolved within the batch (domain/sessions/messages.py resolve_tool_names). A session's agent and
+project are fixed by its first append (appended at stream version 0: of two racing first appends one wins, the
+other is answered 409); a later append naming another is refused (422), one naming none takes the session's.
+
+Mark sent and the resume context read the session's stream from the log (domain/sessions/messages.py fold), so
+they answer the log's state whatever the projectors' lag, with the workers, Redis or the embedder down: the
+resume context calls no recall subsystem and no model (domain/sessions/resume.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from domain.errors import ContentTooLarge, InvalidPayload, NotFound, RetryableConflict
+from domain.events import (
+    NewEvent,
+    SessionMessagesAppended,
+    SessionMessageSent,
+    has_lone_surrogate,
+    occurred_in_range,
+    session_stream,
+    validate_payload,
+)
+from domain.privacy import PrivacyPolicy
+from domain.sessions.messages import SessionLog, fold, message_text, resolve_tool_names
+from domain.sessions.resume import ResumeContext, build_resume
+from domain.text import has_nul
+from eventstore.append import append
+from eventstore.stream import read_stream, stream_event
+from infra.settings import get_settings
+from infra.wake import appended
+
+_ATTEMPTS = 3  # a concurrent append to the same session took the stream version: read the head again
+
+
+@dataclass(frozen=True)
+class MessagesAppended:
+    session_id: str
+    message_ids: list[str]
+    position: int
+
+
+def _checked(session_id: str, messages: Sequence[dict[str, Any]], agent_id: str | None,
+             project: str | None) -> dict[str, Any]:
+    """The SessionMessagesAppended payload, or the reason it is refused (nothing is written for a refused one)."""
+    if not messages:
+        raise InvalidPayload("an append needs at least one message")
+    settings = get_settings()
+    if len(messages) > settings.max_batch:
+        raise InvalidPayload(f"an append holds at most {settings.max_batch} messages, got {len(messages)}")
+    raw = [m if m.get("message_id") is not None else {**m, "message_id": str(uuid.uuid4())} for m in messages]
+    raw = resolve_tool_names(raw)
+    if has_lone_surrogate([session_id, agent_id, project, raw]):
+        raise InvalidPayload("text must be valid Unicode (a lone surrogate \\ud800-\\udfff is not)")
+    if has_nul([session_id, agent_id, project, raw]):
+        raise InvalidPayload("text must not contain NUL (\\u0000) characters")
+    limit = settings.max_session_message_chars
+    data = validate_payload(SessionMessagesAppended, {"session_id": session_id, "agent_id": agent_id or None,
+                                                      "project": project or None, "messages": raw})
+    for i, m in enumerate(SessionMessagesAppended.model_validate(data).messages):
+        size = len(message_text(m.content))
+        if size > limit:
+            raise ContentTooLarge(f"message {i} ({m.message_id}): content is {size} characters; the limit is {limit}")
+        if m.created_at is not None:
+            occurred_in_range(m.created_at)
+    return data
+
+
+def _first(conn: Connection, tenant: str, session_id: str) -> dict[str, Any] | None:
+    first = stream_event(conn, tenant, session_stream(session_id), 1)
+    return None if first is None else first.data
+
+
+def append_messages(engine: Engine, tenant: str, session_id: str, messages: Sequence[dict[str, Any]],
+                    metadata: dict[str, Any], agent_id: str | None = None,
+                    project: str | None = None) -> MessagesAppended:
+    data = _checked(session_id, messages, agent_id, project)
+    stream = session_stream(session_id)
+    for attempt in range(_ATTEMPTS):
+        try:
+            with engine.begin() as conn:
+                first = _first(conn, tenant, session_id)
+                expected = None
+                if first is None:
+                    expected = 0
+                else:
+                    for key in ("agent_id", "project"):
+                        if data[key] is not None and data[key] != first.get(key):
+                            raise InvalidPayload(f"session {session_id!r} belongs to another {key} (its first "
+                                                 f"append's); append without {key} or to another session")
+                    data = {**data, "agent_id": first.get("agent_id"), "project": first.get("project")}
+                [position] = append(conn, tenant, [NewEvent(SessionMessagesAppended.type_name(), stream, data,
+                                                            expected_version=expected)], metadata)
+            break
+        except RetryableConflict:
+            if attempt == _ATTEMPTS - 1:
+                raise
+    appended(1)
+    return MessagesAppended(session_id, [m["message_id"] for m in data["messages"]], position)
+
+
+def session_log(conn: Connection, tenant: str, session_id: str) -> SessionLog:
+    """The session as its log says (domain/sessions/messages.py fold)."""
+    stream = session_stream(session_id)
+    return fold(session_id, read_stream(conn, tenant, stream, (SessionMessagesAppended, SessionMessageSent)))
+
+
+def _visible(log: SessionLog, policy: PrivacyPolicy) -> bool:
+    return bool(log.lines) and not policy.excludes(agent_id=log.agent_id, project=log.project,
+                                                   session_id=log.session_id)
+
+
+@dataclass(frozen=True)
+class MarkedSent:
+    session_id: str
+    message_id: str
+    changed: bool  # False: it was sent already (nothing appended)
+    position: int | None
+
+
+def mark_sent(engine: Engine, tenant: str, session_id: str, message_id: str, metadata: dict[str, Any],
+              policy: PrivacyPolicy) -> MarkedSent:
+    """Mark a pending message sent (404 when the session, visible to the caller, does not hold it)."""
+    data = validate_payload(SessionMessageSent, {"session_id": session_id, "message_id": message_id})
+    with engine.begin() as conn:
+        log = session_log(conn, tenant, session_id)
+        line = next((li for li in log.lines if li.message_id == message_id), None)
+        if line is None or not _visible(log, policy):
+            raise NotFound(f"session {session_id!r} holds no message {message_id!r}")
+        if line.sent:
+            return MarkedSent(session_id, message_id, False, None)
+        [position] = append(conn, tenant, [NewEvent(SessionMessageSent.type_name(), session_stream(session_id),
+                                                    data)], metadata)
+    appended(1)
+    return MarkedSent(session_id, message_id, True, position)
+
+
+def resume_budget(budget_tokens: int | None) -> int:
+    s = get_settings()
+    budget = s.resume_budget_default if budget_tokens is None else budget_tokens
+    if not s.resume_budget_min <= budget <= s.resume_budget_max:
+        raise InvalidPayload(f"budget_tokens must be between {s.resume_budget_min} and {s.resume_budget_max}, "
+                             f"got {budget}")
+    return budget
+
+
+def resume_context(conn: Connection, tenant: str, session_id: str, budget_tokens: int | None,
+                   policy: PrivacyPolicy) -> tuple[SessionLog, ResumeContext]:
+    """The session's resume context from its log (404 when unknown or excluded)."""
+    budget = resume_budget(budget_tokens)
+    log = session_log(conn, tenant, session_id)
+    if not _visible(log, policy):
+        raise NotFound(f"no session {session_id!r}")
+    return log, build_resume(log, budget, get_settings().resume_turns)
+
+
+__all__ = ["MarkedSent", "MessagesAppended", "append_messages", "mark_sent", "resume_budget", "resume_context",
+           "session_log"]

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.context import loopback_refusal
 from api.routes import dead_letters, events, feedback, memories, operations, policy, positions, recall
 from api.routes import knowledge as knowledge_routes
+from api.routes import sessions as session_routes
 from domain.errors import DomainError
 from infra.db_errors import is_unavailable
 from infra.embedding import get_embedder
@@ -63,6 +64,7 @@ def create_app() -> FastAPI:
     for module in (events, memories, recall, positions, feedback, operations, dead_letters, policy):
         app.include_router(module.router)
     app.include_router(knowledge_routes.router)  # the knowledge library (api/routes/knowledge.py)
+    app.include_router(session_routes.router)  # session messages and the resume context (api/routes/sessions.py)
 
     @app.middleware("http")
     async def correlation(request: Request, call_next):  # type: ignore[no-untyped-def]

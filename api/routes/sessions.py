@@ -1,0 +1,152 @@
+"""Session messages over HTTP:
+
+    POST /v1/sessions/{session_id}/messages                      one message (an OpenAI chat message, with
+                                                                 optional message_id, tool_name, created_at, sent,
+                                                                 checkpoint, metadata, agent_id, project) or a batch
+                                                                 {"messages": [...], "agent_id"?, "project"?}
+    POST /v1/sessions/{session_id}/messages/{message_id}/sent    mark a pending message sent
+    GET  /v1/sessions                                            newest first, counts and date ranges, ?cursor= pages
+    GET  /v1/sessions/{session_id}/messages                      in order, ?after_seq= pages (sent ones; pending too
+                                                                 with ?include_unsent=true)
+    GET  /v1/sessions/{session_id}/resume?budget_tokens=N        the resume context (from the log; no recall, no
+                                                                 model, no Redis); ?format=text for the text alone
+
+An OpenAI message's other fields (refusal, annotations, audio, ...) are accepted: empty ones are dropped, the
+others kept in its metadata under "openai". Every read passes the tenant's privacy gate: an excluded session (by
+id, agent or project) is a 404, like an unknown one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Query
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
+
+from api.context import Caller, caller, engine
+from domain.errors import InvalidPayload, NotFound
+from recall.privacy import policy_of
+from recall.session_queries import list_sessions, session_messages
+from services.sessions import append_messages, mark_sent, resume_context
+
+router = APIRouter(prefix="/v1", tags=["sessions"])
+_OWN = ("message_id", "role", "content", "name", "tool_call_id", "tool_calls", "tool_name", "created_at", "sent",
+        "checkpoint", "metadata")
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    message_id: str | None = None
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_name: str | None = None
+    created_at: datetime | None = None
+    sent: bool = True
+    checkpoint: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def as_message(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in _OWN}
+        extra = {k: v for k, v in (self.model_extra or {}).items() if v not in (None, "", [], {})}
+        if extra:
+            out["metadata"] = {**self.metadata, "openai": extra}
+        return out
+
+
+class BatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[dict[str, Any]]
+    agent_id: str | None = None
+    project: str | None = None
+
+
+def _reasons(exc: ValidationError, prefix: str = "") -> str:
+    return "; ".join(f"{prefix}{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
+
+
+def _parse(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """(messages, agent_id, project) from a batch body or a single message's."""
+    if "messages" in body:
+        try:
+            batch = BatchIn.model_validate(body)
+        except ValidationError as exc:
+            raise InvalidPayload(_reasons(exc)) from None
+        raw, agent_id, project = batch.messages, batch.agent_id, batch.project
+    else:
+        single = dict(body)
+        agent_id, project = single.pop("agent_id", None), single.pop("project", None)
+        if not (agent_id is None or isinstance(agent_id, str)) or not (project is None or isinstance(project, str)):
+            raise InvalidPayload("agent_id and project must be strings")
+        raw = [single]
+    messages = []
+    for i, m in enumerate(raw):
+        try:
+            messages.append(MessageIn.model_validate(m).as_message())
+        except ValidationError as exc:
+            raise InvalidPayload(_reasons(exc, f"messages.{i}.")) from None
+    return messages, agent_id, project
+
+
+@router.post("/sessions/{session_id}/messages", status_code=201)
+async def post_messages(session_id: str, body: Annotated[dict[str, Any], Body()],
+                        who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)]) -> dict:
+    messages, agent_id, project = _parse(body)
+    done = await run_in_threadpool(append_messages, db, who.tenant, session_id, messages, who.metadata(),
+                                   agent_id, project)
+    return {"session_id": done.session_id, "message_ids": done.message_ids, "position": done.position}
+
+
+@router.post("/sessions/{session_id}/messages/{message_id}/sent")
+def post_sent(session_id: str, message_id: str, who: Annotated[Caller, Depends(caller)],
+              db: Annotated[Engine, Depends(engine)]) -> dict:
+    with db.connect() as conn:
+        policy = policy_of(conn, who.tenant)
+    done = mark_sent(db, who.tenant, session_id, message_id, who.metadata(), policy)
+    return {"session_id": done.session_id, "message_id": done.message_id, "changed": done.changed,
+            "position": done.position}
+
+
+@router.get("/sessions")
+def get_sessions(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
+                 agent_id: Annotated[str | None, Query(max_length=128)] = None,
+                 project: Annotated[str | None, Query(max_length=128)] = None,
+                 cursor: Annotated[str | None, Query(max_length=300)] = None,
+                 limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict:
+    with db.connect() as conn:
+        sessions, next_cursor = list_sessions(conn, who.tenant, policy_of(conn, who.tenant), agent_id, project,
+                                              cursor, limit)
+    return {"sessions": sessions, "next_cursor": next_cursor}
+
+
+@router.get("/sessions/{session_id}/messages")
+def get_messages(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
+                 after_seq: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+                 limit: Annotated[int, Query(ge=1, le=1000)] = 100, include_unsent: bool = False) -> dict:
+    with db.connect() as conn:
+        page = session_messages(conn, who.tenant, session_id, policy_of(conn, who.tenant), after_seq, limit,
+                                include_unsent)
+    if page is None:
+        raise NotFound(f"no session {session_id!r}")
+    messages, next_after = page
+    return {"session_id": session_id, "messages": messages, "next_after_seq": next_after}
+
+
+@router.get("/sessions/{session_id}/resume", response_model=None)
+def get_resume(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
+               budget_tokens: Annotated[int | None, Query()] = None,
+               format: Annotated[str, Query(pattern="^(json|text)$")] = "json") -> dict | PlainTextResponse:
+    with db.connect() as conn:
+        log, ctx = resume_context(conn, who.tenant, session_id, budget_tokens, policy_of(conn, who.tenant))
+    if format == "text":
+        return PlainTextResponse(ctx.text)
+    return {"session_id": session_id, "budget_tokens": ctx.budget_tokens, "tokens": ctx.tokens, "items": ctx.items,
+            "dropped": ctx.dropped, "last_position": log.last_position, "context": ctx.text}

@@ -15,6 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.context import loopback_refusal
+from api.routes import code as code_routes
 from api.routes import dead_letters, events, feedback, memories, operations, policy, positions, recall
 from api.routes import knowledge as knowledge_routes
 from api.routes import sessions as session_routes
@@ -64,6 +65,7 @@ def create_app() -> FastAPI:
     for module in (events, memories, recall, positions, feedback, operations, dead_letters, policy):
         app.include_router(module.router)
     app.include_router(knowledge_routes.router)  # the knowledge library (api/routes/knowledge.py)
+    app.include_router(code_routes.router)  # code intelligence (api/routes/code.py)
     app.include_router(session_routes.router)  # session messages and the resume context (api/routes/sessions.py)
 
     @app.middleware("http")

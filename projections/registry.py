@@ -2,6 +2,7 @@
 
 from projections.activity import ActivityProjector
 from projections.base import Projector
+from projections.code import CodeProjector
 from projections.edges import EdgesProjector
 from projections.entities import EntitiesProjector
 from projections.keyword import KeywordProjector
@@ -17,6 +18,7 @@ PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), Key
                                                         PrivacyProjector())}
 
 PROJECTORS[KnowledgeProjector.name] = KnowledgeProjector()  # the knowledge library (projections/knowledge.py)
+PROJECTORS[CodeProjector.name] = CodeProjector()  # code intelligence (projections/code.py)
 PROJECTORS[SectionVectorsProjector.name] = SectionVectorsProjector()  # lazy section vectors (hit-log)
 PROJECTORS[SessionsProjector.name] = SessionsProjector()  # session messages (projections/sessions.py)
 

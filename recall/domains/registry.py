@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from recall.domains.base import RecallDomain
+from recall.domains.code import CodeDomain
 from recall.domains.knowledge import KnowledgeDomain
 from recall.domains.memories import MemoryDomain
 from recall.domains.sessions import SessionsDomain
 
-DOMAINS: dict[str, RecallDomain] = {d.name: d for d in (MemoryDomain(), KnowledgeDomain(), SessionsDomain())}
+DOMAINS: dict[str, RecallDomain] = {d.name: d for d in (MemoryDomain(), KnowledgeDomain(), SessionsDomain(),
+                                                         CodeDomain())}
 
 
 def get_domain(name: str) -> RecallDomain:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +25,22 @@ def _free_port() -> int:
 def _up(data_dir: Path, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "cli.main", "up", "--data-dir", str(data_dir), "--port", str(port)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _seed_models(data_dir: Path) -> None:
+    """Hard-link the session's finished ONNX exports into data_dir/models, so the stack under test does not export
+    the same model again (exporting is tested in tests/integration/test_embedding_backend.py)."""
+    session_models = Path(os.environ["ENGRAMLOG_DATA_DIR"]) / "models"
+    for export in session_models.glob("*"):
+        if not export.name.startswith(".") and (export / "manifest.json").exists():
+            shutil.copytree(export, data_dir / "models" / export.name, copy_function=_link_or_copy)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
 
 
 def _descendants(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
@@ -56,6 +73,7 @@ def test_up_serves_then_stops_everything(tmp_path: Path, services: str) -> None:
         env.pop("REDIS_URL", None)
     port = _free_port()
     data_dir = tmp_path / "stack"
+    _seed_models(data_dir)
     proc = _up(data_dir, port, env)
     try:
         assert wait_until(lambda: _healthy(port) or proc.poll() is not None, timeout=120)

@@ -70,11 +70,12 @@ def sentence(i: int, tenant: str) -> str:
 def test_worker_sigkilled_mid_batch_loses_nothing_and_doubles_nothing(engine, tenant, start_worker):
     from services.remember import MemoryInput, remember
 
-    total = 1500
-    for start in range(0, total, 500):
+    # Four projection batches of 150: the kill lands once the first has committed, with the rest still to do.
+    total = 600
+    for start in range(0, total, 300):
         # must_keep: the salience gate would embed them on the write path (and merge these near copies).
         remember(engine, tenant, [MemoryInput(content=sentence(i, tenant), agent_id=f"ag{i % 5}", must_keep=True)
-                                  for i in range(start, start + 500)], {"source": "test"})
+                                  for i in range(start, start + 300)], {"source": "test"})
     assert counts(engine, tenant)["events"] == total
 
     env = {"ENGRAMLOG_PROJECTION_BATCH": "150"}

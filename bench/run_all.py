@@ -43,7 +43,8 @@ def main() -> None:
     parser.add_argument("--recall-sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="2k events, recall at 2k and 5k, 50 queries")
-    parser.add_argument("--only", nargs="+", choices=["append", "projection", "recall", "rebuild", "recallable_lag"])
+    parser.add_argument("--only", nargs="+", choices=["append", "projection", "recall", "rebuild", "recallable_lag",
+                                                       "knowledge"])
     args = parser.parse_args()
     if args.quick:
         args.n, args.n_vectors, args.recall_sizes, args.queries = 2000, 300, [2000, 5000], 50
@@ -58,6 +59,8 @@ def main() -> None:
         "recall": ["--n", *map(str, args.recall_sizes), "--queries", str(args.queries)],
         "rebuild": ["--n", str(args.n)],
         "recallable_lag": ["--singles", "10" if args.quick else "50", "--batches", "1" if args.quick else "2"],
+        "knowledge": (["--sections", "200", "--queries", "40", "--sizes", "1000", "--memories", "200", "--real", "10"]
+                      if args.quick else ["--sections", "1000", "--queries", "200", "--sizes", "10000"]),
     }
     results: dict[str, Any] = {}
     started = time.perf_counter()
@@ -110,6 +113,18 @@ def summary_rows(module: str, result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("write → recallable, single governed writes", f"p50 {s['p50']:.0f} ms / p95 {s['p95']:.0f} ms"))
         rows.append(("write → recallable, 1,000-memory batches", f"p50 {b['p50']:.0f} ms / p95 {b['p95']:.0f} ms"))
         rows.append(("vectors projector embedding rate", f"{result['vectors_embedding_rate_per_s']:,.0f} texts/s"))
+    elif module == "knowledge":
+        for mode in ("lazy", "eager"):
+            q = result["quality"][mode]
+            rows.append((f"knowledge {mode}: R@10 shared / paraphrase",
+                         f"{q['recall_at_10']['shared']:.2f} / {q['recall_at_10']['paraphrase']:.2f}"))
+        rows.append(("knowledge: texts embedded lazy / eager", "{lazy:,} / {eager:,}".format(
+            **result["embedding"]["texts_embedded"])))
+        for step in result["latency"]:
+            for mode in ("lazy", "eager"):
+                s = step[mode]["wall_ms"]
+                rows.append((f"knowledge recall at {step['sections'][mode]:,} sections, {mode}",
+                             f"p50 {s['p50']:.1f} ms / p95 {s['p95']:.1f} ms"))
     return rows
 
 

@@ -60,7 +60,8 @@ def _git_files(root: Path) -> list[str] | None:
                              capture_output=True, check=True, timeout=120).stdout
     except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
         return None
-    return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
+    files = sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
+    return files or None  # none: PATH is ignored by the work tree it sits in (an installed package): walk it
 
 
 def _walked_files(root: Path) -> list[str]:

@@ -27,19 +27,21 @@ ORDER BY s.path, s.ordinal
 """)
 _CONTENTS = text("SELECT path, content FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = ANY(:paths)")
 _CALLERS = text("""
-SELECT caller, path, line FROM code_calls
-WHERE tenant = :tenant AND repo = :repo AND resolved_name = :qn ORDER BY path, line, ordinal
+SELECT resolved_name, caller, path, line FROM code_calls
+WHERE tenant = :tenant AND repo = :repo AND resolved_name = ANY(:qns) ORDER BY path, line, ordinal
 """)
 _UNRESOLVED = text("""
-SELECT count(*) FROM code_calls WHERE tenant = :tenant AND repo = :repo AND target_name = :name
-  AND resolved_name IS NULL AND how = 'ambiguous'
+SELECT target_name, count(*) AS n FROM code_calls WHERE tenant = :tenant AND repo = :repo
+  AND target_name = ANY(:names) AND resolved_name IS NULL AND how = 'ambiguous' GROUP BY target_name
 """)
 _CALLEES = text("""
-SELECT c.callee, c.qualifier, c.line, c.resolved_name, c.resolved_path, c.candidates, c.how,
+SELECT c.path AS caller_path, c.caller, c.callee, c.qualifier, c.line, c.resolved_name, c.resolved_path,
+       c.candidates, c.how,
        (SELECT min(t.start_line) FROM code_symbols t WHERE t.tenant = c.tenant AND t.repo = c.repo
           AND t.path = c.resolved_path AND t.qualified_name = c.resolved_name) AS defined_at
 FROM code_calls c
-WHERE c.tenant = :tenant AND c.repo = :repo AND c.path = :path AND c.caller = :qn ORDER BY c.ordinal
+JOIN unnest(CAST(:paths AS text[]), CAST(:qns AS text[])) AS b(path, qn) ON c.path = b.path AND c.caller = b.qn
+WHERE c.tenant = :tenant AND c.repo = :repo ORDER BY c.path, c.ordinal
 """)
 _FILES = text("""
 SELECT path, content_hash, language, symbols, calls, parse_errors, first_error_line, version FROM code_files
@@ -73,40 +75,52 @@ def handle_of(row: Any) -> dict[str, Any]:
             "content_hash": row.content_hash}
 
 
-def callers_of(conn: Connection, tenant: str, row: Any, policy: PrivacyPolicy) -> tuple[list[dict[str, Any]], int]:
-    rows = [r for r in conn.execute(_CALLERS, {"tenant": tenant, "repo": row.repo, "qn": row.qualified_name})
-            if not gated(policy, row.repo, r.path)]
-    return [{"symbol": r.caller, "file": r.path, "line": r.line} for r in rows[:MAX_EDGES]], len(rows)
-
-
-def callees_of(conn: Connection, tenant: str, row: Any, policy: PrivacyPolicy) -> list[dict[str, Any]]:
+def symbol_answers(conn: Connection, tenant: str, rows: list[Any], policy: PrivacyPolicy,
+                   with_callees: bool = True, files: dict[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
+    """Each symbol as answered: its definition (the exact slice of its file), its 1-hop callers, its callees
+    when asked. A few statements per repository, whatever the number of symbols."""
+    files = dict(files or {})
+    callers: dict[tuple[str, str], list[Any]] = {}
+    unresolved: dict[tuple[str, str], int] = {}
+    callees: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for repo in sorted({r.repo for r in rows}):
+        mine = [r for r in rows if r.repo == repo]
+        missing = {r.path for r in mine if (repo, r.path) not in files}
+        files.update({(repo, p): c for p, c in contents(conn, tenant, repo, missing).items()})
+        key = {"tenant": tenant, "repo": repo}
+        for c in conn.execute(_CALLERS, {**key, "qns": sorted({r.qualified_name for r in mine})}):
+            if not gated(policy, repo, c.path):
+                callers.setdefault((repo, c.resolved_name), []).append(c)
+        for u in conn.execute(_UNRESOLVED, {**key, "names": sorted({r.name for r in mine})}):
+            unresolved[(repo, u.target_name)] = u.n
+        if with_callees:
+            for c in conn.execute(_CALLEES, {**key, "paths": [r.path for r in mine],
+                                             "qns": [r.qualified_name for r in mine]}):
+                if not gated(policy, repo, c.resolved_path):
+                    callees.setdefault((repo, c.caller_path, c.caller), []).append({
+                        "symbol": c.resolved_name or c.callee, "file": c.resolved_path, "line": c.defined_at,
+                        "call_line": c.line, "resolved": c.resolved_name is not None, "how": c.how,
+                        "candidates": c.candidates})
     out = []
-    for r in conn.execute(_CALLEES, {"tenant": tenant, "repo": row.repo, "path": row.path,
-                                     "qn": row.qualified_name}):
-        if gated(policy, row.repo, r.resolved_path):
-            continue
-        out.append({"symbol": r.resolved_name or r.callee, "file": r.resolved_path, "line": r.defined_at,
-                    "call_line": r.line, "resolved": r.resolved_name is not None, "how": r.how,
-                    "candidates": r.candidates})
-    return out[:MAX_EDGES]
+    for row in rows:
+        mine = callers.get((row.repo, row.qualified_name), [])
+        answer: dict[str, Any] = {
+            "symbol": row.qualified_name, "name": row.name, "kind": row.kind, "repo": row.repo, "file": row.path,
+            "lines": [row.start_line, row.end_line], "signature": row.signature, "doc": row.doc,
+            "source": line_slice(files.get((row.repo, row.path), ""), row.start_line, row.end_line),
+            "content_hash": row.content_hash,
+            "callers": [{"symbol": c.caller, "file": c.path, "line": c.line} for c in mine[:MAX_EDGES]],
+            "callers_total": len(mine), "unresolved_calls": unresolved.get((row.repo, row.name), 0),
+            "ref_count": row.ref_count}
+        if with_callees:
+            answer["callees"] = callees.get((row.repo, row.path, row.qualified_name), [])[:MAX_EDGES]
+        out.append(answer)
+    return out
 
 
-def symbol_answer(conn: Connection, tenant: str, row: Any, policy: PrivacyPolicy, with_callees: bool = True,
-                  content: str | None = None) -> dict[str, Any]:
-    """The symbol as answered: definition (exact slice of its file), 1-hop callers, callees when asked."""
-    if content is None:
-        content = contents(conn, tenant, row.repo, {row.path}).get(row.path, "")
-    callers, total = callers_of(conn, tenant, row, policy)
-    answer: dict[str, Any] = {
-        "symbol": row.qualified_name, "name": row.name, "kind": row.kind, "repo": row.repo, "file": row.path,
-        "lines": [row.start_line, row.end_line], "signature": row.signature, "doc": row.doc,
-        "source": line_slice(content, row.start_line, row.end_line), "content_hash": row.content_hash,
-        "callers": callers, "callers_total": total,
-        "unresolved_calls": conn.execute(_UNRESOLVED, {"tenant": tenant, "repo": row.repo,
-                                                       "name": row.name}).scalar_one(),
-        "ref_count": row.ref_count}
-    if with_callees:
-        answer["callees"] = callees_of(conn, tenant, row, policy)
+def symbol_answer(conn: Connection, tenant: str, row: Any, policy: PrivacyPolicy,
+                  with_callees: bool = True) -> dict[str, Any]:
+    [answer] = symbol_answers(conn, tenant, [row], policy, with_callees)
     return answer
 
 
@@ -123,5 +137,5 @@ def has_repo(conn: Connection, tenant: str, repo: str) -> bool:
     return bool(conn.execute(_HAS_REPO, {"tenant": tenant, "repo": repo}).scalar_one())
 
 
-__all__ = ["MAX_EDGES", "callees_of", "callers_of", "contents", "gated", "handle_of", "has_repo", "list_files",
-           "symbol_answer", "symbols_by_ids", "symbols_named"]
+__all__ = ["MAX_EDGES", "contents", "gated", "handle_of", "has_repo", "list_files", "symbol_answer", "symbol_answers",
+           "symbols_by_ids", "symbols_named"]

@@ -20,7 +20,7 @@ from domain.code.terms import query_terms
 from domain.privacy import PrivacyPolicy
 from domain.ranking import Candidate, fuse
 from infra.settings import get_settings
-from recall.code_symbols import contents, gated, handle_of, symbol_answer, symbols_by_ids, symbols_named
+from recall.code_symbols import gated, handle_of, symbol_answer, symbol_answers, symbols_by_ids, symbols_named
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.keyword import KeywordTables, bm25_top
 from recall.scope import Scope
@@ -57,19 +57,12 @@ class CodeDomain:
                          settings.weight_keyword, settings.score_threshold)
             fused.sort(key=lambda s: (-s.score, rows[s.memory_id].repo, rows[s.memory_id].path,
                                       rows[s.memory_id].ordinal))
-            top = fused[:q.k]
-            files: dict[tuple[str, str], str] = {}
-            for repo_name in {rows[s.memory_id].repo for s in top}:
-                paths = {rows[s.memory_id].path for s in top if rows[s.memory_id].repo == repo_name}
-                files.update({(repo_name, p): c for p, c in contents(conn, scope.tenant, repo_name, paths).items()})
-            hits = []
-            for s in top:
-                row = rows[s.memory_id]
-                answer = symbol_answer(conn, scope.tenant, row, q.policy, bool(q.options.get("callees")),
-                                       files.get((row.repo, row.path), ""))
-                hits.append(DomainHit(
-                    content=answer.pop("source"), score=s.score, handle=handle_of(row), legs={"keyword": s.bm25},
-                    fields=answer, explanation={"bm25_normalised": s.bm25_normalised}))
+            top = [rows[s.memory_id] for s in fused[:q.k]]
+            answers = symbol_answers(conn, scope.tenant, top, q.policy, bool(q.options.get("callees")))
+        hits = [DomainHit(content=answer.pop("source"), score=s.score, handle=handle_of(row),
+                          legs={"keyword": s.bm25}, fields=answer,
+                          explanation={"bm25_normalised": s.bm25_normalised})
+                for s, row, answer in zip(fused, top, answers, strict=False)]
         reason = None if hits else ("excluded" if len(allowed) < len(bm25) else "below threshold")
         return DomainAnswer(hits, reason, {"candidates": len(bm25), "gated": len(bm25) - len(allowed)})
 

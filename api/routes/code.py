@@ -61,6 +61,13 @@ class FilesWrittenOut(BaseModel):
     written: int
 
 
+def _no_nul(**values: str | None) -> None:
+    """PostgreSQL text holds no NUL: a parameter with one is refused, never sent to the database."""
+    for name, value in values.items():
+        if value is not None and "\x00" in value:
+            raise InvalidPayload(f"{name} must not contain NUL (\\u0000) characters")
+
+
 def _repo(repo: str) -> str:
     problem = repo_problem(repo)
     if problem:
@@ -81,6 +88,7 @@ def post_files(repo: str, body: FilesIn, who: Annotated[Caller, Depends(caller)]
 def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
               after: Annotated[str, Query(max_length=MAX_PATH_CHARS)] = "",
               limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> dict[str, Any]:
+    _no_nul(after=after)
     with db.connect() as conn:
         files, next_after = list_files(conn, who.tenant, _repo(repo), policy_of(conn, who.tenant), after, limit)
     return {"repo": repo, "files": files, "next_after": next_after}
@@ -90,6 +98,7 @@ def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[
 def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                    q: Annotated[str, Query(min_length=1, max_length=2000)],
                    k: Annotated[int, Query(ge=1, le=100)] = 10, callees: bool = False) -> dict[str, Any]:
+    _no_nul(q=q)
     with db.connect() as conn:
         policy = policy_of(conn, who.tenant)
     query = DomainQuery(Scope(who.tenant), q, k, datetime.now(UTC), policy,
@@ -104,6 +113,7 @@ def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annot
 def get_symbol(repo: str, qualified_name: str, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)],
                file: Annotated[str | None, Query(max_length=MAX_PATH_CHARS)] = None) -> dict[str, Any]:
+    _no_nul(qualified_name=qualified_name, file=file)
     with db.connect() as conn:
         policy = policy_of(conn, who.tenant)
         rows = symbols_named(conn, who.tenant, _repo(repo), qualified_name, policy, file)

@@ -86,9 +86,12 @@ def test_bad_files_are_refused_and_nothing_written(client, engine, tenant, files
     assert events(engine, tenant) == before  # the good file of the batch is not written either
 
 
-def test_bad_repository_name_is_refused(client) -> None:  # type: ignore[no-untyped-def]
+def test_bad_repository_name_and_nul_parameters_are_refused(client) -> None:  # type: ignore[no-untyped-def]
     r = client.post("/v1/code/.hidden/files", json={"files": [{"path": "a.py", "content": "x = 1\n"}]})
     assert r.status_code == 422 and "repository" in r.json()["detail"]
+    assert client.get("/v1/code/net/symbols/a%00b").status_code == 422
+    assert client.get("/v1/code/net/symbols", params={"q": "a\x00b"}).status_code == 422
+    assert client.get("/v1/code/net/files", params={"after": "a\x00"}).status_code == 422
 
 
 def test_unparseable_source_is_indexed_with_its_errors(client, engine) -> None:  # type: ignore[no-untyped-def]

@@ -5,11 +5,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install run test test-unit lint bench fuzz eval clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml sdk/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The CPU build of torch must come first: a bare torch requirement pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
+	# The Python SDK (its own distribution, engramlog-client): the CLI, the MCP server, bench and tests use it.
+	$(BIN)/pip install -q -e sdk/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 

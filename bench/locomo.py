@@ -280,7 +280,7 @@ def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
     dispositions: dict[str, str] = {}
     for start in range(0, len(memories), BATCH):
         batch = memories[start:start + BATCH]
-        written = client.remember_many(batch)
+        written = [w.model_dump(mode="json") for w in client.remember_many(batch)]
         last = max(last, max(w["position"] for w in written))
         for m, w in zip(batch, written, strict=True):
             disposition = w.get("disposition") or "active"
@@ -297,8 +297,10 @@ def _ask(client: Any, query: str, k: int, agent_id: str, trace: bool | None, mul
     """One question: POST /v1/recall, or (multi) the memories domain through POST /v1/recall/multi, its bucket
     answered in /v1/recall's shape (metadata, latency, abstained)."""
     if not multi:
-        return client.recall(query, k=k, agent_id=agent_id, min_position=min_position, trace=trace)
-    out = client.recall_multi(query, domains=["memories"], k=k, agent_id=agent_id, min_position=min_position)
+        return client.recall(query, k=k, agent_id=agent_id, min_position=min_position,
+                             trace=trace).model_dump(mode="json")
+    out = client.recall_multi(query, domains=["memories"], k=k, agent_id=agent_id,
+                              min_position=min_position).model_dump(mode="json")
     [bucket] = out["buckets"]
     reason = bucket.get("reason") or ""
     return {"recall_id": out["recall_id"], "latency_ms": out["latency_ms"], "details": {},
@@ -311,7 +313,7 @@ def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position
                     trace: bool | None = None, multi: bool = False) -> dict[str, Any]:
     """The first query of a conversation: read-your-writes with min_position, retried while the server answers
     503 (projections not caught up within its bounded wait)."""
-    from client import EngramlogError
+    from engramlog_client import EngramlogError
 
     deadline = time.monotonic() + FIRST_QUERY_DEADLINE_S
     while True:
@@ -328,7 +330,7 @@ def _wait_projected(client: Any, position: int, timeout_s: float = FIRST_QUERY_D
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
         # A projection's position is the last event of its own types it applied: caught up is no lag left.
-        if all(p["position"] >= position or p["lag_events"] == 0 for p in client.projections()):
+        if all(p.position >= position or p.lag_events == 0 for p in client.projections()):
             break
         time.sleep(0.2)
     return time.monotonic() - started
@@ -337,7 +339,7 @@ def _wait_projected(client: Any, position: int, timeout_s: float = FIRST_QUERY_D
 def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path | None, api_key: str | None,
                console: Console, attribution: bool = False, gate: bool = False,
                multi: bool = False) -> dict[str, Any]:
-    from client import EngramlogClient
+    from engramlog_client import Engramlog
 
     conversations = load_conversations(data, convs)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
@@ -354,7 +356,7 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
     client_ms: list[float] = []
     server_ms: list[float] = []
     ingest: dict[str, Any] = {}
-    with EngramlogClient(api_url, api_key=api_key, timeout=60.0) as client:
+    with Engramlog(api_url, api_key=api_key, timeout=60.0) as client:
         # 1. Ingest every conversation (the projections work meanwhile).
         last_position = 0
         started = time.perf_counter()

@@ -58,11 +58,11 @@ def _doc_path(file: Path, root: Path) -> str:
 
 
 def _call(method: str, url: str, **kwargs: Any) -> Any:
-    from client import EngramlogError
+    from engramlog_client import EngramlogError
 
     try:
         with _client() as c:
-            return c._call(method, url, **kwargs)
+            return c.request(method, url, **kwargs)
     except EngramlogError as exc:
         _fail(str(exc))
     except Exception as exc:  # the API is not reachable

@@ -61,6 +61,8 @@ def _engine():  # type: ignore[no-untyped-def]
 
 
 def _client():  # type: ignore[no-untyped-def]
+    # The SDK's client (engramlog_client.Engramlog); the deprecated shim's subclass keeps `_call` for the commands
+    # not moved to `request` yet (cli/code.py, cli/sessions.py, cli/transcripts.py).
     from client import EngramlogClient
 
     api_key = os.environ.get("ENGRAMLOG_API_KEY")
@@ -121,7 +123,7 @@ def remember(content: str, agent_id: str | None = None, project: str | None = No
              wait_timeout: Annotated[float, typer.Option(help="seconds to wait for it")] = 30.0) -> None:
     """Record one memory through the API (governed: salience gate, reinforce, supersede). Returns once it is
     recallable (so a `recall` right after finds it) unless --no-wait."""
-    from client import EngramlogError
+    from engramlog_client import EngramlogError
 
     try:
         meta = json.loads(metadata) if metadata else {}
@@ -129,11 +131,12 @@ def remember(content: str, agent_id: str | None = None, project: str | None = No
         fail(f"--metadata is not valid JSON: {exc}")
     try:
         with _client() as c:
-            out = c.remember(content, kind=kind, agent_id=agent_id, project=project, session_id=session_id,
-                             tags=tag or [], metadata=meta, idempotency_key=idempotency_key,
-                             must_keep=must_keep or None)
+            written = c.remember(content, kind=kind, agent_id=agent_id, project=project, session_id=session_id,
+                                 tags=tag or [], metadata=meta, idempotency_key=idempotency_key,
+                                 must_keep=must_keep or None)
+            out = written.model_dump(mode="json", exclude_none=True)
             if wait:
-                out["recallable"] = c.wait_recallable(out["position"], wait_timeout)
+                out["recallable"] = c.wait_recallable(written.position, wait_timeout)
     except EngramlogError as exc:
         fail(str(exc))
     except Exception as exc:
@@ -146,12 +149,12 @@ def recall(query: str, k: int = 10, agent_id: str | None = None, project: str | 
            session_id: str | None = None, min_position: int | None = None,
            as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Recall memories for a query through the API."""
-    from client import EngramlogError
+    from engramlog_client import EngramlogError
 
     try:
         with _client() as c:
             out = c.recall(query, k=k, agent_id=agent_id, project=project, session_id=session_id,
-                           min_position=min_position)
+                           min_position=min_position).model_dump(mode="json")
     except EngramlogError as exc:
         fail(str(exc))
     except Exception as exc:

@@ -23,6 +23,8 @@ from api.schemas import (
     SupersedeIn,
 )
 from domain.errors import NotFound
+from eventstore.append import existing_positions
+from eventstore.read import event_at
 from recall import queries
 from recall.privacy import memory_hidden, policy_of, visible_history, visible_memory
 from services.neighbours import old_memory
@@ -66,6 +68,19 @@ def get_memory(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
         return GovernedMemoryOut(**found)
 
 
+def _supersede_retried(db: Engine, tenant: str, memory_id: uuid.UUID, key: str | None) -> SupersededOut | None:
+    """A retry of a supersede already appended (its idempotency key is in the log): the original answer, not the
+    409 that the memory, superseded by that very write, would now give."""
+    if key is None:
+        return None
+    with db.connect() as conn:
+        found = existing_positions(conn, tenant, [key])
+        event = event_at(conn, found[key]) if key in found else None
+    if event is None or event.data.get("supersedes") != str(memory_id):
+        return None
+    return SupersededOut(memory_id=event.data["memory_id"], position=event.position, supersedes=memory_id)
+
+
 @router.post("/{memory_id}/supersede", response_model=SupersededOut, status_code=201)
 def post_supersede(memory_id: uuid.UUID, body: SupersedeIn, who: Annotated[Caller, Depends(caller)],
                    db: Annotated[Engine, Depends(engine)]) -> SupersededOut:
@@ -73,6 +88,9 @@ def post_supersede(memory_id: uuid.UUID, body: SupersedeIn, who: Annotated[Calle
     with db.connect() as conn:
         if memory_hidden(conn, who.tenant, policy_of(conn, who.tenant), memory_id):
             raise NotFound(f"no memory {memory_id}")  # before old_memory: its 409 would reveal the memory exists
+    retried = _supersede_retried(db, who.tenant, memory_id, body.idempotency_key)
+    if retried is not None:
+        return retried
     old = old_memory(db, who.tenant, memory_id)
     given = body.model_dump(exclude_unset=True)
 

@@ -9,14 +9,12 @@ from typer.testing import CliRunner
 
 def cli_on(client, monkeypatch):  # type: ignore[no-untyped-def]
     """The CLI's API client speaking to the test app (as this test's tenant)."""
+    from engramlog_client import Engramlog
+
     import cli.main
-    from client import EngramlogClient
 
     def make():  # type: ignore[no-untyped-def]
-        c = EngramlogClient("http://testserver")
-        c.http = client
-        c.close = lambda: None  # the fixture closes the test client
-        return c
+        return Engramlog(http_client=client)  # the SDK through the test app (not closed by the SDK: not its own)
 
     monkeypatch.setattr(cli.main, "_client", make)
     return cli.main.app

@@ -141,11 +141,9 @@ def test_a_staging_memory_holding_what_the_active_ones_lack_answers_before_a_nea
 
 
 def _engramlog_client(app, key: str):  # type: ignore[no-untyped-def]
-    from client import EngramlogClient
+    from engramlog_client import Engramlog
 
-    c = EngramlogClient("http://testserver")
-    c.http = TestClient(app, headers={"Authorization": f"Bearer {key}"})
-    return c
+    return Engramlog(api_key=key, http_client=TestClient(app))  # the SDK, sending through the test app
 
 
 def test_the_client_sends_its_last_written_position_on_the_next_recall(app, client, tenant):
@@ -157,8 +155,8 @@ def test_the_client_sends_its_last_written_position_on_the_next_recall(app, clie
         json.loads(request.content)) if request.url.path == "/v1/recall" else None]
     written = c.remember("Dana's locker code is 4417", agent_id="gym")
     hits = c.recall("what is Dana's locker code?", agent_id="gym")
-    assert sent[-1]["min_position"] == written["position"] == c.last_position
-    assert hits["results"][0]["memory_id"] == written["memory_id"]
+    assert sent[-1]["min_position"] == written.position == c.last_position
+    assert hits.results[0].memory_id == written.memory_id
     c.recall("what is Dana's locker code?", agent_id="gym", consistent=False)
     assert "min_position" not in sent[-1]
     c.recall("what is Dana's locker code?", agent_id="gym", min_position=1)

@@ -6,9 +6,10 @@ import uuid
 from typing import Any
 
 from domain.events.knowledge import section_id
+from domain.memory_status import RECALLABLE
 
 LIVE = ("active", "dormant", "archived")  # held by its document's current version
-RECALLED = ("active", "dormant")  # answered by default
+RECALLED = RECALLABLE  # answered by default: the memories' rule (domain/memory_status.py)
 HISTORY = ("replaced", "retired", "archived")  # answered only when history is asked for, scored ×HISTORY_FACTOR
 HISTORY_FACTOR = 0.1
 

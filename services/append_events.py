@@ -27,6 +27,7 @@ from domain.events import (
     is_system_event,
     memory_stream,
     occurred_in_range,
+    own_code_stream,
     own_document_stream,
     validate_payload,
 )
@@ -90,10 +91,11 @@ def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEven
             raise InvalidPayload(f"MemoryRecorded starts its memory's stream, at version 0 (expected_version 0 or "
                                  f"absent), not {expected}: a memory is recorded once")
         stream_id, expected = own, 0
-    own_doc = own_document_stream(item.type, data)  # a document's events go on its stream (versions, one winner)
-    if own_doc is not None and stream_id not in (None, own_doc):
-        raise InvalidPayload(f"{item.type} belongs on stream {own_doc!r}, not {stream_id!r}")
-    stream_id = own_doc or stream_id
+    # A document's or a source file's events go on its own stream (versions, one winner), which the projectors key by.
+    own = own_document_stream(item.type, data) or own_code_stream(item.type, data)
+    if own is not None and stream_id not in (None, own):
+        raise InvalidPayload(f"{item.type} belongs on stream {own!r}, not {stream_id!r}")
+    stream_id = own or stream_id
     if not stream_id:
         raise InvalidPayload(f"{item.type}: stream_id is required")
     key = item.idempotency_key or (f"{batch_key}:{index}" if batch_key else None)

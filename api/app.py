@@ -19,6 +19,7 @@ from api.routes import code as code_routes
 from api.routes import dead_letters, events, feedback, memories, operations, policy, positions, recall
 from api.routes import knowledge as knowledge_routes
 from api.routes import sessions as session_routes
+from api.routes import transcripts as transcript_routes
 from domain.errors import DomainError
 from infra.db_errors import is_unavailable
 from infra.embedding import get_embedder
@@ -67,6 +68,7 @@ def create_app() -> FastAPI:
     app.include_router(knowledge_routes.router)  # the knowledge library (api/routes/knowledge.py)
     app.include_router(code_routes.router)  # code intelligence (api/routes/code.py)
     app.include_router(session_routes.router)  # session messages and the resume context (api/routes/sessions.py)
+    app.include_router(transcript_routes.router)  # transcripts (api/routes/transcripts.py)
 
     @app.middleware("http")
     async def correlation(request: Request, call_next):  # type: ignore[no-untyped-def]

@@ -11,6 +11,8 @@ from projections.memories import MemoriesProjector
 from projections.privacy import PrivacyProjector
 from projections.section_vectors import SectionVectorsProjector
 from projections.sessions import SessionsProjector
+from projections.transcript_vectors import TranscriptVectorsProjector
+from projections.transcripts import TranscriptsProjector
 from projections.vectors import VectorsProjector
 
 PROJECTORS: dict[str, Projector] = {p.name: p for p in (MemoriesProjector(), KeywordProjector(), VectorsProjector(),
@@ -21,6 +23,8 @@ PROJECTORS[KnowledgeProjector.name] = KnowledgeProjector()  # the knowledge libr
 PROJECTORS[CodeProjector.name] = CodeProjector()  # code intelligence (projections/code.py)
 PROJECTORS[SectionVectorsProjector.name] = SectionVectorsProjector()  # lazy section vectors (hit-log)
 PROJECTORS[SessionsProjector.name] = SessionsProjector()  # session messages (projections/sessions.py)
+PROJECTORS[TranscriptsProjector.name] = TranscriptsProjector()  # transcripts (projections/transcripts.py)
+PROJECTORS[TranscriptVectorsProjector.name] = TranscriptVectorsProjector()  # lazy chunk vectors (hit-log)
 
 
 def get_projector(name: str) -> Projector:

@@ -63,13 +63,15 @@ def _records(value: Any) -> Iterator[dict[str, Any]]:
 
 def _names_excluded(policy: PrivacyPolicy, data: dict[str, Any]) -> bool:
     """Whether any object in an event's data is an excluded item by its own fields (a MemoryRecorded, a
-    document's put, a section handle's path, a recall's scope)."""
+    document's put, a section handle's path, a recall's scope, a transcript's put or chunk handle by its id)."""
     for record in _records(data):
         tags = record.get("tags")
         fields = {**record, "tags": tags if isinstance(tags, list) else ()}
         for key in ("path", "agent_id", "project", "session_id"):
             if not isinstance(fields.get(key), str):
                 fields.pop(key, None)
+        if isinstance(record.get("transcript_id"), str) and "session_id" not in fields:
+            fields["session_id"] = record["transcript_id"]  # a transcript is gated by its id (exclude_sessions)
         if policy.excludes_record(fields):
             return True
     return False

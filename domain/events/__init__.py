@@ -93,6 +93,7 @@ from domain.events.sessions import (
     SessionMessageSent,
     session_stream,
 )
+from domain.events.transcripts import TranscriptChunk, TranscriptChunksPut
 
 __all__ = [
     "CodeFilePut",
@@ -152,6 +153,8 @@ __all__ = [
     "SessionMessagesAppended",
     "SystemEvent",
     "Tag",
+    "TranscriptChunk",
+    "TranscriptChunksPut",
     "TypeRef",
     "Upcaster",
     "WriteSignals",

@@ -30,6 +30,7 @@ from domain.events.memory import (
 )
 from domain.events.privacy import PrivacyPolicySet
 from domain.events.sessions import SessionMessagesAppended, SessionMessageSent
+from domain.events.transcripts import TranscriptChunksPut
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -91,6 +92,7 @@ EVENT_TYPES: dict[str, EventType] = {
         _current(CodeFileRemoved),
         _current(SessionMessagesAppended),
         _current(SessionMessageSent),
+        _current(TranscriptChunksPut),
     )
 }
 TypeRef = str | type[EventSchema]  # a stored type name, or the event class

@@ -59,6 +59,15 @@ def projected(engine):  # type: ignore[no-untyped-def]
                        {"message_id": "later", "role": "assistant", "content": CONTENTS[6], "sent": False}],
                     {"source": "test"}, agent_id="ag0")
     mark_sent(engine, tenant, "s-rebuild", "later", {"source": "test"}, NO_POLICY)  # one pending, one sent later
+    from projections.transcripts import TranscriptsProjector
+    from recall.transcript_drill import drill_chunk
+    from services.transcripts import put_transcript
+
+    lines = [f"[2026-01-0{1 + i % 9}] {'USER' if i % 2 == 0 else 'ASSISTANT'}: {c}\n" for i, c in enumerate(CONTENTS)]
+    put_transcript(engine, tenant, "tr-rebuild", "".join(lines[:10]), {"source": "test"})
+    put_transcript(engine, tenant, "tr-rebuild", "".join(lines), {"source": "test"})  # a delta: the last chunk grows
+    catch_up(engine, TranscriptsProjector(), 500, max_seconds=120)
+    drill_chunk(engine, tenant, "tr-rebuild", 0, NO_POLICY, {"source": "test"})  # a hit: one chunk's vector
     for p in PROJECTORS.values():
         catch_up(engine, p, 500, max_seconds=120)
     with engine.connect() as conn:

@@ -1,0 +1,233 @@
+"""Transcripts' read models: one row per transcript, its chunks, and BM25 postings over chunks.
+
+Only applies events; decides nothing. A chunk is one row per (transcript, position, content): a re-put keeps the
+rows (and postings) of the chunks it holds unchanged, inserts and indexes only the new ones, and marks 'replaced'
+the ones it no longer holds (the grown last chunk of an append); one it holds again is active again. Postings are
+kept for every chunk ever put (recall filters by status), so an old handle still drills to its exact text.
+
+| event               | effect                                                                                  |
+| ------------------- | --------------------------------------------------------------------------------------- |
+| TranscriptChunksPut | the transcript row (version = the event's stream version); its chunks: each text from   |
+|                     | this event, else from this transcript's rows, else from its earlier events in the log;  |
+|                     | line and turn ranges counted from the start                                              |
+| RecallServed        | each "transcripts" result's chunk: ref_count + 1, last_referenced_at = the event's time |
+| ResultDrilled       | its "transcripts" chunk likewise                                                        |
+
+An event whose chunks cannot all be found, or do not parse as whole turns (only a hand-appended one could), is
+skipped with a warning by every run alike. Every time comes from the event, so a rebuild gives the same rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+from sqlalchemy import Connection, text
+
+from domain.events import RecallServed, RecordedEvent, ResultDrilled, TranscriptChunksPut
+from domain.text import term_frequencies
+from domain.transcripts.ids import chunk_id, handle_chunk, transcript_stream
+from domain.transcripts.parse import TranscriptError, Turn, parse_chunk, timestamp_of
+from eventstore.stream import read_stream
+from projections.base import OneByOne, apply_in_order, types_of
+
+log = structlog.get_logger(__name__)
+TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results
+
+_TRANSCRIPT = text("""
+INSERT INTO transcripts (tenant, transcript_id, version, content_hash, format, chunks, lines, turns, bytes,
+                         started_at, ended_at, updated_at, position)
+VALUES (:tenant, :transcript_id, :version, :content_hash, :format, :chunks, :lines, :turns, :bytes, :started_at,
+        :ended_at, :at, :position)
+ON CONFLICT (tenant, transcript_id) DO UPDATE SET
+    version = EXCLUDED.version, content_hash = EXCLUDED.content_hash, format = EXCLUDED.format,
+    chunks = EXCLUDED.chunks, lines = EXCLUDED.lines, turns = EXCLUDED.turns, bytes = EXCLUDED.bytes,
+    started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, updated_at = EXCLUDED.updated_at,
+    position = EXCLUDED.position
+""")
+_TEXTS = text("""
+SELECT DISTINCT ON (content_hash) content_hash, text FROM transcript_chunks
+WHERE tenant = :tenant AND transcript_id = :transcript_id AND content_hash = ANY(:hashes)
+""")
+_KNOWN = text("""
+SELECT chunk_id FROM transcript_chunks
+WHERE tenant = :tenant AND transcript_id = :transcript_id AND chunk_id = ANY(:ids)
+""")
+_ACTIVE = text("""
+SELECT chunk_id FROM transcript_chunks WHERE tenant = :tenant AND transcript_id = :transcript_id
+  AND status = 'active'
+""")
+_INSERT = text("""
+INSERT INTO transcript_chunks (tenant, chunk_id, transcript_id, ord, content_hash, first_version, version, text,
+                               length, first_line, last_line, first_turn, last_turn, started_at, ended_at, status,
+                               created_at)
+SELECT :tenant, b.chunk_id, :transcript_id, b.ord, b.content_hash, :version, :version, b.text, b.length,
+       b.first_line, b.last_line, b.first_turn, b.last_turn, b.started_at, b.ended_at, 'active', :at
+FROM unnest(CAST(:ids AS uuid[]), CAST(:ords AS int[]), CAST(:hashes AS text[]), CAST(:texts AS text[]),
+            CAST(:lengths AS int[]), CAST(:first_lines AS int[]), CAST(:last_lines AS int[]),
+            CAST(:first_turns AS int[]), CAST(:last_turns AS int[]), CAST(:starts AS timestamptz[]),
+            CAST(:ends AS timestamptz[]))
+     AS b(chunk_id, ord, content_hash, text, length, first_line, last_line, first_turn, last_turn, started_at,
+          ended_at)
+""")
+# Held again by the new version (at the same position, with the same text): its ranges follow the version.
+_KEEP = text("""
+UPDATE transcript_chunks c SET version = :version, status = 'active', first_line = b.first_line,
+    last_line = b.last_line, first_turn = b.first_turn, last_turn = b.last_turn
+FROM unnest(CAST(:ids AS uuid[]), CAST(:first_lines AS int[]), CAST(:last_lines AS int[]),
+            CAST(:first_turns AS int[]), CAST(:last_turns AS int[]))
+     AS b(chunk_id, first_line, last_line, first_turn, last_turn)
+WHERE c.tenant = :tenant AND c.chunk_id = b.chunk_id
+""")
+_REPLACED = text("""
+UPDATE transcript_chunks SET status = 'replaced' WHERE tenant = :tenant AND chunk_id = ANY(CAST(:ids AS uuid[]))
+""")
+_REFERENCED = text("""
+UPDATE transcript_chunks c SET ref_count = c.ref_count + b.n,
+    last_referenced_at = greatest(c.last_referenced_at, CAST(:at AS timestamptz))
+FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS b(chunk_id, n)
+WHERE c.tenant = :tenant AND c.chunk_id = b.chunk_id
+""")
+_POSTINGS = text("""
+INSERT INTO transcript_postings (tenant, chunk_id, term, tf, length)
+SELECT :tenant, * FROM unnest(CAST(:ids AS uuid[]), CAST(:terms AS text[]), CAST(:tfs AS int[]),
+                              CAST(:lengths AS int[]))
+""")
+_TERMS = text("""
+INSERT INTO transcript_terms (tenant, term, df)
+SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
+ON CONFLICT (tenant, term) DO UPDATE SET df = transcript_terms.df + EXCLUDED.df
+""")
+_STATS = text("""
+INSERT INTO transcript_stats (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
+ON CONFLICT (tenant) DO UPDATE SET n_docs = transcript_stats.n_docs + EXCLUDED.n_docs,
+                                   total_length = transcript_stats.total_length + EXCLUDED.total_length
+""")
+
+
+def _index(conn: Connection, tenant: str, rows: list[tuple[Any, Counter[str]]]) -> None:
+    """BM25 postings, document frequencies and corpus statistics for new chunks."""
+    postings: dict[str, list] = {"ids": [], "terms": [], "tfs": [], "lengths": []}
+    df: Counter[str] = Counter()
+    total = 0
+    for cid, tfs in rows:
+        length = sum(tfs.values())
+        total += length
+        for term, tf in sorted(tfs.items()):
+            for key, value in (("ids", cid), ("terms", term), ("tfs", tf), ("lengths", length)):
+                postings[key].append(value)
+            df[term] += 1
+    if postings["ids"]:
+        conn.execute(_POSTINGS, {"tenant": tenant, **postings})
+        terms = sorted(df)
+        conn.execute(_TERMS, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
+    conn.execute(_STATS, {"tenant": tenant, "n": len(rows), "total": total})
+
+
+def chunk_texts(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> dict[str, str]:
+    """The text of each chunk hash the version names: carried by the event, else held by this transcript's rows,
+    else carried by an earlier event of its stream (a chunk dropped by one version and held again later)."""
+    texts = {c.content_hash: c.text for c in p.chunks}
+    missing = sorted(set(p.chunk_hashes) - set(texts))
+    if missing:
+        texts.update(dict(conn.execute(_TEXTS, {"tenant": event.tenant, "transcript_id": p.transcript_id,
+                                                "hashes": missing}).all()))
+        missing = [h for h in missing if h not in texts]
+    if missing:
+        for earlier in read_stream(conn, event.tenant, event.stream_id, [TranscriptChunksPut], event.stream_version):
+            for c in earlier.data.get("chunks", ()):
+                if c["content_hash"] in missing:
+                    texts.setdefault(c["content_hash"], c["text"])
+    return texts
+
+
+def _ends(turns: list[Turn]) -> tuple[datetime | None, datetime | None]:
+    stamps = [s for s in (timestamp_of(t.timestamp) for t in turns) if s is not None]
+    return (stamps[0], stamps[-1]) if stamps else (None, None)
+
+
+def _put(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> None:
+    tenant, version, tid = event.tenant, event.stream_version, p.transcript_id
+    if event.stream_id != transcript_stream(tid):
+        log.warning("transcripts.event_off_stream", position=event.position, stream_id=event.stream_id)
+        return
+    texts = chunk_texts(conn, event, p)
+    lost = [h for h in p.chunk_hashes if h not in texts]
+    if lost:
+        log.warning("transcripts.chunk_not_in_log", position=event.position, transcript_id=tid, hashes=lost[:5])
+        return
+    rows, line, turn = [], 0, 0
+    for ord_, hash_ in enumerate(p.chunk_hashes):
+        try:
+            turns = parse_chunk(texts[hash_], p.format, line, turn)
+        except TranscriptError as exc:
+            log.warning("transcripts.chunk_unparseable", position=event.position, transcript_id=tid, ord=ord_,
+                        error=str(exc))
+            return
+        started, ended = _ends(turns)
+        rows.append({"id": chunk_id(tenant, tid, ord_, hash_), "ord": ord_, "hash": hash_, "text": texts[hash_],
+                     "first_line": turns[0].first_line, "last_line": turns[-1].last_line,
+                     "first_turn": turns[0].index, "last_turn": turns[-1].index, "start": started, "end": ended,
+                     "index_text": "\n".join(t.rendered() for t in turns)})
+        line, turn = turns[-1].last_line, turns[-1].index + 1
+    ids = [r["id"] for r in rows]
+    base = {"tenant": tenant, "transcript_id": tid, "version": version, "at": event.recorded_at}
+    known = set(conn.execute(_KNOWN, {**base, "ids": ids}).scalars())
+    active = set(conn.execute(_ACTIVE, base).scalars())
+    new = [r for r in rows if r["id"] not in known]
+    kept = [r for r in rows if r["id"] in known]
+    dropped = sorted(str(i) for i in active - set(ids))
+    if dropped:
+        conn.execute(_REPLACED, {"tenant": tenant, "ids": dropped})
+    ranges = ("first_line", "last_line", "first_turn", "last_turn")
+    if kept:
+        conn.execute(_KEEP, {**base, "ids": [r["id"] for r in kept],
+                             **{f"{k}s": [r[k] for r in kept] for k in ranges}})
+    if new:
+        tfs = [term_frequencies(r["index_text"]) for r in new]
+        conn.execute(_INSERT, {**base, "ids": [r["id"] for r in new], "ords": [r["ord"] for r in new],
+                               "hashes": [r["hash"] for r in new], "texts": [r["text"] for r in new],
+                               "lengths": [sum(t.values()) for t in tfs], "starts": [r["start"] for r in new],
+                               "ends": [r["end"] for r in new], **{f"{k}s": [r[k] for r in new] for k in ranges}})
+        _index(conn, tenant, [(r["id"], t) for r, t in zip(new, tfs, strict=True)])
+    starts = [r["start"] for r in rows if r["start"] is not None]
+    ends = [r["end"] for r in rows if r["end"] is not None]
+    conn.execute(_TRANSCRIPT, {**base, "content_hash": p.content_hash, "format": p.format, "chunks": len(rows),
+                               "lines": line, "turns": turn, "bytes": sum(len(r["text"].encode()) for r in rows),
+                               "started_at": starts[0] if starts else None, "ended_at": ends[-1] if ends else None,
+                               "position": event.position})
+
+
+def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:
+    counts = Counter(str(c) for c in (handle_chunk(tenant, h) for h in handles) if c is not None)
+    if counts:
+        ids = sorted(counts)
+        conn.execute(_REFERENCED, {"tenant": tenant, "ids": ids, "ns": [counts[i] for i in ids], "at": at})
+
+
+def _served(conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
+    _referenced(conn, event.tenant, [r.handle for r in p.results if r.domain == TRANSCRIPTS], event.recorded_at)
+
+
+def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled) -> None:
+    if p.domain == TRANSCRIPTS:
+        _referenced(conn, event.tenant, [p.handle], event.recorded_at)
+
+
+_ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, RecallServed: _served, ResultDrilled: _drilled}
+
+
+class TranscriptsProjector:
+    name = "transcripts"
+    tables = ("transcripts", "transcript_chunks", "transcript_postings", "transcript_terms", "transcript_stats")
+    handlers = _ONE_BY_ONE
+    types = types_of(handlers)
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        apply_in_order(conn, events, _ONE_BY_ONE)
+
+
+__all__ = ["TRANSCRIPTS", "TranscriptsProjector", "chunk_texts"]

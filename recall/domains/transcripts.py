@@ -1,0 +1,136 @@
+"""The transcripts domain: recall over transcripts' turn-aligned chunks, and the drill (an exact chunk by its handle).
+
+search: Okapi BM25 over the chunks (recall/keyword.py with the chunks' tables; what is indexed is each turn's role
+and text) ∪ the vector leg over the chunks that have a vector of the configured model (transcript_chunk_vectors,
+filled lazily from the hit-log), fused by domain/ranking.fuse: a chunk without a vector is scored on its BM25 leg
+renormalised to weight 1. Active chunks answer (those of each transcript's current version); with
+include_history, replaced ones too, scored ×0.1. A transcript the privacy policy's exclude_sessions names is never
+answered (its id is the session's).
+
+A result's handle {transcript_id, ord, content_hash, lines, version} names the chunk by its position and content
+(lines: its [first, last] line numbers, 1-based; version: the transcript version the recall saw), so a drill
+answers the exact text a recall answered even after the transcript grew.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from domain.privacy import PrivacyPolicy
+from domain.ranking import Candidate, fuse
+from domain.text import tokenize
+from domain.transcripts.ids import handle_chunk
+from infra.settings import get_settings
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.keyword import KeywordTables, bm25_top
+from recall.scope import Scope
+from recall.vector import VectorTable, nearest_vectors
+
+TRANSCRIPTS = "transcripts"
+ACTIVE = ("active",)
+HISTORY = ("replaced",)
+HISTORY_FACTOR = 0.1
+
+CHUNK_KEYWORD = KeywordTables("transcript_postings", "transcript_terms", "transcript_stats", "transcript_chunks",
+                              "chunk_id", "d.status = ANY(:statuses)")
+# Chunks are embedded lazily (projections/transcript_vectors.py): the vector leg covers exactly the embedded ones.
+CHUNK_VECTORS = VectorTable("transcript_chunk_vectors", "chunk_id", "d.status = ANY(:statuses)",
+                            scoped_by="transcript_chunks")
+
+_COLUMNS = ("c.chunk_id, c.transcript_id, c.ord, c.content_hash, c.version, c.text, c.first_line, c.last_line,"
+            " c.first_turn, c.last_turn, c.started_at, c.ended_at, c.status, c.ref_count")
+_ROWS = text(f"SELECT {_COLUMNS} FROM transcript_chunks c WHERE c.tenant = :tenant AND c.chunk_id = ANY(:ids)")
+_COSINES = text("""
+SELECT chunk_id, 1 - (embedding <=> CAST(:q AS vector)) AS cosine FROM transcript_chunk_vectors
+WHERE tenant = :tenant AND model = :model AND chunk_id = ANY(:ids)
+""")
+_HAS_DATA = text("SELECT EXISTS (SELECT 1 FROM transcript_chunks WHERE tenant = :tenant AND status = 'active')")
+
+
+def _gate_sql(policy: PrivacyPolicy) -> tuple[str, dict[str, object]]:
+    if not policy.exclude_sessions:
+        return "", {}
+    return "NOT d.transcript_id = ANY(:x_transcripts)", {"x_transcripts": list(policy.exclude_sessions)}
+
+
+def excluded(policy: PrivacyPolicy, transcript_id: str) -> bool:
+    return policy.excludes(session_id=transcript_id)
+
+
+def handle_of(row: Any) -> dict[str, Any]:
+    return {"transcript_id": row.transcript_id, "ord": row.ord, "content_hash": row.content_hash,
+            "lines": [row.first_line, row.last_line], "version": row.version}
+
+
+def chunk_out(row: Any) -> dict[str, Any]:
+    return {"transcript_id": row.transcript_id, "ord": row.ord, "content_hash": row.content_hash,
+            "version": row.version, "text": row.text, "lines": [row.first_line, row.last_line],
+            "turns": [row.first_turn, row.last_turn], "started_at": row.started_at, "ended_at": row.ended_at,
+            "status": row.status}
+
+
+class TranscriptsDomain:
+    name = TRANSCRIPTS
+
+    def has_data(self, conn: Connection, scope: Scope) -> bool:
+        return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant}).scalar_one())
+
+    def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
+        settings = get_settings()
+        scope = Scope(q.scope.tenant)  # transcripts belong to the tenant, not to an agent, project or session
+        statuses = ACTIVE + HISTORY if q.include_history else ACTIVE
+        gate = _gate_sql(q.policy)
+        n = max(settings.candidates_per_leg, q.k * 3)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+            if not self.has_data(conn, scope) and not q.include_history:
+                return DomainAnswer([], "no data")
+            bm25 = bm25_top(conn, scope, tokenize(q.query), n, settings.bm25_k1, settings.bm25_b, statuses,
+                            CHUNK_KEYWORD, *gate)
+            vector: dict[Any, float] = {}
+            if q.query_vector is not None:
+                [(nearest, _)] = nearest_vectors(conn, scope, [q.query_vector], n, settings, statuses,
+                                                 CHUNK_VECTORS, *gate)
+                vector = dict(nearest)
+            ids = sorted(set(bm25) | set(vector), key=str)
+            if not ids:
+                return DomainAnswer([], "no match")
+            if q.query_vector is not None:
+                missing = [i for i in ids if i not in vector]
+                if missing:
+                    vector.update({r.chunk_id: float(r.cosine) for r in conn.execute(_COSINES, {
+                        "tenant": scope.tenant, "model": settings.embedding_model, "ids": missing,
+                        "q": q.query_vector})})
+            rows = {r.chunk_id: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids})}
+        allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i].transcript_id)]
+        fused = fuse([Candidate(i, bm25.get(i), vector.get(i)) for i in allowed], settings.weight_vector,
+                     settings.weight_keyword, settings.score_threshold)
+        hits = []
+        for s in fused:
+            row = rows[s.memory_id]
+            factor = HISTORY_FACTOR if row.status in HISTORY else 1.0
+            hits.append(DomainHit(
+                content=row.text, score=s.score * factor, handle=handle_of(row),
+                legs={"keyword": s.bm25, "vector": s.cosine},
+                fields={"transcript_id": row.transcript_id, "ord": row.ord, "lines": [row.first_line, row.last_line],
+                        "turns": [row.first_turn, row.last_turn], "started_at": row.started_at,
+                        "version": row.version, "status": row.status},
+                explanation={"bm25_normalised": s.bm25_normalised, "weight_vector": s.weight_vector,
+                             "weight_keyword": s.weight_keyword, "history_factor": factor}))
+        hits.sort(key=lambda h: (-h.score, h.handle["transcript_id"], h.handle["ord"]))
+        reason = None if hits else ("excluded" if len(allowed) < len(ids) else "below threshold")
+        return DomainAnswer(hits[:q.k], reason, {"candidates": len(ids), "gated": len(ids) - len(allowed)})
+
+    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:
+        """The exact chunk the handle names (any status: an old handle still answers its text), as chunk_out, or
+        None when unknown or excluded."""
+        cid = handle_chunk(scope.tenant, handle)
+        if cid is None or excluded(policy, handle["transcript_id"]):
+            return None
+        row = conn.execute(_ROWS, {"tenant": scope.tenant, "ids": [cid]}).first()
+        return chunk_out(row) if row is not None else None
+
+
+__all__ = ["CHUNK_KEYWORD", "CHUNK_VECTORS", "TRANSCRIPTS", "TranscriptsDomain", "chunk_out", "handle_of"]

@@ -1,0 +1,163 @@
+"""Put a verbatim transcript, and read it back from the log, byte for byte.
+
+A put parses the text into turns and cuts it into turn-aligned chunks (domain/transcripts/), then appends one
+TranscriptChunksPut on the transcript's stream at its current version (of two concurrent puts only one wins: 409)
+carrying only the chunks whose text the stream does not hold yet, with the version's ordered chunk hashes: a
+transcript put again after turns were appended writes its grown last chunk and the new ones, and reports the
+others as reused. An unchanged transcript (same text, same format) appends nothing and says so. Every check runs
+before anything is written.
+
+The verbatim text is read from the log (read-your-writes, no projection to wait for): the chunks the newest
+version names, each from the event that carried it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from domain.errors import ContentTooLarge, InvalidPayload, NotFound
+from domain.events import NewEvent, RecordedEvent, TranscriptChunksPut, validate_payload
+from domain.text import content_hash, has_nul
+from domain.transcripts.chunks import chunk_transcript
+from domain.transcripts.ids import (
+    MAX_TRANSCRIPT_BYTES,
+    MAX_TRANSCRIPT_LINES,
+    transcript_id_problem,
+    transcript_stream,
+)
+from domain.transcripts.parse import FORMATS, Format, TranscriptError, parse_transcript, split_lines
+from eventstore.append import append
+from eventstore.stream import read_stream
+from infra.wake import appended
+
+
+@dataclass(frozen=True)
+class TranscriptWritten:
+    transcript_id: str
+    version: int
+    content_hash: str
+    format: str
+    changed: bool  # False: the same text was already the current version (nothing appended)
+    chunks: int
+    chunks_written: int  # chunks whose text this put appended
+    chunks_reused: int  # chunks already in the log (of this transcript), named by hash only
+    lines: int
+    turns: int
+    bytes: int
+    position: int | None = None
+
+
+@dataclass(frozen=True)
+class TranscriptText:
+    transcript_id: str
+    version: int
+    content_hash: str
+    format: str
+    text: str
+
+
+def check_id(transcript_id: str) -> None:
+    problem = transcript_id_problem(transcript_id)
+    if problem:
+        raise InvalidPayload(f"transcript id {transcript_id!r}: {problem}")
+
+
+def decode(raw: bytes) -> str:
+    """A put's body as text: UTF-8, at most MAX_TRANSCRIPT_BYTES, no NUL (refused with the reason otherwise)."""
+    if len(raw) > MAX_TRANSCRIPT_BYTES:
+        raise ContentTooLarge(f"the transcript is {len(raw)} bytes; the limit is {MAX_TRANSCRIPT_BYTES}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidPayload(f"the transcript is not UTF-8 text (byte {exc.start})") from None
+
+
+def _stream(conn: Connection, tenant: str, transcript_id: str) -> tuple[list[RecordedEvent], int]:
+    """The transcript's puts, oldest first, and its stream's head version (0: no such transcript)."""
+    events = read_stream(conn, tenant, transcript_stream(transcript_id))
+    return [e for e in events if e.is_a(TranscriptChunksPut)], (events[-1].stream_version if events else 0)
+
+
+def put_transcript(engine: Engine, tenant: str, transcript_id: str, text: str, metadata: dict[str, Any],
+                   fmt: str | None = None) -> TranscriptWritten:
+    check_id(transcript_id)
+    if fmt is not None and fmt not in FORMATS:
+        raise InvalidPayload(f"format must be one of {', '.join(FORMATS)}")
+    if len(text.encode("utf-8")) > MAX_TRANSCRIPT_BYTES:
+        raise ContentTooLarge(f"the transcript is over the limit of {MAX_TRANSCRIPT_BYTES} bytes")
+    if has_nul(text):
+        raise InvalidPayload("the transcript must not contain NUL (\\u0000) characters")
+    if len(split_lines(text)) > MAX_TRANSCRIPT_LINES:
+        raise ContentTooLarge(f"the transcript has more than {MAX_TRANSCRIPT_LINES} lines")
+    try:
+        parsed = parse_transcript(text, fmt)  # type: ignore[arg-type]
+    except TranscriptError as exc:
+        raise InvalidPayload(f"transcript {transcript_id!r}: {exc}") from None
+    chunks = chunk_transcript(parsed)
+    whole = content_hash(text)
+    size = dict(lines=len(parsed.lines), turns=len(parsed.turns), bytes=len(text.encode("utf-8")))
+    with engine.begin() as conn:
+        events, head = _stream(conn, tenant, transcript_id)
+        last = events[-1].data if events else None
+        if last is not None and last["content_hash"] == whole and last["format"] == parsed.format:
+            return TranscriptWritten(transcript_id, events[-1].stream_version, whole, parsed.format, False,
+                                     len(chunks), 0, len(chunks), position=events[-1].position, **size)
+        held = {c["content_hash"] for e in events for c in e.data.get("chunks", ())}
+        carried: dict[str, str] = {}
+        for c in chunks:
+            if c.content_hash not in held:
+                carried.setdefault(c.content_hash, c.text)
+        data = validate_payload(TranscriptChunksPut, {
+            "transcript_id": transcript_id, "format": parsed.format, "content_hash": whole,
+            "chunk_hashes": [c.content_hash for c in chunks],
+            "chunks": [{"content_hash": h, "text": t} for h, t in carried.items()]})
+        [position] = append(conn, tenant, [NewEvent(TranscriptChunksPut.type_name(), transcript_stream(transcript_id),
+                                                    data, expected_version=head)], metadata)
+    appended(1)
+    written = sum(1 for c in chunks if c.content_hash in carried)
+    return TranscriptWritten(transcript_id, head + 1, whole, parsed.format, True, len(chunks), written,
+                             len(chunks) - written, position=position, **size)
+
+
+def transcript_text(conn: Connection, tenant: str, transcript_id: str) -> TranscriptText:
+    """The transcript's current version, reassembled from the chunks in its log (404 when there is none)."""
+    check_id(transcript_id)
+    events, _ = _stream(conn, tenant, transcript_id)
+    if not events:
+        raise NotFound(f"no transcript {transcript_id!r}")
+    texts = {c["content_hash"]: c["text"] for e in events for c in e.data.get("chunks", ())}
+    last = events[-1]
+    text = "".join(texts[h] for h in last.data["chunk_hashes"])
+    return TranscriptText(transcript_id, last.stream_version, last.data["content_hash"], last.data["format"], text)
+
+
+@dataclass(frozen=True)
+class TranscriptLines:
+    transcript_id: str
+    version: int
+    first: int  # 1-based, inclusive
+    last: int
+    lines_total: int
+    text: str  # the exact slice: those lines with their line endings
+
+
+def transcript_lines(conn: Connection, tenant: str, transcript_id: str, first: int = 1,
+                     last: int | None = None) -> TranscriptLines:
+    """Lines first..last (1-based, inclusive; last past the end: to the end) of the current version."""
+    whole = transcript_text(conn, tenant, transcript_id)
+    lines = split_lines(whole.text)
+    last = len(lines) if last is None else min(last, len(lines))
+    if first < 1:
+        raise InvalidPayload("from is 1 or more (lines are numbered from 1)")
+    if first > len(lines):
+        raise InvalidPayload(f"from {first} is past the last line ({len(lines)})")
+    if last < first:
+        raise InvalidPayload(f"to ({last}) is before from ({first})")
+    return TranscriptLines(transcript_id, whole.version, first, last, len(lines), "".join(lines[first - 1:last]))
+
+
+__all__ = ["Format", "TranscriptLines", "TranscriptText", "TranscriptWritten", "check_id", "decode",
+           "put_transcript", "transcript_lines", "transcript_text"]

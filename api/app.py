@@ -26,6 +26,7 @@ from infra.embedding import get_embedder
 from infra.logging import configure_logging
 from infra.loopback import listening_hosts, refuse_exposed_without_keys
 from infra.settings import get_settings
+from mcp_server.http import mount_mcp
 from recall.funnel import rerank
 
 log = structlog.get_logger(__name__)
@@ -70,6 +71,7 @@ def create_app() -> FastAPI:
     app.include_router(session_routes.router)  # session messages and the resume context (api/routes/sessions.py)
     app.include_router(transcript_routes.router)  # transcripts (api/routes/transcripts.py)
 
+    mount_mcp(app)  # the MCP tools as streamable HTTP at /mcp, same bearer keys (mcp_server/http.py)
     @app.middleware("http")
     async def correlation(request: Request, call_next):  # type: ignore[no-untyped-def]
         correlation_id = request.headers.get("x-correlation-id") or str(uuid.uuid4())

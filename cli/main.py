@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cli import analyze, code, dead_letters, knowledge, sessions, transcripts
+from cli import analyze, code, dead_letters, knowledge, mcp, sessions, transcripts
 
 app = typer.Typer(help="Engramlog: event-sourced long-term memory for LLM agents.", no_args_is_help=True)
 events_app = typer.Typer(help="Query, follow and export the event log.", no_args_is_help=True)
@@ -467,6 +467,7 @@ sessions.register(app)  # sessions list | show | append | resume
 code.register(app)  # code index …
 transcripts.register(app)  # transcripts put …, transcripts sync …
 analyze.register(app)  # analyze keyword-gaps
+mcp.register(app)  # mcp (the MCP server over stdio)
 
 if __name__ == "__main__":
     app()

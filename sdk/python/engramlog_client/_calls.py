@@ -45,6 +45,7 @@ from engramlog_client.models.recall import (
     RecallIn,
     RecallRecord,
 )
+from engramlog_client.models.sessions import DeepRecalled, DeepRecallIn, MessagesAppended, MessagesIn, ResumeContext
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -62,6 +63,9 @@ class Call(Generic[T]):
     wrote: Callable[[T], Iterable[int | None]] | None = None  # the log positions this call's answer says it wrote
     reads_own_writes: bool = False  # a recall: send the client's last written position as min_position
     retried: bool = True
+    # False: the server has no idempotency for this write, so it is retried only when it cannot have landed (the
+    # connection was never made, or a 503: refused before anything was written).
+    idempotent: bool = True
     ok_statuses: frozenset[int] = frozenset()  # non-2xx statuses answered as data (/healthz's 503)
 
 
@@ -231,3 +235,27 @@ def projections() -> Call[Projections]:
 
 def health() -> Call[Health]:
     return Call("GET", "/healthz", model(Health), retried=False, ok_statuses=frozenset({503}))
+
+
+# ------------------------------------------------------------------------------------------------ sessions, deep recall
+
+
+def _session(session_id: str) -> str:
+    return f"/v1/sessions/{_id(session_id)}"
+
+
+def append_messages(session_id: str, body: MessagesIn) -> Call[MessagesAppended]:
+    # Each message gets its id here (not on the server), so a message sent twice is recognisably the same one.
+    messages = [m if m.get("message_id") else {**m, "message_id": str(uuid.uuid4())} for m in body.messages]
+    body = body.model_copy(update={"messages": messages})
+    return Call("POST", f"{_session(session_id)}/messages", model(MessagesAppended), json=body.body(),
+                wrote=lambda out: [out.position], idempotent=False)
+
+
+def resume_context(session_id: str, budget_tokens: int | None) -> Call[ResumeContext]:
+    return Call("GET", f"{_session(session_id)}/resume", model(ResumeContext),
+                params=_params(budget_tokens=budget_tokens))
+
+
+def deep_recall(body: DeepRecallIn) -> Call[DeepRecalled]:
+    return Call("POST", "/v1/deep_recall", model(DeepRecalled), json=body.body())

@@ -52,7 +52,8 @@ from engramlog_client.models.recall import (
     RecallIn,
     RecallRecord,
 )
-from engramlog_client.retry import RETRYABLE_ERRORS, Retry
+from engramlog_client.models.sessions import DeepRecalled, DeepRecallIn, MessagesAppended, MessagesIn, ResumeContext
+from engramlog_client.retry import NOT_SENT, RETRYABLE_ERRORS, Retry
 
 T = TypeVar("T")
 
@@ -97,7 +98,7 @@ class AsyncEngramlog(ClientBase):
                 response = await self.http.request(call.method, call.path, json=call.json, params=call.params,
                                              content=call.content, headers=self._headers(call))
             except RETRYABLE_ERRORS as exc:
-                if not self._retries(call, attempt):
+                if not (self._retries(call, attempt) and (call.idempotent or isinstance(exc, NOT_SENT))):
                     raise EngramlogConnectionError(exc, attempt + 1) from exc
                 await asyncio.sleep(self.retry.delay(attempt))
             else:
@@ -226,6 +227,26 @@ class AsyncEngramlog(ClientBase):
                     recall_id: uuid.UUID | str | None = None) -> Drilled:
         """The drill: the exact section a recall result's handle names."""
         return await self.send(calls.get_section(path, heading_path, project, content_hash, version, recall_id))
+
+    # -------------------------------------------------------------------------------------------- sessions
+
+    async def append_messages(self, session_id: str, messages: Sequence[Mapping[str, Any]], *,
+                              agent_id: str | None = None, project: str | None = None) -> MessagesAppended:
+        """Append chat messages ({role, content, ...}, OpenAI's shape) to a session, in order."""
+        body = MessagesIn(messages=[dict(m) for m in messages], agent_id=agent_id, project=project)
+        return await self.send(calls.append_messages(session_id, body))
+
+    async def resume_context(self, session_id: str, budget_tokens: int | None = None) -> ResumeContext:
+        """What to put in front of a model resuming the session, within `budget_tokens`."""
+        return await self.send(calls.resume_context(session_id, budget_tokens))
+
+    async def deep_recall(self, question: str, *, agent_id: str | None = None, project: str | None = None,
+                          session_id: str | None = None, max_depth: int | None = None,
+                          budgets: Mapping[str, Any] | None = None) -> DeepRecalled:
+        """A question one search cannot answer: the server's model searches (shortcut first), and answers."""
+        body = DeepRecallIn(question=question, agent_id=agent_id, project=project, session_id=session_id,
+                            max_depth=max_depth, budgets=dict(budgets) if budgets else None)
+        return await self.send(calls.deep_recall(body))
 
     # -------------------------------------------------------------------------------------------- policy, status
 

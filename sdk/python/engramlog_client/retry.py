@@ -13,6 +13,7 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # Failures after which the request may be sent again: nothing sent (connect), or no answer read (the write may have
 # landed: its idempotency key makes the retry answer the original).
 RETRYABLE_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)  # the request never reached the server
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,8 @@ from engramlog_client.models.recall import (
     RecallIn,
     RecallRecord,
 )
-from engramlog_client.retry import RETRYABLE_ERRORS, Retry
+from engramlog_client.models.sessions import DeepRecalled, DeepRecallIn, MessagesAppended, MessagesIn, ResumeContext
+from engramlog_client.retry import NOT_SENT, RETRYABLE_ERRORS, Retry
 
 T = TypeVar("T")
 
@@ -96,7 +97,7 @@ class Engramlog(ClientBase):
                 response = self.http.request(call.method, call.path, json=call.json, params=call.params,
                                              content=call.content, headers=self._headers(call))
             except RETRYABLE_ERRORS as exc:
-                if not self._retries(call, attempt):
+                if not (self._retries(call, attempt) and (call.idempotent or isinstance(exc, NOT_SENT))):
                     raise EngramlogConnectionError(exc, attempt + 1) from exc
                 time.sleep(self.retry.delay(attempt))
             else:
@@ -222,6 +223,26 @@ class Engramlog(ClientBase):
                     recall_id: uuid.UUID | str | None = None) -> Drilled:
         """The drill: the exact section a recall result's handle names."""
         return self.send(calls.get_section(path, heading_path, project, content_hash, version, recall_id))
+
+    # -------------------------------------------------------------------------------------------- sessions
+
+    def append_messages(self, session_id: str, messages: Sequence[Mapping[str, Any]], *,
+                        agent_id: str | None = None, project: str | None = None) -> MessagesAppended:
+        """Append chat messages ({role, content, ...}, OpenAI's shape) to a session, in order."""
+        body = MessagesIn(messages=[dict(m) for m in messages], agent_id=agent_id, project=project)
+        return self.send(calls.append_messages(session_id, body))
+
+    def resume_context(self, session_id: str, budget_tokens: int | None = None) -> ResumeContext:
+        """What to put in front of a model resuming the session, within `budget_tokens`."""
+        return self.send(calls.resume_context(session_id, budget_tokens))
+
+    def deep_recall(self, question: str, *, agent_id: str | None = None, project: str | None = None,
+                    session_id: str | None = None, max_depth: int | None = None,
+                    budgets: Mapping[str, Any] | None = None) -> DeepRecalled:
+        """A question one search cannot answer: the server's model searches (shortcut first), and answers."""
+        body = DeepRecallIn(question=question, agent_id=agent_id, project=project, session_id=session_id,
+                            max_depth=max_depth, budgets=dict(budgets) if budgets else None)
+        return self.send(calls.deep_recall(body))
 
     # -------------------------------------------------------------------------------------------- policy, status
 

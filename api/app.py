@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.context import loopback_refusal
 from api.routes import code as code_routes
 from api.routes import dead_letters, events, feedback, memories, operations, policy, positions, recall
+from api.routes import deep_recall as deep_recall_routes
 from api.routes import knowledge as knowledge_routes
 from api.routes import sessions as session_routes
 from api.routes import transcripts as transcript_routes
@@ -69,6 +70,7 @@ def create_app() -> FastAPI:
     app.include_router(knowledge_routes.router)  # the knowledge library (api/routes/knowledge.py)
     app.include_router(code_routes.router)  # code intelligence (api/routes/code.py)
     app.include_router(session_routes.router)  # session messages and the resume context (api/routes/sessions.py)
+    app.include_router(deep_recall_routes.router)  # deep recall and blind spots (api/routes/deep_recall.py)
     app.include_router(transcript_routes.router)  # transcripts (api/routes/transcripts.py)
 
     mount_mcp(app)  # the MCP tools as streamable HTTP at /mcp, same bearer keys (mcp_server/http.py)

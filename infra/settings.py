@@ -253,6 +253,50 @@ class Settings:
     resume_budget_max: int = field(default_factory=lambda: int(_env("ENGRAMLOG_RESUME_BUDGET_MAX", "150000")))
     resume_turns: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_RESUME_TURNS", "30")))
 
+    # Deep recall (deep_recall/, docs/deep_recall.md). The models: an OpenAI-compatible chat API or Anthropic's
+    # Messages API; no model (ENGRAMLOG_LLM_MODEL empty) answers the shortcut's results. The sub-model defaults
+    # to the root model.
+    llm_provider: str = field(default_factory=lambda: _choice("ENGRAMLOG_LLM_PROVIDER", "openai",
+                                                              ("openai", "anthropic")))
+    llm_base_url: str = field(default_factory=lambda: _env("ENGRAMLOG_LLM_BASE_URL", ""))
+    llm_api_key: str = field(default_factory=lambda: _env("ENGRAMLOG_LLM_API_KEY", ""))
+    llm_model: str = field(default_factory=lambda: _env("ENGRAMLOG_LLM_MODEL", ""))
+    llm_sub_model: str = field(default_factory=lambda: _env("ENGRAMLOG_LLM_SUB_MODEL", ""))
+    llm_stream: bool = field(
+        default_factory=lambda: _env("ENGRAMLOG_LLM_STREAM", "0").lower() not in ("0", "false", "no"))
+    llm_max_tokens: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_LLM_MAX_TOKENS", "4096")))
+    # USD per million tokens, {"model": [input, output]}; "*" prices any model not listed.
+    llm_prices: str = field(default_factory=lambda: _env("ENGRAMLOG_LLM_PRICES", '{"*": [3.0, 15.0]}'))
+    # Per-call budgets (a request may lower or raise them up to the operator's maxima).
+    deep_max_iterations: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_MAX_ITERATIONS", "15")))
+    deep_max_sub_calls: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_MAX_SUB_CALLS", "20")))
+    deep_max_cost_usd: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_MAX_COST_USD", "0.5"))
+    deep_cap_iterations: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_CAP_ITERATIONS", "50")))
+    deep_cap_sub_calls: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_CAP_SUB_CALLS", "100")))
+    deep_cap_cost_usd: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_CAP_COST_USD", "5"))
+    deep_nested_iterations: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_NESTED_ITERATIONS", "5")))
+    # The sandbox: each code block's limit, the whole call's hard limit (model calls and live APIs included),
+    # its heap, what one block may print, what goes back to the model per turn and per live call.
+    deep_block_timeout_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_BLOCK_TIMEOUT_S", "30"))
+    deep_timeout_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_TIMEOUT_S", "300"))
+    deep_sandbox_memory_mb: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_SANDBOX_MEMORY_MB", "256")))
+    deep_print_bytes: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_PRINT_BYTES", "1048576")))
+    deep_output_chars: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_OUTPUT_CHARS", "20000")))
+    deep_live_chars: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_LIVE_CHARS", "50000")))
+    deep_max_context_tokens: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_MAX_CONTEXT_TOKENS", "500000")))
+    deep_bootstrap_ttl_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_BOOTSTRAP_TTL_S", "900"))
+    # The smart shortcut: this many results at or above this final score answer without the loop.
+    deep_shortcut_score: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_SHORTCUT_SCORE", "0.8"))
+    deep_shortcut_hits: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_SHORTCUT_HITS", "3")))
+    # The query cache (Redis, shared by API processes) and blind spots.
+    deep_cache_ttl_s: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_CACHE_TTL_S", "3600")))
+    deep_cache_entries: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_CACHE_ENTRIES", "50")))
+    blind_spot_priority: float = field(default_factory=lambda: _positive("ENGRAMLOG_BLIND_SPOT_PRIORITY", "0.85"))
+    blind_spot_ttl_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_BLIND_SPOT_TTL_S", "604800"))
+
     @property
     def multi_tenant(self) -> bool:
         return bool(self.api_keys)

@@ -3,6 +3,7 @@
 from projections.activity import ActivityProjector
 from projections.base import Projector
 from projections.code import CodeProjector
+from projections.deep_recall import DeepRecallProjector
 from projections.edges import EdgesProjector
 from projections.entities import EntitiesProjector
 from projections.keyword import KeywordProjector
@@ -23,6 +24,7 @@ PROJECTORS[KnowledgeProjector.name] = KnowledgeProjector()  # the knowledge libr
 PROJECTORS[CodeProjector.name] = CodeProjector()  # code intelligence (projections/code.py)
 PROJECTORS[SectionVectorsProjector.name] = SectionVectorsProjector()  # lazy section vectors (hit-log)
 PROJECTORS[SessionsProjector.name] = SessionsProjector()  # session messages (projections/sessions.py)
+PROJECTORS[DeepRecallProjector.name] = DeepRecallProjector()  # deep recall's store and blind spots
 PROJECTORS[TranscriptsProjector.name] = TranscriptsProjector()  # transcripts (projections/transcripts.py)
 PROJECTORS[TranscriptVectorsProjector.name] = TranscriptVectorsProjector()  # lazy chunk vectors (hit-log)
 

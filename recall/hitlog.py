@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from domain.errors import NotFound
-from domain.events import NewEvent, RecallServed, ResultDrilled, recall_stream, validate_payload
+from domain.events import DeepRecallServed, NewEvent, RecallServed, ResultDrilled, recall_stream, validate_payload
 from eventstore.append import append
 from eventstore.stream import read_stream
 from infra.wake import appended
@@ -39,13 +39,30 @@ def served_record(engine: Engine, tenant: str, recall_id: uuid.UUID) -> dict[str
         rows = read_stream(conn, tenant, recall_stream(recall_id))
     served = next((r for r in rows if r.is_a(RecallServed)), None)
     if served is None:
-        raise NotFound(f"no recall {recall_id}")
+        deep = next((r for r in rows if r.is_a(DeepRecallServed)), None)
+        if deep is None:
+            raise NotFound(f"no recall {recall_id}")
+        return _deep_record(deep)
     drilled = {_handle_key(r.data["domain"], r.data["handle"].get("memory_id"), r.data["handle"])
                for r in rows if r.is_a(ResultDrilled)}
     results = [{**r, "drilled": _handle_key(r.get("domain", "memories"), r.get("memory_id"), r.get("handle"))
                 in drilled} for r in served.data.get("results", [])]
     return {"data": {**served.data, "results": results}, "position": served.position,
             "recorded_at": served.recorded_at}
+
+
+def _deep_record(deep: Any) -> dict[str, Any]:
+    """A deep recall in a recall's record shape: its question as the query, the shortcut's results as the results,
+    the whole DeepRecallServed (iterations, code, live calls, sub-calls, costs, answer) as explanation.deep_recall."""
+    d = deep.data
+    results = [{"rank": rank, "score": r.get("score", 0.0), "domain": r.get("domain", "memories"),
+                "memory_id": r.get("memory_id"), "handle": r.get("handle"), "drilled": False}
+               for rank, r in enumerate(d.get("shortcut_results", []) if d.get("shortcut") else [], 1)]
+    return {"data": {"recall_id": d["recall_id"], "query": d["question"], "k": len(results),
+                     "scope": d.get("scope", {}), "results": results, "latency_ms": d.get("latency_ms"),
+                     "domains": sorted({r["domain"] for r in results}),
+                     "explanation": {"deep_recall": {k: v for k, v in d.items() if k != "shortcut_results"}}},
+            "position": deep.position, "recorded_at": deep.recorded_at}
 
 
 __all__ = ["append_served", "served_record"]

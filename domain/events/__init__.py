@@ -39,6 +39,14 @@ from domain.events.base import (
     strings,
 )
 from domain.events.code import CodeFilePut, CodeFileRemoved, code_file_stream, own_code_stream
+from domain.events.deep_recall import (
+    BlindSpotRegistered,
+    DeepRecallServed,
+    DeepRecallStored,
+    blind_spot_stream,
+    deep_scope_key,
+    deep_store_stream,
+)
 from domain.events.hitlog import (
     MEMORIES,
     FeedbackItem,
@@ -96,6 +104,12 @@ from domain.events.sessions import (
 from domain.events.transcripts import TranscriptChunk, TranscriptChunksPut
 
 __all__ = [
+    "BlindSpotRegistered",
+    "DeepRecallServed",
+    "DeepRecallStored",
+    "blind_spot_stream",
+    "deep_scope_key",
+    "deep_store_stream",
     "CodeFilePut",
     "CodeFileRemoved",
     "ConsolidationCompleted",

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from domain.errors import InvalidPayload, UnknownEventType
 from domain.events.base import EventSchema, OperatorEvent, SystemEvent
 from domain.events.code import CodeFilePut, CodeFileRemoved
+from domain.events.deep_recall import BlindSpotRegistered, DeepRecallServed, DeepRecallStored
 from domain.events.hitlog import RecallFeedbackGiven, RecallServed, ResultDrilled
 from domain.events.knowledge import DocumentPut, DocumentRetired, SectionStatusChanged
 from domain.events.memory import (
@@ -92,6 +93,9 @@ EVENT_TYPES: dict[str, EventType] = {
         _current(CodeFileRemoved),
         _current(SessionMessagesAppended),
         _current(SessionMessageSent),
+        _current(DeepRecallServed),
+        _current(DeepRecallStored),
+        _current(BlindSpotRegistered),
         _current(TranscriptChunksPut),
     )
 }

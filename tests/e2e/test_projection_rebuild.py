@@ -138,9 +138,11 @@ def test_rebuild_then_verify_reports_identical(engine, projected):
         assert report.position == before[name].position
         for t in report.tables:
             assert t.live_rows == t.rebuilt_rows and t.only_live == t.only_rebuilt == 0, t
-            # privacy_policies: this module sets none (tests/e2e/test_privacy_gate.py rebuilds it with rows)
+            # privacy_policies: this module sets none (tests/e2e/test_privacy_gate.py rebuilds it with rows);
+            # deep_recall_store, blind_spots: tests/e2e/test_deep_recall.py rebuilds them with rows
             assert t.live_rows > 0 or t.table in ("memory_history", "memory_activity", "memory_edges",
-                                                  "privacy_policies", "knowledge_section_vectors"), t
+                                                  "privacy_policies", "knowledge_section_vectors",
+                                                  "deep_recall_store", "blind_spots"), t
 
     # Recall still works on the rebuilt models.
     from infra.embedding import get_embedder

@@ -64,7 +64,8 @@ def test_system_events_are_the_system_event_subclasses() -> None:
     system = {name for name, t in EVENT_TYPES.items() if issubclass(t.schema, SystemEvent)}
     assert system == {"MemoryAdmitted", "MemoryReinforced", "MemorySuperseded", "MemoryStatusChanged",
                       "MemoriesMerged", "EdgeAdjusted", "ConsolidationCompleted", "RecallFeedbackGiven",
-                      "RecallServed", "ResultDrilled", "SectionStatusChanged"}
+                      "RecallServed", "ResultDrilled", "SectionStatusChanged", "DeepRecallServed", "DeepRecallStored",
+                      "BlindSpotRegistered"}
     assert all(is_system_event(n) for n in system)
     assert not is_system_event(MemoryRecorded.type_name())
     assert not is_system_event("NoSuchEvent")

@@ -1,0 +1,98 @@
+"""POST /v1/deep_recall (a model's search code over the live APIs, in a sandbox; deep_recall/service.py) and
+GET /v1/blind_spots (the questions deep recall could not answer, live for the scope)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
+
+from api.context import Caller, caller, engine
+from api.schemas import Body
+from deep_recall.service import DeepRequest, blind_spots, deep_recall
+from domain.events import ScopeText
+from domain.events.deep_recall import MAX_QUESTION_CHARS
+from infra.embedding import get_embedder
+from infra.settings import get_settings
+from recall.privacy import policy_of
+
+router = APIRouter(prefix="/v1", tags=["deep recall"])
+
+
+class BudgetsIn(Body):
+    """Per-request budgets; each within the operator's maximum (ENGRAMLOG_DEEP_CAP_*)."""
+
+    iterations: int | None = None
+    sub_calls: int | None = None
+    cost_usd: float | None = None
+    timeout_s: float | None = None
+
+
+class DeepRecallIn(Body):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    agent_id: ScopeText | None = None
+    project: ScopeText | None = None
+    session_id: ScopeText | None = None
+    max_depth: int = Field(default=1, ge=1, le=3)
+    budgets: BudgetsIn = Field(default_factory=BudgetsIn)
+
+
+class DeepRecallOut(BaseModel):
+    recall_id: uuid.UUID
+    answer: str | None
+    shortcut: bool
+    cached: bool
+    iterations: int
+    sub_calls: int
+    cost_usd: float
+    tokens: dict[str, int]
+    stopped: str  # final | budget | timeout | error
+    reason: str | None
+    results: list[dict[str, Any]]  # the shortcut's results
+    latency_ms: float
+    position: int
+
+
+class BlindSpotOut(BaseModel):
+    gap_id: uuid.UUID
+    question: str
+    kind: str
+    priority: float
+    registered_at: datetime
+    expires_at: datetime
+    recall_id: uuid.UUID
+    reason: str
+
+
+class BlindSpotsOut(BaseModel):
+    blind_spots: list[BlindSpotOut]
+
+
+def _run(db: Engine, who: Caller, request: DeepRequest) -> dict[str, Any]:
+    settings = get_settings()
+    with db.connect() as conn:
+        policy = policy_of(conn, who.tenant)
+    return deep_recall(db, get_embedder(settings.embedding_model), settings, request, who.tenant, who.metadata(),
+                       policy)
+
+
+@router.post("/deep_recall", response_model=DeepRecallOut)
+async def post_deep_recall(body: DeepRecallIn, who: Annotated[Caller, Depends(caller)],
+                           db: Annotated[Engine, Depends(engine)]) -> DeepRecallOut:
+    request = DeepRequest(body.question, body.agent_id, body.project, body.session_id, body.max_depth,
+                          body.budgets.model_dump())
+    return DeepRecallOut(**await run_in_threadpool(_run, db, who, request))
+
+
+@router.get("/blind_spots", response_model=BlindSpotsOut)
+def get_blind_spots(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
+                    agent_id: Annotated[str | None, Query(max_length=128)] = None,
+                    project: Annotated[str | None, Query(max_length=128)] = None,
+                    session_id: Annotated[str | None, Query(max_length=128)] = None) -> BlindSpotsOut:
+    return BlindSpotsOut(blind_spots=[BlindSpotOut(**r) for r in blind_spots(db, who.tenant, agent_id,
+                                                                               session_id, project)])

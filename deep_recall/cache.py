@@ -1,0 +1,74 @@
+"""The query cache: a deep recall's answer kept in Redis (shared by every API process) for deep_cache_ttl_s,
+keyed by the SHA-256 of the scope and the lower-cased, whitespace-collapsed question, at most deep_cache_entries
+per scope (the oldest dropped). Redis unreachable: no cache (logged), never a failure."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+import redis
+import structlog
+
+from infra.settings import Settings
+
+log = structlog.get_logger(__name__)
+PREFIX = "engramlog:deep-cache"
+_clients: dict[str, redis.Redis] = {}
+
+
+def _client(settings: Settings) -> redis.Redis | None:
+    if not settings.redis_url:
+        return None
+    if settings.redis_url not in _clients:
+        _clients[settings.redis_url] = redis.Redis.from_url(settings.redis_url, socket_timeout=2,
+                                                            socket_connect_timeout=2)
+    return _clients[settings.redis_url]
+
+
+def question_key(scope: dict[str, Any], question: str) -> str:
+    normal = " ".join(question.lower().split())
+    return hashlib.sha256((json.dumps(scope, sort_keys=True) + "\n" + normal).encode()).hexdigest()
+
+
+def _scope_index(tenant: str, scope: dict[str, Any]) -> str:
+    return f"{PREFIX}-index:{tenant}:{hashlib.sha256(json.dumps(scope, sort_keys=True).encode()).hexdigest()}"
+
+
+def cached(settings: Settings, tenant: str, scope: dict[str, Any], question: str) -> dict[str, Any] | None:
+    client = _client(settings)
+    if client is None:
+        return None
+    try:
+        raw = client.get(f"{PREFIX}:{tenant}:{question_key(scope, question)}")
+    except redis.RedisError as exc:
+        log.warning("deep_recall.cache_unavailable", error=str(exc))
+        return None
+    return None if raw is None else json.loads(raw)
+
+
+def keep(settings: Settings, tenant: str, scope: dict[str, Any], question: str, answer: dict[str, Any]) -> None:
+    client = _client(settings)
+    if client is None:
+        return
+    key = f"{PREFIX}:{tenant}:{question_key(scope, question)}"
+    index = _scope_index(tenant, scope)
+    ttl = settings.deep_cache_ttl_s
+    try:
+        pipe = client.pipeline()
+        pipe.set(key, json.dumps(answer, default=str), ex=ttl)
+        pipe.zadd(index, {key: time.time()})
+        pipe.zremrangebyscore(index, 0, time.time() - ttl)  # expired entries leave the index too
+        pipe.expire(index, ttl)
+        pipe.execute()
+        overflow = client.zrange(index, 0, -(settings.deep_cache_entries + 1))  # all but the newest N
+        if overflow:
+            client.delete(*overflow)
+            client.zrem(index, *overflow)
+    except redis.RedisError as exc:
+        log.warning("deep_recall.cache_unavailable", error=str(exc))
+
+
+__all__ = ["cached", "keep", "question_key"]

@@ -1,0 +1,136 @@
+"""The model clients deep recall talks to: an OpenAI-compatible chat API (hosted APIs and local servers such as
+llama.cpp, vLLM, Ollama; streamed or not) and Anthropic's Messages API. Each answers the text and its token
+usage; a failure is a ModelError with the reason (the loop reports it, stopped "error")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from infra.settings import Settings
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
+OPENAI_URL = "https://api.openai.com/v1"
+ANTHROPIC_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+class ModelError(Exception):
+    """The model could not answer (HTTP error, unreadable reply, timeout)."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    model: str
+
+
+class ChatModel(Protocol):
+    model: str
+
+    def complete(self, messages: list[Message], timeout_s: float) -> Completion: ...
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) else 0
+
+
+class OpenAIChat:
+    """POST {base_url}/chat/completions."""
+
+    def __init__(self, base_url: str, api_key: str, model: str, max_tokens: int, stream: bool) -> None:
+        self.url = (base_url or OPENAI_URL).rstrip("/") + "/chat/completions"
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.model, self.max_tokens, self.stream = model, max_tokens, stream
+
+    def complete(self, messages: list[Message], timeout_s: float) -> Completion:
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens}
+        try:
+            if self.stream:
+                return self._streamed({**body, "stream": True, "stream_options": {"include_usage": True}},
+                                      timeout_s)
+            r = httpx.post(self.url, json=body, headers=self.headers, timeout=timeout_s)
+            if r.status_code != 200:
+                raise ModelError(f"{self.url} answered {r.status_code}: {r.text[:500]}")
+            data = r.json()
+            usage = data.get("usage") or {}
+            text = data["choices"][0]["message"].get("content") or ""
+        except httpx.TimeoutException:
+            raise ModelError(f"{self.url} timed out after {timeout_s:.1f}s") from None
+        except httpx.HTTPError as exc:
+            raise ModelError(f"{self.url}: {type(exc).__name__}: {exc}") from None
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise ModelError(f"{self.url} answered an unreadable completion: {exc!r}") from None
+        return Completion(text, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")), self.model)
+
+    def _streamed(self, body: dict[str, Any], timeout_s: float) -> Completion:
+        parts: list[str] = []
+        usage: dict[str, Any] = {}
+        with httpx.stream("POST", self.url, json=body, headers=self.headers, timeout=timeout_s) as r:
+            if r.status_code != 200:
+                raise ModelError(f"{self.url} answered {r.status_code}: {r.read()[:500]!r}")
+            for line in r.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                chunk = json.loads(payload)
+                usage = chunk.get("usage") or usage
+                for choice in chunk.get("choices") or ():
+                    parts.append((choice.get("delta") or {}).get("content") or "")
+        return Completion("".join(parts), _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
+                          self.model)
+
+
+class AnthropicMessages:
+    """POST {base_url}/v1/messages (the system prompt apart, as the API takes it)."""
+
+    def __init__(self, base_url: str, api_key: str, model: str, max_tokens: int) -> None:
+        self.url = (base_url or ANTHROPIC_URL).rstrip("/") + "/v1/messages"
+        self.headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
+        self.model, self.max_tokens = model, max_tokens
+
+    def complete(self, messages: list[Message], timeout_s: float) -> Completion:
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
+                                "messages": [m for m in messages if m["role"] != "system"]}
+        if system:
+            body["system"] = system
+        try:
+            r = httpx.post(self.url, json=body, headers=self.headers, timeout=timeout_s)
+            if r.status_code != 200:
+                raise ModelError(f"{self.url} answered {r.status_code}: {r.text[:500]}")
+            data = r.json()
+            text = "".join(b.get("text", "") for b in data.get("content") or () if b.get("type") == "text")
+            usage = data.get("usage") or {}
+        except httpx.TimeoutException:
+            raise ModelError(f"{self.url} timed out after {timeout_s:.1f}s") from None
+        except httpx.HTTPError as exc:
+            raise ModelError(f"{self.url}: {type(exc).__name__}: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"{self.url} answered an unreadable message: {exc!r}") from None
+        return Completion(text, _int(usage.get("input_tokens")), _int(usage.get("output_tokens")), self.model)
+
+
+def model_for(settings: Settings, model: str) -> ChatModel:
+    if settings.llm_provider == "anthropic":
+        return AnthropicMessages(settings.llm_base_url, settings.llm_api_key, model, settings.llm_max_tokens)
+    return OpenAIChat(settings.llm_base_url, settings.llm_api_key, model, settings.llm_max_tokens,
+                      settings.llm_stream)
+
+
+def configured_models(settings: Settings) -> tuple[ChatModel, ChatModel] | None:
+    """The root and sub-models, or None when no model is configured."""
+    if not settings.llm_model:
+        return None
+    return model_for(settings, settings.llm_model), model_for(settings, settings.llm_sub_model or settings.llm_model)
+
+
+__all__ = ["AnthropicMessages", "ChatModel", "Completion", "ModelError", "OpenAIChat", "configured_models",
+           "model_for"]

@@ -1,0 +1,242 @@
+"""POST /v1/deep_recall: the cache, the smart shortcut, the loop, blind spots and the audit, in that order.
+
+1. The query cache (deep_recall/cache.py) answers a question asked in the same scope within the hour at once.
+2. The smart shortcut: a quick hybrid recall (recall/multi); when deep_shortcut_hits results score at least
+   deep_shortcut_score (the final scores, filtered here after retrieval), they are the answer.
+   With no model configured, the shortcut's results are the answer whatever their scores, and the reason says so.
+3. Otherwise the loop (deep_recall/loop.py) over the bootstrap snapshot and the live APIs.
+A deep recall with no useful answer registers its question as a blind spot (BlindSpotRegistered). Every deep
+recall, cached and shortcut ones included, is one DeepRecallServed on its recall-<id> stream.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import structlog
+from sqlalchemy import Engine, text
+
+from deep_recall import cache
+from deep_recall.budget import Limits, Prices, Tracker
+from deep_recall.live import Caller, LiveAPIs, cap, plain
+from deep_recall.loop import Env, Loop
+from deep_recall.models import configured_models
+from deep_recall.store import Store
+from domain.errors import InvalidPayload
+from domain.events import (
+    BlindSpotRegistered,
+    DeepRecallServed,
+    NewEvent,
+    blind_spot_stream,
+    deep_scope_key,
+    recall_stream,
+    validate_payload,
+)
+from domain.events.deep_recall import MAX_QUESTION_CHARS
+from domain.privacy import PrivacyPolicy
+from eventstore.append import append
+from eventstore.stream import read_stream
+from infra.embedding import Embedder
+from infra.settings import Settings
+from infra.wake import appended
+from recall.multi import MultiRequest, recall_multi
+from recall.scope import Scope
+
+log = structlog.get_logger(__name__)
+MAX_DEPTH = 3
+SEED_TRANSCRIPTS = 5
+NOT_FOUND = "NOT FOUND"
+
+
+@dataclass(frozen=True)
+class DeepRequest:
+    question: str
+    agent_id: str | None = None
+    project: str | None = None
+    session_id: str | None = None
+    max_depth: int = 1
+    budgets: dict[str, float | None] = field(default_factory=dict)  # iterations, sub_calls, cost_usd, timeout_s
+
+
+def _check(request: DeepRequest) -> None:
+    if not request.question.strip():
+        raise InvalidPayload("question must not be empty")
+    if len(request.question) > MAX_QUESTION_CHARS:
+        raise InvalidPayload(f"question is at most {MAX_QUESTION_CHARS} characters")
+    if not 1 <= request.max_depth <= MAX_DEPTH:
+        raise InvalidPayload(f"max_depth must be between 1 and {MAX_DEPTH}")
+
+
+def _flat(answer: Any) -> list[dict[str, Any]]:
+    return [plain({"domain": b.domain, "score": round(h.score, 4), "content": cap(h.content, 4000),
+                   "memory_id": h.memory_id, "handle": h.handle}) for b in answer.buckets for h in b.results]
+
+
+def _as_answer(results: list[dict[str, Any]]) -> str:
+    return "\n".join(f"- [{r['domain']} {r['score']:.2f}] {r['content']}" for r in results)
+
+
+def _seeds(question: str) -> list[str]:
+    """A few diverse seed queries: the question, and its longest words (the likely names and topics)."""
+    words = sorted({w.strip("?.,!:;\"'()").lower() for w in question.split()}, key=len, reverse=True)
+    words = [w for w in words if len(w) > 3]
+    seeds = [question, " ".join(words[:3]), " ".join(words[3:6])]
+    return [s for i, s in enumerate(seeds) if s.strip() and s not in seeds[:i]]
+
+
+def _bootstrap(live: LiveAPIs, request: DeepRequest, settings: Settings) -> dict[str, Any]:
+    """The snapshot the root model starts from, cut to deep_max_context_tokens (about 4 characters a token)."""
+    budget = settings.deep_max_context_tokens * 4
+    sessions = plain(live.list_sessions_raw())
+    knowledge: list[dict[str, Any]] = []
+    for seed in _seeds(request.question):
+        try:
+            knowledge += live.search(seed, max_results=10)
+        except Exception as exc:  # the snapshot is best effort: the live APIs cover what it lacks
+            log.warning("deep_recall.seed_failed", error=str(exc))
+    live.calls = []
+    ordered = sorted(sessions, key=lambda s: s["session_id"] != request.session_id)  # the caller's own first
+    transcripts: dict[str, str] = {}
+    used = len(str(sessions)) + len(str(knowledge))
+    for s in ordered[:SEED_TRANSCRIPTS]:
+        if used >= budget:
+            break
+        try:
+            body = cap(live.transcript(s["session_id"]), budget - used)
+        except LookupError:
+            continue
+        transcripts[s["session_id"]] = body
+        used += len(body)
+    firsts = [s["first_at"] for s in sessions if s.get("first_at")]
+    lasts = [s["last_at"] for s in sessions if s.get("last_at")]
+    return {"sessions": sessions[:200], "date_range": {"first": min(firsts, default=None),
+                                                       "last": max(lasts, default=None)},
+            "recent_transcripts": transcripts, "knowledge": knowledge,
+            "built_at": datetime.now(UTC).isoformat()}
+
+
+def _useful(answer: str | None) -> bool:
+    return bool(answer and answer.strip() and not answer.strip().upper().startswith(NOT_FOUND))
+
+
+def _blind_spot(engine: Engine, settings: Settings, tenant: str, request: DeepRequest, recall_id: uuid.UUID,
+                reason: str, metadata: dict[str, Any]) -> None:
+    """Register the question as a knowledge gap, unless the same question is a live gap of the scope already
+    (decided from the scope's stream in the log, so a lagging projector never lets it in twice)."""
+    scope_key = deep_scope_key(request.agent_id, request.session_id, request.project)
+    now = datetime.now(UTC)
+    asked = " ".join(request.question.lower().split())
+    with engine.begin() as conn:
+        for event in read_stream(conn, tenant, blind_spot_stream(scope_key)):
+            gap = event.payload()
+            if (isinstance(gap, BlindSpotRegistered) and gap.expires_at > now
+                    and " ".join(gap.question.lower().split()) == asked):
+                return
+        data = validate_payload(BlindSpotRegistered, {
+            "gap_id": str(uuid.uuid4()), "scope_key": scope_key, "agent_id": request.agent_id,
+            "session_id": request.session_id, "project": request.project, "question": request.question,
+            "priority": settings.blind_spot_priority, "registered_at": now.isoformat(),
+            "expires_at": (now + timedelta(seconds=settings.blind_spot_ttl_s)).isoformat(),
+            "recall_id": str(recall_id), "reason": reason[:2000]})
+        append(conn, tenant, [NewEvent(BlindSpotRegistered.type_name(), blind_spot_stream(scope_key), data)],
+               {**metadata, "actor": "system:deep_recall"})
+    appended(1)
+
+
+def blind_spots(engine: Engine, tenant: str, agent_id: str | None, session_id: str | None,
+                project: str | None) -> list[dict[str, Any]]:
+    """The scope's live blind spots, highest priority and newest first."""
+    with engine.connect() as conn:
+        rows = conn.execute(text("""
+        SELECT gap_id, question, kind, priority, registered_at, expires_at, recall_id, reason FROM blind_spots
+        WHERE tenant = :t AND scope_key = :k AND expires_at > now() ORDER BY priority DESC, registered_at DESC
+        LIMIT 500"""), {"t": tenant, "k": deep_scope_key(agent_id, session_id, project)}).all()
+    return [dict(r._mapping) for r in rows]
+
+
+def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request: DeepRequest, tenant: str,
+                metadata: dict[str, Any], policy: PrivacyPolicy) -> dict[str, Any]:
+    _check(request)
+    limits = Limits.of(settings, **request.budgets)  # type: ignore[arg-type]
+    started = time.perf_counter()
+    recall_id = uuid.uuid4()
+    scope = {"agent_id": request.agent_id, "project": request.project, "session_id": request.session_id}
+    record: dict[str, Any] = {"recall_id": str(recall_id), "question": request.question, "scope": scope,
+                              "shortcut": False, "budgets": {"iterations": limits.iterations,
+                                                             "sub_calls": limits.sub_calls,
+                                                             "cost_usd": limits.cost_usd,
+                                                             "timeout_s": limits.timeout_s,
+                                                             "max_depth": request.max_depth}}
+    cache_scope = {**scope, "max_depth": request.max_depth}
+    hit = cache.cached(settings, tenant, cache_scope, request.question)
+    if hit is not None:
+        record.update(cached=True, answer=hit["answer"], stopped="final", shortcut=hit.get("shortcut", False),
+                      reason=f"from the query cache (deep recall {hit['recall_id']})")
+        return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0)
+
+    quick = recall_multi(engine, embedder, settings,
+                         MultiRequest(Scope(tenant, request.agent_id, request.project), request.question),
+                         metadata, policy)
+    results = _flat(quick)
+    high = [r for r in results if r["score"] >= settings.deep_shortcut_score]
+    models = configured_models(settings)
+    record["shortcut_results"] = results
+    if len(high) >= settings.deep_shortcut_hits or models is None:
+        shown = high if len(high) >= settings.deep_shortcut_hits else results
+        reason = (f"{len(high)} results scored >= {settings.deep_shortcut_score}" if shown is high else
+                  "no model configured (ENGRAMLOG_LLM_MODEL is empty): the quick recall's results as they are")
+        record.update(shortcut=True, answer=_as_answer(shown) or None, stopped="final", reason=reason,
+                      shortcut_results=shown)
+        if not shown:
+            _blind_spot(engine, settings, tenant, request, recall_id, "no results", metadata)
+        return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0)
+
+    root, sub = models
+    record["models"] = {"root": root.model, "sub": sub.model}
+    tracker = Tracker(limits, Prices(settings.llm_prices))
+    live = LiveAPIs(engine, embedder, settings,
+                    Caller(tenant, request.agent_id, request.project, request.session_id, policy,
+                           {**metadata, "causation_id": str(recall_id)}),
+                    tracker.deadline)
+    store = Store(engine, tenant, request.agent_id, request.session_id, request.project, recall_id, metadata)
+    context = store.bootstrap(settings.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings))
+    env = Env(settings, live, store, tracker, sub)
+    outcome = Loop(env, root, request.max_depth, limits.iterations, nested=False).run(request.question, context)
+    record.update(answer=outcome.answer, stopped=outcome.stopped, reason=outcome.reason,
+                  iterations=outcome.iterations, sub_calls=env.sub_calls)
+    if not _useful(outcome.answer):
+        _blind_spot(engine, settings, tenant, request, recall_id,
+                    outcome.reason or f"answered {outcome.answer!r}"[:500], metadata)
+    answer = _served(engine, tenant, record, started, metadata, tracker.iterations, tracker.sub_calls,
+                     tracker.tokens(), tracker.cost_usd)
+    if outcome.stopped == "final" and _useful(outcome.answer):
+        cache.keep(settings, tenant, cache_scope, request.question, answer)
+    return answer
+
+
+def _served(engine: Engine, tenant: str, record: dict[str, Any], started: float, metadata: dict[str, Any],
+            iterations: int, sub_calls: int, tokens: dict[str, int], cost_usd: float) -> dict[str, Any]:
+    """Append the deep recall's DeepRecallServed and answer the route's body."""
+    latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    data = validate_payload(DeepRecallServed, {**record, "tokens": tokens, "cost_usd": round(cost_usd, 6),
+                                               "latency_ms": latency_ms})
+    recall_id = uuid.UUID(record["recall_id"])
+    with engine.begin() as conn:
+        [position] = append(conn, tenant, [NewEvent(DeepRecallServed.type_name(), recall_stream(recall_id), data,
+                                                    expected_version=0)], metadata)
+    appended(1)
+    log.info("deep_recall.served", recall_id=record["recall_id"], shortcut=record["shortcut"],
+             cached=record.get("cached", False), stopped=record["stopped"], iterations=iterations,
+             sub_calls=sub_calls, cost_usd=round(cost_usd, 6), latency_ms=latency_ms)
+    return {"recall_id": record["recall_id"], "answer": record.get("answer"), "shortcut": record["shortcut"],
+            "cached": record.get("cached", False), "iterations": iterations, "sub_calls": sub_calls,
+            "cost_usd": round(cost_usd, 6), "tokens": tokens, "stopped": record["stopped"],
+            "reason": record.get("reason"), "results": record.get("shortcut_results", []) if record["shortcut"]
+            else [], "latency_ms": latency_ms, "position": position}
+
+
+__all__ = ["DeepRequest", "blind_spots", "deep_recall"]

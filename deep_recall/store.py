@@ -1,0 +1,111 @@
+"""The session-persistent store and the bootstrap snapshot, per (tenant, agent, session, project).
+
+store(key, value) appends a DeepRecallStored (a write like any other: an analyst sees what deep recall kept) and
+the deep_recall_store read model (projections/deep_recall.py) holds the latest value per key, so values survive
+calls, restarts and rebuilds. A process keeps each scope's values in memory too (values it stored are readable at
+once, before the projector has them), merged with the read model's by log position at each deep recall.
+
+The bootstrap snapshot is kept in memory per scope and rebuilt once it is older than deep_bootstrap_ttl_s; the
+store survives its rebuild. FINAL is per run, never kept.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from domain.errors import InvalidPayload
+from domain.events import DeepRecallStored, NewEvent, deep_scope_key, deep_store_stream, validate_payload
+from eventstore.append import append
+from infra.wake import appended
+
+MAX_SCOPES = 64  # scopes kept in memory per process (least recently used dropped; the read model keeps values)
+
+
+@dataclass
+class ScopeState:
+    values: dict[str, tuple[int, Any]] = field(default_factory=dict)  # key -> (position, value)
+    bootstrap: dict[str, Any] | None = None
+    built_at: float = 0.0
+
+
+_states: OrderedDict[tuple[str, str], ScopeState] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _state(tenant: str, scope_key: str) -> ScopeState:
+    with _lock:
+        state = _states.pop((tenant, scope_key), None) or ScopeState()
+        _states[(tenant, scope_key)] = state
+        while len(_states) > MAX_SCOPES:
+            _states.popitem(last=False)
+        return state
+
+
+def forget_process_state() -> None:
+    """Drop every scope's in-memory state (what a restart does); tests use it."""
+    with _lock:
+        _states.clear()
+
+
+class Store:
+    """One scope's store for one deep recall: get() from memory, store() appended to the log first."""
+
+    def __init__(self, engine: Engine, tenant: str, agent_id: str | None, session_id: str | None,
+                 project: str | None, recall_id: uuid.UUID, metadata: dict[str, Any]) -> None:
+        self.engine, self.tenant, self.recall_id, self.metadata = engine, tenant, recall_id, metadata
+        self.agent_id, self.session_id, self.project = agent_id, session_id, project
+        self.scope_key = deep_scope_key(agent_id, session_id, project)
+        self.state = _state(tenant, self.scope_key)
+        self._load()
+
+    def _load(self) -> None:
+        with self.engine.connect() as conn:
+            rows = conn.execute(text("SELECT key, value, position FROM deep_recall_store"
+                                     " WHERE tenant = :tenant AND scope_key = :scope_key"),
+                                {"tenant": self.tenant, "scope_key": self.scope_key}).all()
+        for row in rows:
+            known = self.state.values.get(row.key)
+            if known is None or known[0] < row.position:
+                self.state.values[row.key] = (row.position, row.value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if not isinstance(key, str):
+            raise TypeError("get() takes a string key")
+        found = self.state.values.get(key)
+        return default if found is None else found[1]
+
+    def keys(self) -> list[str]:
+        return sorted(self.state.values)
+
+    def store(self, key: str, value: Any) -> None:
+        if not isinstance(key, str):
+            raise TypeError("store() takes a string key")
+        try:
+            data = validate_payload(DeepRecallStored, {
+                "scope_key": self.scope_key, "agent_id": self.agent_id, "session_id": self.session_id,
+                "project": self.project, "key": key, "value": value, "recall_id": str(self.recall_id)})
+        except InvalidPayload as exc:
+            raise ValueError(str(exc)) from None
+        with self.engine.begin() as conn:
+            [position] = append(conn, self.tenant, [NewEvent(DeepRecallStored.type_name(),
+                                                             deep_store_stream(self.scope_key), data)],
+                                {**self.metadata, "actor": "system:deep_recall"})
+        appended(1)
+        self.state.values[key] = (position, data["value"])
+
+    def bootstrap(self, ttl_s: float, build: Any) -> dict[str, Any]:
+        """The scope's snapshot, rebuilt by `build()` when missing or older than ttl_s."""
+        if self.state.bootstrap is None or time.monotonic() - self.state.built_at > ttl_s:
+            self.state.bootstrap = build()
+            self.state.built_at = time.monotonic()
+        return self.state.bootstrap
+
+
+__all__ = ["ScopeState", "Store", "forget_process_state"]

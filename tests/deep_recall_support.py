@@ -1,0 +1,101 @@
+"""A scripted model server on loopback speaking the OpenAI chat protocol (real HTTP, streamed and not): each
+model name has a queue of scripted turns, replayed in order; every request is recorded, so a test can read what
+the loop sent (the feedback of the previous turn). A turn is a reply text, or a function of the request's
+messages answering one."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+Turn = str | Callable[[list[dict[str, Any]]], str]
+ROOT, SUB = "root-model", "sub-model"
+
+
+class ScriptedModels:
+    def __init__(self, usage: tuple[int, int] = (100, 50)) -> None:
+        self.turns: dict[str, deque[Turn]] = defaultdict(deque)
+        self.requests: list[dict[str, Any]] = []
+        self.usage = usage
+        self.delay_s = 0.0
+        self.lock = threading.Lock()
+        self.url = ""
+
+    def script(self, model: str, *turns: Turn) -> None:
+        self.turns[model].extend(turns)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.turns.clear()
+            self.requests.clear()
+            self.delay_s = 0.0
+
+    def of(self, model: str) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["model"] == model]
+
+    def _next(self, body: dict[str, Any]) -> str:
+        with self.lock:
+            self.requests.append(body)
+            queue = self.turns[body["model"]]
+            turn = queue.popleft() if queue else "FINAL: (script exhausted)"
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return turn(body["messages"]) if callable(turn) else turn
+
+    async def chat(self, request: Request) -> Any:
+        body = await request.json()
+        from starlette.concurrency import run_in_threadpool
+
+        text = await run_in_threadpool(self._next, body)
+        usage = {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1],
+                 "total_tokens": sum(self.usage)}
+        if not body.get("stream"):
+            return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"],
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": text}}],
+                                 "usage": usage})
+
+        def events() -> Iterator[str]:
+            for i in range(0, len(text), 7):
+                yield "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": text[i:i + 7]}}]}) + "\n\n"
+            yield "data: " + json.dumps({"choices": [], "usage": usage}) + "\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def start_scripted_models() -> tuple[ScriptedModels, uvicorn.Server, threading.Thread]:
+    models = ScriptedModels()
+    app = Starlette(routes=[Route("/v1/chat/completions", models.chat, methods=["POST"])])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    models.url = f"http://127.0.0.1:{port}/v1"
+    return models, server, thread
+
+
+def code(*lines: str) -> str:
+    """A root turn holding one python block."""
+    return "Let me look.\n```python\n" + "\n".join(lines) + "\n```\n"
+
+
+def last_user(messages: list[dict[str, Any]]) -> str:
+    return [m for m in messages if m["role"] == "user"][-1]["content"]

@@ -44,11 +44,11 @@ def _client():  # type: ignore[no-untyped-def]
 
 
 def _call(method: str, url: str, **kwargs: Any) -> Any:
-    from client import EngramlogError
+    from engramlog_client import EngramlogError
 
     try:
         with _client() as c:
-            return c._call(method, url, **kwargs)
+            return c.request(method, url, **kwargs)
     except EngramlogError as exc:
         raise _Refused(str(exc)) from None
     except Exception as exc:  # the API is not reachable

@@ -7,9 +7,10 @@ kept for every chunk ever put (recall filters by status), so an old handle still
 
 | event               | effect                                                                                  |
 | ------------------- | --------------------------------------------------------------------------------------- |
-| TranscriptChunksPut | the transcript row (version = the event's stream version); its chunks: each text from   |
-|                     | this event, else from this transcript's rows, else from its earlier events in the log;  |
-|                     | line and turn ranges counted from the start                                              |
+| TranscriptChunksPut | the transcript row (version = the event's stream version); its chunks placed in order:  |
+|                     | one already held at that position with that text keeps its row (its counts of lines and |
+|                     | turns; rewritten only when it moved or was replaced), a new one is parsed from its text |
+|                     | (this event's, else an earlier event's in the log) and indexed                          |
 | RecallServed        | each "transcripts" result's chunk: ref_count + 1, last_referenced_at = the event's time |
 | ResultDrilled       | its "transcripts" chunk likewise                                                        |
 
@@ -40,8 +41,10 @@ TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results
 _TRANSCRIPT = text("""
 INSERT INTO transcripts (tenant, transcript_id, version, content_hash, format, chunks, lines, turns, bytes,
                          started_at, ended_at, updated_at, position)
-VALUES (:tenant, :transcript_id, :version, :content_hash, :format, :chunks, :lines, :turns, :bytes, :started_at,
-        :ended_at, :at, :position)
+VALUES (:tenant, :transcript_id, :version, :content_hash, :format, :chunks, :lines, :turns,
+        (SELECT coalesce(sum(octet_length(c.text)), 0) FROM transcript_chunks c
+         WHERE c.tenant = :tenant AND c.transcript_id = :transcript_id AND c.status = 'active'),
+        :started_at, :ended_at, :at, :position)
 ON CONFLICT (tenant, transcript_id) DO UPDATE SET
     version = EXCLUDED.version, content_hash = EXCLUDED.content_hash, format = EXCLUDED.format,
     chunks = EXCLUDED.chunks, lines = EXCLUDED.lines, turns = EXCLUDED.turns, bytes = EXCLUDED.bytes,
@@ -53,8 +56,8 @@ SELECT DISTINCT ON (content_hash) content_hash, text FROM transcript_chunks
 WHERE tenant = :tenant AND transcript_id = :transcript_id AND content_hash = ANY(:hashes)
 """)
 _KNOWN = text("""
-SELECT chunk_id FROM transcript_chunks
-WHERE tenant = :tenant AND transcript_id = :transcript_id AND chunk_id = ANY(:ids)
+SELECT chunk_id, status, first_line, last_line, first_turn, last_turn, started_at, ended_at FROM transcript_chunks
+WHERE tenant = :tenant AND chunk_id = ANY(CAST(:ids AS uuid[]))
 """)
 _ACTIVE = text("""
 SELECT chunk_id FROM transcript_chunks WHERE tenant = :tenant AND transcript_id = :transcript_id
@@ -73,7 +76,8 @@ FROM unnest(CAST(:ids AS uuid[]), CAST(:ords AS int[]), CAST(:hashes AS text[]),
      AS b(chunk_id, ord, content_hash, text, length, first_line, last_line, first_turn, last_turn, started_at,
           ended_at)
 """)
-# Held again by the new version (at the same position, with the same text): its ranges follow the version.
+# Held again by the new version (at the same position, with the same text) after being replaced, or moved: its
+# ranges follow the version, and `version` says which version placed it so.
 _KEEP = text("""
 UPDATE transcript_chunks c SET version = :version, status = 'active', first_line = b.first_line,
     last_line = b.last_line, first_turn = b.first_turn, last_turn = b.last_turn
@@ -127,11 +131,11 @@ def _index(conn: Connection, tenant: str, rows: list[tuple[Any, Counter[str]]]) 
     conn.execute(_STATS, {"tenant": tenant, "n": len(rows), "total": total})
 
 
-def chunk_texts(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> dict[str, str]:
-    """The text of each chunk hash the version names: carried by the event, else held by this transcript's rows,
-    else carried by an earlier event of its stream (a chunk dropped by one version and held again later)."""
-    texts = {c.content_hash: c.text for c in p.chunks}
-    missing = sorted(set(p.chunk_hashes) - set(texts))
+def chunk_texts(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut, hashes: set[str]) -> dict[str, str]:
+    """The text of each of `hashes` (of the version's chunks): carried by the event, else held by this transcript's
+    rows, else carried by an earlier event of its stream (a chunk dropped by one version and held again later)."""
+    texts = {c.content_hash: c.text for c in p.chunks if c.content_hash in hashes}
+    missing = sorted(hashes - set(texts))
     if missing:
         texts.update(dict(conn.execute(_TEXTS, {"tenant": event.tenant, "transcript_id": p.transcript_id,
                                                 "hashes": missing}).all()))
@@ -149,56 +153,79 @@ def _ends(turns: list[Turn]) -> tuple[datetime | None, datetime | None]:
     return (stamps[0], stamps[-1]) if stamps else (None, None)
 
 
+_RANGES = ("first_line", "last_line", "first_turn", "last_turn")
+
+
+def _placed(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> list[dict[str, Any]] | None:
+    """Each chunk of the version at its place: line and turn ranges counted from the start. A chunk this
+    transcript already holds at that position with that text keeps its row's counts (nothing parsed); the others
+    are parsed from their text. None (logged) when a text is not in the log or is not whole turns."""
+    tenant, tid = event.tenant, p.transcript_id
+    ids = [chunk_id(tenant, tid, o, h) for o, h in enumerate(p.chunk_hashes)]
+    known = {r.chunk_id: r for r in conn.execute(_KNOWN, {"tenant": tenant, "ids": [str(i) for i in ids]})}
+    texts = chunk_texts(conn, event, p, {h for i, h in zip(ids, p.chunk_hashes, strict=True) if i not in known})
+    rows: list[dict[str, Any]] = []
+    line = turn = 0
+    for ord_, (cid, hash_) in enumerate(zip(ids, p.chunk_hashes, strict=True)):
+        row = known.get(cid)
+        if row is not None:
+            n_lines, n_turns = row.last_line - row.first_line + 1, row.last_turn - row.first_turn + 1
+            placed = {"id": cid, "ord": ord_, "hash": hash_, "known": row, "start": row.started_at,
+                      "end": row.ended_at, "first_line": line + 1, "last_line": line + n_lines,
+                      "first_turn": turn, "last_turn": turn + n_turns - 1}
+        elif hash_ not in texts:
+            log.warning("transcripts.chunk_not_in_log", position=event.position, transcript_id=tid, ord=ord_)
+            return None
+        else:
+            try:
+                turns = parse_chunk(texts[hash_], p.format, line, turn)
+            except TranscriptError as exc:
+                log.warning("transcripts.chunk_unparseable", position=event.position, transcript_id=tid, ord=ord_,
+                            error=str(exc))
+                return None
+            started, ended = _ends(turns)
+            placed = {"id": cid, "ord": ord_, "hash": hash_, "known": None, "text": texts[hash_], "start": started,
+                      "end": ended, "first_line": turns[0].first_line, "last_line": turns[-1].last_line,
+                      "first_turn": turns[0].index, "last_turn": turns[-1].index,
+                      "index_text": "\n".join(t.rendered() for t in turns)}
+        rows.append(placed)
+        line, turn = placed["last_line"], placed["last_turn"] + 1
+    return rows
+
+
 def _put(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> None:
     tenant, version, tid = event.tenant, event.stream_version, p.transcript_id
     if event.stream_id != transcript_stream(tid):
         log.warning("transcripts.event_off_stream", position=event.position, stream_id=event.stream_id)
         return
-    texts = chunk_texts(conn, event, p)
-    lost = [h for h in p.chunk_hashes if h not in texts]
-    if lost:
-        log.warning("transcripts.chunk_not_in_log", position=event.position, transcript_id=tid, hashes=lost[:5])
+    rows = _placed(conn, event, p)
+    if rows is None:
         return
-    rows, line, turn = [], 0, 0
-    for ord_, hash_ in enumerate(p.chunk_hashes):
-        try:
-            turns = parse_chunk(texts[hash_], p.format, line, turn)
-        except TranscriptError as exc:
-            log.warning("transcripts.chunk_unparseable", position=event.position, transcript_id=tid, ord=ord_,
-                        error=str(exc))
-            return
-        started, ended = _ends(turns)
-        rows.append({"id": chunk_id(tenant, tid, ord_, hash_), "ord": ord_, "hash": hash_, "text": texts[hash_],
-                     "first_line": turns[0].first_line, "last_line": turns[-1].last_line,
-                     "first_turn": turns[0].index, "last_turn": turns[-1].index, "start": started, "end": ended,
-                     "index_text": "\n".join(t.rendered() for t in turns)})
-        line, turn = turns[-1].last_line, turns[-1].index + 1
-    ids = [r["id"] for r in rows]
     base = {"tenant": tenant, "transcript_id": tid, "version": version, "at": event.recorded_at}
-    known = set(conn.execute(_KNOWN, {**base, "ids": ids}).scalars())
     active = set(conn.execute(_ACTIVE, base).scalars())
-    new = [r for r in rows if r["id"] not in known]
-    kept = [r for r in rows if r["id"] in known]
-    dropped = sorted(str(i) for i in active - set(ids))
+    new = [r for r in rows if r["known"] is None]
+    # Rewritten only when placed anew: held again (replaced before) or moved (an earlier chunk's size changed).
+    moved = [r for r in rows if r["known"] is not None and (r["known"].status != "active" or any(
+        getattr(r["known"], k) != r[k] for k in _RANGES))]
+    dropped = sorted(str(i) for i in active - {r["id"] for r in rows})
     if dropped:
         conn.execute(_REPLACED, {"tenant": tenant, "ids": dropped})
-    ranges = ("first_line", "last_line", "first_turn", "last_turn")
-    if kept:
-        conn.execute(_KEEP, {**base, "ids": [r["id"] for r in kept],
-                             **{f"{k}s": [r[k] for r in kept] for k in ranges}})
+    if moved:
+        conn.execute(_KEEP, {**base, "ids": [r["id"] for r in moved],
+                             **{f"{k}s": [r[k] for r in moved] for k in _RANGES}})
     if new:
         tfs = [term_frequencies(r["index_text"]) for r in new]
         conn.execute(_INSERT, {**base, "ids": [r["id"] for r in new], "ords": [r["ord"] for r in new],
                                "hashes": [r["hash"] for r in new], "texts": [r["text"] for r in new],
                                "lengths": [sum(t.values()) for t in tfs], "starts": [r["start"] for r in new],
-                               "ends": [r["end"] for r in new], **{f"{k}s": [r[k] for r in new] for k in ranges}})
+                               "ends": [r["end"] for r in new], **{f"{k}s": [r[k] for r in new] for k in _RANGES}})
         _index(conn, tenant, [(r["id"], t) for r, t in zip(new, tfs, strict=True)])
     starts = [r["start"] for r in rows if r["start"] is not None]
     ends = [r["end"] for r in rows if r["end"] is not None]
     conn.execute(_TRANSCRIPT, {**base, "content_hash": p.content_hash, "format": p.format, "chunks": len(rows),
-                               "lines": line, "turns": turn, "bytes": sum(len(r["text"].encode()) for r in rows),
-                               "started_at": starts[0] if starts else None, "ended_at": ends[-1] if ends else None,
-                               "position": event.position})
+                               "lines": rows[-1]["last_line"], "turns": rows[-1]["last_turn"] + 1,
+                               "started_at": starts[0] if starts else None,
+                               "ended_at": ends[-1] if ends else None, "position": event.position})
 
 
 def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:

@@ -90,36 +90,40 @@ def put_transcript(engine: Engine, tenant: str, transcript_id: str, text: str, m
         raise ContentTooLarge(f"the transcript is over the limit of {MAX_TRANSCRIPT_BYTES} bytes")
     if has_nul(text):
         raise InvalidPayload("the transcript must not contain NUL (\\u0000) characters")
-    if len(split_lines(text)) > MAX_TRANSCRIPT_LINES:
+    lines = len(split_lines(text))
+    if lines > MAX_TRANSCRIPT_LINES:
         raise ContentTooLarge(f"the transcript has more than {MAX_TRANSCRIPT_LINES} lines")
+    whole, size = content_hash(text), len(text.encode("utf-8"))
+    with engine.connect() as conn:
+        events, head = _stream(conn, tenant, transcript_id)
+    last = events[-1] if events else None
+    # Unchanged (the same text, and the same format when one is named): answered before any parsing.
+    if last is not None and last.data["content_hash"] == whole and fmt in (None, last.data["format"]):
+        n = len(last.data["chunk_hashes"])
+        return TranscriptWritten(transcript_id, last.stream_version, whole, last.data["format"], False, n, 0, n,
+                                 lines, int(last.data.get("turns") or 0), size, last.position)
     try:
         parsed = parse_transcript(text, fmt)  # type: ignore[arg-type]
     except TranscriptError as exc:
         raise InvalidPayload(f"transcript {transcript_id!r}: {exc}") from None
     chunks = chunk_transcript(parsed)
-    whole = content_hash(text)
-    size = dict(lines=len(parsed.lines), turns=len(parsed.turns), bytes=len(text.encode("utf-8")))
+    held = {c["content_hash"] for e in events for c in e.data.get("chunks", ())}
+    carried: dict[str, str] = {}
+    for c in chunks:
+        if c.content_hash not in held:
+            carried.setdefault(c.content_hash, c.text)
+    data = validate_payload(TranscriptChunksPut, {
+        "transcript_id": transcript_id, "format": parsed.format, "content_hash": whole,
+        "chunk_hashes": [c.content_hash for c in chunks], "turns": len(parsed.turns),
+        "chunks": [{"content_hash": h, "text": t} for h, t in carried.items()]})
+    # At the version read above: a put in between (which `held` would not know) makes this one a 409.
     with engine.begin() as conn:
-        events, head = _stream(conn, tenant, transcript_id)
-        last = events[-1].data if events else None
-        if last is not None and last["content_hash"] == whole and last["format"] == parsed.format:
-            return TranscriptWritten(transcript_id, events[-1].stream_version, whole, parsed.format, False,
-                                     len(chunks), 0, len(chunks), position=events[-1].position, **size)
-        held = {c["content_hash"] for e in events for c in e.data.get("chunks", ())}
-        carried: dict[str, str] = {}
-        for c in chunks:
-            if c.content_hash not in held:
-                carried.setdefault(c.content_hash, c.text)
-        data = validate_payload(TranscriptChunksPut, {
-            "transcript_id": transcript_id, "format": parsed.format, "content_hash": whole,
-            "chunk_hashes": [c.content_hash for c in chunks],
-            "chunks": [{"content_hash": h, "text": t} for h, t in carried.items()]})
         [position] = append(conn, tenant, [NewEvent(TranscriptChunksPut.type_name(), transcript_stream(transcript_id),
                                                     data, expected_version=head)], metadata)
     appended(1)
     written = sum(1 for c in chunks if c.content_hash in carried)
     return TranscriptWritten(transcript_id, head + 1, whole, parsed.format, True, len(chunks), written,
-                             len(chunks) - written, position=position, **size)
+                             len(chunks) - written, lines, len(parsed.turns), size, position)
 
 
 def transcript_text(conn: Connection, tenant: str, transcript_id: str) -> TranscriptText:

@@ -38,6 +38,7 @@ class TranscriptChunksPut(EventSchema):
     content_hash: str  # sha256 of the whole text
     chunk_hashes: list[str] = Field(min_length=1)  # the version's chunks, in order (a hash may repeat)
     chunks: list[TranscriptChunk] = Field(default_factory=list)  # the texts new to the stream, each hash once
+    turns: int = Field(default=0, ge=0)  # how many turns the version holds (what an unchanged put answers)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     _metadata = field_validator("metadata")(check_metadata)

@@ -44,7 +44,7 @@ def upgrade() -> None:
         ord                 integer     NOT NULL,  -- 0-based position in the transcript
         content_hash        text        NOT NULL,
         first_version       integer     NOT NULL,  -- the version that brought this chunk at this position
-        version             integer     NOT NULL,  -- the latest version holding it
+        version             integer     NOT NULL,  -- the version that last placed it (brought, moved it)
         text                text        NOT NULL,  -- the exact slice
         length              integer     NOT NULL,  -- in terms (BM25)
         first_line          integer     NOT NULL,  -- 1-based, inclusive

@@ -8,8 +8,8 @@ include_history, replaced ones too, scored ×0.1. A transcript the privacy polic
 answered (its id is the session's).
 
 A result's handle {transcript_id, ord, content_hash, lines, version} names the chunk by its position and content
-(lines: its [first, last] line numbers, 1-based; version: the transcript version the recall saw), so a drill
-answers the exact text a recall answered even after the transcript grew.
+(lines: its [first, last] line numbers, 1-based; version: the transcript version that placed it there, its text
+in the log at or before it), so a drill answers the exact text a recall answered even after the transcript grew.
 """
 
 from __future__ import annotations

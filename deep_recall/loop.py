@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,6 +192,7 @@ class Loop:
                     return outcome(None, "budget", f"iteration budget spent ({self.max_iterations})")
                 if tracker.over_cost():
                     return outcome(None, "budget", f"dollar budget spent (${tracker.limits.cost_usd:.2f})")
+                asked = time.perf_counter()
                 try:
                     completion = self._complete(self.model, messages)
                 except TimeoutError:
@@ -205,7 +207,7 @@ class Loop:
                 blocks = code_blocks(completion.text)
                 turn: dict[str, Any] = {"turn": turns, "tokens": {"input": completion.input_tokens,
                                                                   "output": completion.output_tokens},
-                                        "blocks": []}
+                                        "model_ms": round((time.perf_counter() - asked) * 1000, 2), "blocks": []}
                 audit.append(turn)
                 if not blocks:
                     final = text_final(completion.text)
@@ -220,13 +222,15 @@ class Loop:
                 for code in blocks:
                     live, saved, calls = self.env.live, self.env.live.calls, []
                     live.calls = calls  # this block's live calls (a nested loop keeps its own, then restores)
+                    ran = time.perf_counter()
                     try:
                         result = sandbox.run(code)
                     finally:
                         live.calls = saved
                     results.append((result.output, result.error))
                     turn["blocks"].append({"code": short(code), "output": short(result.output),
-                                           "error": result.error and short(result.error), "live_calls": calls})
+                                           "error": result.error and short(result.error), "live_calls": calls,
+                                           "ms": round((time.perf_counter() - ran) * 1000, 2)})
                     if self.final is not None or tracker.remaining_s() <= 0:
                         break
                 if self.final is not None:

@@ -167,3 +167,21 @@ def test_a_rebuild_reproduces_the_chunks_and_the_embedded_set(engine, tenant: st
         rebuild(engine, projector, batch_size=3)
     assert _embedded(engine, tenant) == embedded
     assert "".join(r.text for r in _chunks(engine, tenant, "s4")) == turns(45)
+
+
+def test_a_put_racing_another_is_refused_and_writes_nothing(engine, tenant: str, monkeypatch) -> None:
+    import pytest
+
+    import services.transcripts as service
+    from domain.errors import ConcurrencyConflict
+
+    put_transcript(engine, tenant, "s5", turns(10), META)
+    # The second put read the stream before the first appended (as two concurrent puts do): it appends at version
+    # 0, which the first put's event took, so it is a 409 and its event is not written.
+    monkeypatch.setattr(service, "_stream", lambda conn, t, i: ([], 0))
+    with pytest.raises(ConcurrencyConflict):
+        put_transcript(engine, tenant, "s5", turns(12), META)
+    monkeypatch.undo()
+    assert len(_events(engine, tenant, "s5")) == 1
+    with engine.connect() as conn:
+        assert transcript_text(conn, tenant, "s5").text == turns(10)

@@ -68,6 +68,12 @@ def projected(engine):  # type: ignore[no-untyped-def]
     put_transcript(engine, tenant, "tr-rebuild", "".join(lines), {"source": "test"})  # a delta: the last chunk grows
     catch_up(engine, TranscriptsProjector(), 500, max_seconds=120)
     drill_chunk(engine, tenant, "tr-rebuild", 0, NO_POLICY, {"source": "test"})  # a hit: one chunk's vector
+    from services.code import FileInput, write_files
+
+    write_files(engine, tenant, "demo", [  # a call across files: symbols and a resolved call edge
+        FileInput("util.py", "def helper(x):\n    return x + 1\n"),
+        FileInput("main.py", "from util import helper\n\n\ndef run():\n    return helper(2)\n")],
+        {"source": "test"})
     for p in PROJECTORS.values():
         catch_up(engine, p, 500, max_seconds=120)
     with engine.connect() as conn:

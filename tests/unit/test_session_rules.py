@@ -142,4 +142,4 @@ def test_resume_never_holds_a_pending_message_and_drops_whole_items_oldest_first
     assert ctx.tokens <= 20_000 and ctx.dropped > 0 and "the checkpoint" in ctx.text
     kept = [t for t in range(40) if f"q{t} " in ctx.text]
     assert kept == list(range(40 - len(kept), 40))  # the newest turns stay, each whole
-    assert all(("q%d " % t + "x" * 4000) in ctx.text for t in kept)
+    assert all((f"q{t} " + "x" * 4000) in ctx.text for t in kept)

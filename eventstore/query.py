@@ -11,8 +11,10 @@ every older one have ended (a running write delays it by as long as that write r
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -91,3 +93,19 @@ def query_events(conn: Connection, f: EventFilter, limit: int = 100) -> list[Rec
     sql = (f"SELECT {COLUMNS} FROM events e WHERE {' AND '.join(clauses)} "
            "ORDER BY e.tx_id, e.position LIMIT :limit")
     return [row_to_event(r) for r in conn.execute(text(sql), params)]
+
+
+_RECALL_STREAMS = text("""
+SELECT e.stream_id, e.type, e.data FROM events e
+WHERE e.tenant = :tenant AND e.type = ANY(:types) AND e.stream_id LIKE 'recall-%'
+  AND (e.type <> :served OR CAST(:since AS timestamptz) IS NULL OR e.recorded_at >= CAST(:since AS timestamptz))
+ORDER BY e.stream_id, e.stream_version
+""")
+
+
+def recall_stream_events(conn: Connection, tenant: str, types: list[str], served: str,
+                         since: datetime | None = None) -> Iterable[Any]:
+    """The tenant's recall streams' events of `types` (stream_id, type, data), one stream after another in stream
+    order, streamed from the server (constant memory); with `since`, only recalls (`served`) recorded since."""
+    return conn.execution_options(stream_results=True, yield_per=2000).execute(
+        _RECALL_STREAMS, {"tenant": tenant, "types": types, "served": served, "since": since})

@@ -22,21 +22,16 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from domain.events import RecallFeedbackGiven, RecallServed, ResultDrilled
+from eventstore.query import recall_stream_events
 
 MEMORIES, KNOWLEDGE = "memories", "knowledge"
 KEYWORD_FALSE_NEGATIVE_GATE = 0.20  # SwarmAI: at least this share of keyword false negatives ...
 HYBRID_FALSE_POSITIVE_GATE = 0.10  # ... with less than this share of hybrid false positives
 NOT_USEFUL_SIGNAL = frozenset({MEMORIES})  # domains whose results can be marked not useful
 
-_EVENTS = text("""
-SELECT e.stream_id, e.type, e.data FROM events e
-WHERE e.tenant = :tenant AND e.type = ANY(:types) AND e.stream_id LIKE 'recall-%'
-  AND (e.type <> :served OR CAST(:since AS timestamptz) IS NULL OR e.recorded_at >= CAST(:since AS timestamptz))
-ORDER BY e.stream_id, e.stream_version
-""")
 
 
 @dataclass
@@ -142,8 +137,7 @@ def _add_recall(stats: dict[str, DomainGaps], events: list[Any]) -> None:
 def keyword_gaps(conn: Connection, tenant: str, since: datetime | None = None) -> list[DomainGaps]:
     """Per domain (by name), the keyword-gap figures of the tenant's recalls (served since `since`, when given)."""
     types = [t.type_name() for t in (RecallServed, RecallFeedbackGiven, ResultDrilled)]
-    rows = conn.execution_options(stream_results=True, yield_per=2000).execute(
-        _EVENTS, {"tenant": tenant, "types": types, "served": RecallServed.type_name(), "since": since})
+    rows = recall_stream_events(conn, tenant, types, RecallServed.type_name(), since)
     stats: dict[str, DomainGaps] = {}
     for events in _streams(rows):
         _add_recall(stats, events)

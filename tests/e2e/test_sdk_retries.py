@@ -14,6 +14,7 @@ from engramlog_client import (
     AsyncEngramlog,
     Engramlog,
     EngramlogConnectionError,
+    NotFoundError,
     Retry,
     UnavailableError,
 )
@@ -130,6 +131,18 @@ def test_without_retries_the_error_carries_the_status_and_reason(live_server, te
     assert refused.value.status == 0 and "after 3 attempt(s)" in str(refused.value)
 
 
+async def _projected_section(sdk: AsyncEngramlog, path: str, heading_path: str):  # type: ignore[no-untyped-def]
+    """The drill reads the knowledge read model: asked until the put is projected."""
+    import asyncio
+
+    for _ in range(240):
+        try:
+            return await sdk.get_section(path, heading_path)
+        except NotFoundError:
+            await asyncio.sleep(0.25)
+    return await sdk.get_section(path, heading_path)
+
+
 async def _async_flow(url: str, key: str) -> None:
     net = AsyncLosesAnswers(["drop", "503"])
     async with AsyncEngramlog(url, api_key=key, retry=FAST, transport=net) as sdk:
@@ -144,7 +157,7 @@ async def _async_flow(url: str, key: str) -> None:
             e.type == "MemoryRecorded" for e in events) == 1
         put = await sdk.put_document("garage.md", "## Bikes\nThe red bike is Lena's.\n")
         assert put.changed
-        drilled = await sdk.get_section("garage.md", "Bikes")
+        drilled = await _projected_section(sdk, "garage.md", "Bikes")
         assert drilled.section.text.startswith("## Bikes")
         assert (await sdk.recall_record(answer.recall_id)).query == "which bike is Lena's?"
         assert (await sdk.history(written.memory_id)).current == written.memory_id

@@ -18,6 +18,17 @@ ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 
 
+_http: httpx.Client | None = None
+
+
+def _client() -> httpx.Client:
+    """One client per process: connections are reused, and no SSL context is loaded per call (tens of ms)."""
+    global _http
+    if _http is None:
+        _http = httpx.Client()
+    return _http
+
+
 class ModelError(Exception):
     """The model could not answer (HTTP error, unreadable reply, timeout)."""
 
@@ -54,7 +65,7 @@ class OpenAIChat:
             if self.stream:
                 return self._streamed({**body, "stream": True, "stream_options": {"include_usage": True}},
                                       timeout_s)
-            r = httpx.post(self.url, json=body, headers=self.headers, timeout=timeout_s)
+            r = _client().post(self.url, json=body, headers=self.headers, timeout=timeout_s)
             if r.status_code != 200:
                 raise ModelError(f"{self.url} answered {r.status_code}: {r.text[:500]}")
             data = r.json()
@@ -71,7 +82,7 @@ class OpenAIChat:
     def _streamed(self, body: dict[str, Any], timeout_s: float) -> Completion:
         parts: list[str] = []
         usage: dict[str, Any] = {}
-        with httpx.stream("POST", self.url, json=body, headers=self.headers, timeout=timeout_s) as r:
+        with _client().stream("POST", self.url, json=body, headers=self.headers, timeout=timeout_s) as r:
             if r.status_code != 200:
                 raise ModelError(f"{self.url} answered {r.status_code}: {r.read()[:500]!r}")
             for line in r.iter_lines():
@@ -103,7 +114,7 @@ class AnthropicMessages:
         if system:
             body["system"] = system
         try:
-            r = httpx.post(self.url, json=body, headers=self.headers, timeout=timeout_s)
+            r = _client().post(self.url, json=body, headers=self.headers, timeout=timeout_s)
             if r.status_code != 200:
                 raise ModelError(f"{self.url} answered {r.status_code}: {r.text[:500]}")
             data = r.json()

@@ -30,6 +30,7 @@ class ScriptedModels:
         self.usage = usage
         self.delay_s = 0.0
         self.lock = threading.Lock()
+        self.headers: list[dict[str, str]] = []
         self.url = ""
 
     def script(self, model: str, *turns: Turn) -> None:
@@ -39,6 +40,7 @@ class ScriptedModels:
         with self.lock:
             self.turns.clear()
             self.requests.clear()
+            self.headers.clear()
             self.delay_s = 0.0
 
     def of(self, model: str) -> list[dict[str, Any]]:
@@ -75,9 +77,23 @@ class ScriptedModels:
         return StreamingResponse(events(), media_type="text/event-stream")
 
 
+    async def messages(self, request: Request) -> Any:
+        """Anthropic's Messages API: the system prompt apart, content blocks, input/output token usage."""
+        body = await request.json()
+        from starlette.concurrency import run_in_threadpool
+
+        self.headers.append(dict(request.headers))
+        text = await run_in_threadpool(self._next, {**body, "messages": [
+            {"role": "system", "content": body.get("system", "")}, *body["messages"]]})
+        return JSONResponse({"id": "m", "type": "message", "role": "assistant", "model": body["model"],
+                             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                             "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1]}})
+
+
 def start_scripted_models() -> tuple[ScriptedModels, uvicorn.Server, threading.Thread]:
     models = ScriptedModels()
-    app = Starlette(routes=[Route("/v1/chat/completions", models.chat, methods=["POST"])])
+    app = Starlette(routes=[Route("/v1/chat/completions", models.chat, methods=["POST"]),
+                            Route("/v1/messages", models.messages, methods=["POST"])])
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -240,3 +240,26 @@ def test_bad_input_is_refused_with_nothing_written(client, engine, deep, tenant)
         assert r.status_code == 422, (body, r.text)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one() == 0
+
+
+def test_the_anthropic_messages_client_drives_the_loop(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+    models = deep.models
+    deep(llm_provider="anthropic", llm_base_url=models.url.removesuffix("/v1"), llm_api_key="k-test")
+    models.script(ROOT, code("print(len(list_sessions()))"), "FINAL: via anthropic")
+    body = ask(client, "walrus via anthropic?")
+    assert body["stopped"] == "final" and body["answer"] == "via anthropic" and body["iterations"] == 2
+    assert body["tokens"]["total"] == 300 and models.headers[0]["x-api-key"] == "k-test"
+    first = models.of(ROOT)[0]["messages"]
+    assert first[0]["role"] == "system" and "Turn protocol" in first[0]["content"]  # sent as `system`
+
+
+def test_the_bootstrap_snapshot_is_rebuilt_after_its_ttl_and_the_store_survives(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+    models = deep.models
+    read = code("store('seen', get('seen', 0) + 1)", "FINAL(context['built_at'] + ' ' + str(get('seen')))")
+    models.script(ROOT, read, read, read)
+    first = ask(client, "walrus snapshot one", session_id="b")["answer"].split()
+    second = ask(client, "walrus snapshot two", session_id="b")["answer"].split()
+    assert second[0] == first[0] and (first[1], second[1]) == ("1", "2")  # the same snapshot within its TTL
+    deep(deep_bootstrap_ttl_s=0.001)
+    third = ask(client, "walrus snapshot three", session_id="b")["answer"].split()
+    assert third[0] > first[0] and third[1] == "3"  # rebuilt; the store survived the rebuild

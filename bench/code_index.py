@@ -40,6 +40,7 @@ def run(package: str, functions: list[str]) -> dict[str, Any]:
         raise SystemExit(f"package {package!r} is not installed")
     root = Path(next(iter(spec.submodule_search_locations)))
     with start_stack() as where:
+        from engramlog_client import Engramlog
         from fastapi.testclient import TestClient
         from sqlalchemy import text
         from typer.testing import CliRunner
@@ -47,13 +48,12 @@ def run(package: str, functions: list[str]) -> dict[str, Any]:
         import cli.main
         from api.app import create_app
         from bench.corpus import project
-        from client import EngramlogClient
         from infra.db import get_engine
 
         engine = get_engine()
         with TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000)) as http:
-            def make() -> EngramlogClient:
-                c = EngramlogClient("http://127.0.0.1")
+            def make() -> Engramlog:
+                c = Engramlog("http://127.0.0.1")
                 c.http = http
                 c.close = lambda: None  # type: ignore[method-assign]
                 return c

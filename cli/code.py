@@ -41,12 +41,13 @@ def _fail(message: str) -> None:
 
 
 def _call(method: str, url: str, **kwargs: Any) -> Any:
+    from engramlog_client import EngramlogError
+
     from cli.main import _client
-    from client import EngramlogError
 
     try:
         with _client() as c:
-            return c._call(method, url, **kwargs)
+            return c.request(method, url, **kwargs)
     except EngramlogError as exc:
         _fail(str(exc))
     except Exception as exc:  # the API is not reachable

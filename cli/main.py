@@ -61,12 +61,10 @@ def _engine():  # type: ignore[no-untyped-def]
 
 
 def _client():  # type: ignore[no-untyped-def]
-    # The SDK's client (engramlog_client.Engramlog); the deprecated shim's subclass keeps `_call` for the commands
-    # not moved to `request` yet (cli/code.py, cli/sessions.py, cli/transcripts.py).
-    from client import EngramlogClient
+    from engramlog_client import Engramlog  # the SDK (sdk/python)
 
     api_key = os.environ.get("ENGRAMLOG_API_KEY")
-    return EngramlogClient(_settings().api_url(), api_key=api_key)
+    return Engramlog(_settings().api_url(), api_key=api_key)
 
 
 def fail(message: str) -> None:

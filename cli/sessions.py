@@ -27,8 +27,9 @@ def _fail(message: str) -> None:
 
 
 def _call(method: str, url: str, **kwargs: Any) -> Any:
+    from engramlog_client import EngramlogError
+
     from cli.main import _client
-    from client import EngramlogError
 
     try:
         with _client() as c:
@@ -37,7 +38,7 @@ def _call(method: str, url: str, **kwargs: Any) -> Any:
                 if response.status_code >= 400:
                     raise EngramlogError(response.status_code, response.text)
                 return response.text
-            return c._call(method, url, **kwargs)
+            return c.request(method, url, **kwargs)
     except EngramlogError as exc:
         _fail(str(exc))
     except Exception as exc:  # the API is not reachable

@@ -145,11 +145,12 @@ def test_code_bucket_in_recall_multi(client, engine) -> None:  # type: ignore[no
 
 
 def cli_on(client, monkeypatch):  # type: ignore[no-untyped-def]
+    from engramlog_client import Engramlog
+
     import cli.main
-    from client import EngramlogClient
 
     def make():  # type: ignore[no-untyped-def]
-        c = EngramlogClient("http://testserver")
+        c = Engramlog("http://testserver")
         c.http = client
         c.close = lambda: None
         return c

@@ -48,7 +48,7 @@ def _ingest(http: httpx.Client, session_id: str, turns: list[dict[str, Any]]) ->
 def _wait_projected(http: httpx.Client, position: int, timeout_s: float = 900) -> float:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
-        if all(p["position"] >= position or p["lag_events"] == 0 for p in http.get("/v1/projections").json()):
+        if all(p["position"] >= position or p["lag_events"] == 0 for p in http.get("/v1/projections").json()["projections"]):
             break
         time.sleep(0.2)
     return time.monotonic() - started

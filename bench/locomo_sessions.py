@@ -4,7 +4,7 @@ Each conversation is one session (POST /v1/sessions/{id}/messages, its turns in 
 dia_id, the first speaker as `user`, the other as `assistant`); each scored question goes to POST /v1/recall/multi
 with domains ["sessions"] and the session as scope. The ranked list is each result's hit messages (best first;
 the ±window around them is context, not a hit), deduplicated: scored like the memories run (bench/locomo.py's
-recall@k, hit@k, MRR, nDCG). `with_windows` also counts every message of each result's window, for reference.
+recall@k, hit@k, MRR, nDCG).
 
     python -m bench.locomo_sessions --api-url http://127.0.0.1:8000 [--data ../shared/eval/locomo/locomo_dev.json]
 """
@@ -48,7 +48,8 @@ def _ingest(http: httpx.Client, session_id: str, turns: list[dict[str, Any]]) ->
 def _wait_projected(http: httpx.Client, position: int, timeout_s: float = 900) -> float:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
-        if all(p["position"] >= position or p["lag_events"] == 0 for p in http.get("/v1/projections").json()["projections"]):
+        projections = http.get("/v1/projections").json()["projections"]
+        if all(p["position"] >= position or p["lag_events"] == 0 for p in projections):
             break
         time.sleep(0.2)
     return time.monotonic() - started
@@ -58,7 +59,6 @@ def run(api_url: str, data: Path, k: int, console: Console) -> dict[str, Any]:
     conversations = load_conversations(data)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     hits_only: list[dict[str, float]] = []
-    windows: list[dict[str, float]] = []
     server_ms: list[float] = []
     with httpx.Client(base_url=api_url, timeout=120) as http:
         started = time.perf_counter()
@@ -82,18 +82,15 @@ def run(api_url: str, data: Path, k: int, console: Console) -> dict[str, Any]:
                 [bucket] = body["buckets"]
                 ranked = dedupe([h["message_id"] for res in bucket["results"]
                                  for h in sorted(res["fields"]["hits"], key=lambda h: -h["score"])])
-                in_windows = dedupe([*ranked, *(m["message_id"] for res in bucket["results"]
-                                                for m in res["fields"]["window"])])
                 hits_only.append(score_question(ranked, q.evidence))
-                windows.append(score_question(in_windows, q.evidence))
     server_ms.sort()
     return {"run_id": run_id, "data": str(data), "k": k, "questions": len(hits_only),
-            "sessions_domain": {"hits": aggregate(hits_only), "with_windows": aggregate(windows)},
+            "sessions_domain": {"hits": aggregate(hits_only)},
             "ingest": {"write_s": round(write_s, 2), "projected_after_s": round(projected_s, 2)},
             "server_ms_p50": server_ms[len(server_ms) // 2] if server_ms else None, "machine": machine(),
             "notes": "R@k of the sessions domain through POST /v1/recall/multi (domains [sessions], the "
-                     "conversation's session as scope); 'hits' ranks each result's hit messages, 'with_windows' "
-                     "adds the messages of each result's window after them."}
+                     "conversation's session as scope); 'hits' ranks each result's hit messages (the windows around "
+                     "them are context, not counted)."}
 
 
 def main() -> None:

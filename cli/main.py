@@ -67,6 +67,14 @@ def _client():  # type: ignore[no-untyped-def]
     return Engramlog(_settings().api_url(), api_key=api_key)
 
 
+def refusal(exc: Exception) -> str:
+    """What to say of an SDK error: the server's refusal, or (status 0: no answer at all) that the API is not
+    reachable where the CLI looked for it."""
+    if getattr(exc, "status", None) == 0:
+        return f"cannot reach the API at {_settings().api_url()}: {exc}"
+    return str(exc)
+
+
 def fail(message: str) -> None:
     err.print(f"[red]error:[/red] {message}")
     raise typer.Exit(2)
@@ -136,7 +144,7 @@ def remember(content: str, agent_id: str | None = None, project: str | None = No
             if wait:
                 out["recallable"] = c.wait_recallable(written.position, wait_timeout)
     except EngramlogError as exc:
-        fail(str(exc))
+        fail(refusal(exc))
     except Exception as exc:
         fail(f"cannot reach the API at {_settings().api_url()}: {exc}")
     console.print_json(data=out)
@@ -154,7 +162,7 @@ def recall(query: str, k: int = 10, agent_id: str | None = None, project: str | 
             out = c.recall(query, k=k, agent_id=agent_id, project=project, session_id=session_id,
                            min_position=min_position).model_dump(mode="json")
     except EngramlogError as exc:
-        fail(str(exc))
+        fail(refusal(exc))
     except Exception as exc:
         fail(f"cannot reach the API at {_settings().api_url()}: {exc}")
     if as_json:

@@ -80,7 +80,9 @@ def mount_mcp(app: FastAPI) -> McpEndpoint:
 
     @asynccontextmanager
     async def lifespan(a: FastAPI) -> AsyncIterator[Any]:
-        async with endpoint.lifespan(), inner(a) as state:
+        # The app's own start-up first: its refusals (a socket exposed without keys) come out as themselves, not
+        # inside the MCP session manager's task group.
+        async with inner(a) as state, endpoint.lifespan():
             yield state
 
     app.router.lifespan_context = lifespan

@@ -109,7 +109,9 @@ def test_a_section_has_a_vector_only_after_its_first_hit(engine, tenant: str) ->
 
 
 def test_rebuild_reproduces_the_embedded_set(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
-    from projections.rebuild import rebuild, verify
+    from lifecycle_support import verify_tenant
+
+    from projections.rebuild import rebuild
 
     _put(engine, tenant)
     _recall(engine, tenant, "pager rotation escalation")
@@ -119,7 +121,9 @@ def test_rebuild_reproduces_the_embedded_set(engine, tenant: str) -> None:  # ty
     assert before == {_sid(tenant, "ops/runbook.md", RUNBOOK, "Runbook > Paging"),
                       _sid(tenant, "ops/glossary.md", GLOSSARY, "Quokka")}
     projector = SectionVectorsProjector()
-    assert verify(engine, projector, batch_size=3).identical
+    # This tenant's rows replay identically (the shared database holds other tests' tenants, some embedded with
+    # another model or mode on purpose: verify narrowed to this tenant).
+    assert all(n == 0 for n in verify_tenant(engine, "section_vectors", tenant).values())
     cached = _cached(engine, tenant)
     rebuild(engine, projector, batch_size=3)
     assert _embedded(engine, tenant) == before

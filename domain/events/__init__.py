@@ -25,6 +25,7 @@ from domain.events.base import (
     MEMORY_KINDS,
     MEMORY_TYPES,
     SYSTEM_ACTOR,
+    DecayStatus,
     Disposition,
     EventSchema,
     MemoryStatus,
@@ -38,7 +39,14 @@ from domain.events.base import (
     occurred_in_range,
     strings,
 )
-from domain.events.code import CodeFilePut, CodeFileRemoved, code_file_stream, own_code_stream
+from domain.events.code import (
+    CodeFilePut,
+    CodeFileRemoved,
+    CodeSymbolStatusChanged,
+    code_file_stream,
+    own_code_stream,
+    symbol_stream,
+)
 from domain.events.deep_recall import (
     BlindSpotRegistered,
     DeepRecallServed,
@@ -99,9 +107,11 @@ from domain.events.sessions import (
     SessionMessage,
     SessionMessagesAppended,
     SessionMessageSent,
+    SessionMessageStatusChanged,
+    message_stream,
     session_stream,
 )
-from domain.events.transcripts import TranscriptChunk, TranscriptChunksPut
+from domain.events.transcripts import TranscriptChunk, TranscriptChunksPut, TranscriptChunkStatusChanged, chunk_stream
 
 __all__ = [
     "BlindSpotRegistered",
@@ -112,7 +122,9 @@ __all__ = [
     "deep_store_stream",
     "CodeFilePut",
     "CodeFileRemoved",
+    "CodeSymbolStatusChanged",
     "ConsolidationCompleted",
+    "DecayStatus",
     "Disposition",
     "DocumentPut",
     "DocumentRetired",
@@ -164,15 +176,18 @@ __all__ = [
     "SectionStatusChanged",
     "SessionMessage",
     "SessionMessageSent",
+    "SessionMessageStatusChanged",
     "SessionMessagesAppended",
     "SystemEvent",
     "Tag",
     "TranscriptChunk",
+    "TranscriptChunkStatusChanged",
     "TranscriptChunksPut",
     "TypeRef",
     "Upcaster",
     "WriteSignals",
     "check_metadata",
+    "chunk_stream",
     "code_file_stream",
     "document_stream",
     "drill_stream",
@@ -181,6 +196,7 @@ __all__ = [
     "is_operator_event",
     "is_system_event",
     "memory_stream",
+    "message_stream",
     "occurred_in_range",
     "own_code_stream",
     "own_document_stream",
@@ -190,5 +206,6 @@ __all__ = [
     "section_stream",
     "session_stream",
     "strings",
+    "symbol_stream",
     "validate_payload",
 ]

@@ -39,6 +39,8 @@ SYSTEM_ACTOR = "system:governor"
 Disposition = Literal["active", "staging", "discard"]
 Route = Literal["agent", "knowledge", "project"]
 MemoryStatus = Literal["pending", "active", "staging", "discarded", "superseded", "dormant", "archived", "merged"]
+# The statuses the decay sweep moves a session message, transcript chunk or code symbol between.
+DecayStatus = Literal["active", "dormant", "archived"]
 
 
 class EventSchema(BaseModel):

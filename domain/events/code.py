@@ -2,18 +2,21 @@
 from the log like every other) and removed.
 
 Stream: code-<uuid5 of (repo, path)> per file (code_file_stream); a put is appended at the stream's current
-version, so of two concurrent puts of one file only one wins.
+version, so of two concurrent puts of one file only one wins. A symbol's decay decisions go on
+code-symbol-<uuid5 of (repo, path, qualified name)> (symbol_stream): a symbol is its qualified name in its file,
+whatever version of the file holds it.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from domain.code.languages import SUPPORTED, binary_problem, check_repo
-from domain.events.base import EventSchema
+from domain.events.base import DecayStatus, EventSchema, SystemEvent
 from domain.knowledge.paths import check_path
 from domain.text import content_hash
 
@@ -59,8 +62,26 @@ class CodeFileRemoved(EventSchema):
     _path = field_validator("path")(check_path)
 
 
+class CodeSymbolStatusChanged(SystemEvent):
+    """System decision taken with a clock (decay of an unreferenced symbol, workers/reference_decay.py): a replay
+    reproduces it exactly. Stream: symbol_stream(repo, path, qualified_name)."""
+
+    repo: str
+    path: str
+    qualified_name: str
+    from_status: DecayStatus
+    to_status: DecayStatus
+    reason: str
+    clock: datetime
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
 def code_file_stream(repo: str, path: str) -> str:
     return f"code-{uuid.uuid5(_NAMESPACE, repo + chr(0) + path)}"
+
+
+def symbol_stream(repo: str, path: str, qualified_name: str) -> str:
+    return f"code-symbol-{uuid.uuid5(_NAMESPACE, chr(0).join((repo, path, qualified_name)))}"
 
 
 def own_code_stream(type_name: str, data: dict[str, Any]) -> str | None:
@@ -70,4 +91,5 @@ def own_code_stream(type_name: str, data: dict[str, Any]) -> str | None:
     return None
 
 
-__all__ = ["CodeFilePut", "CodeFileRemoved", "code_file_stream", "own_code_stream"]
+__all__ = ["CodeFilePut", "CodeFileRemoved", "CodeSymbolStatusChanged", "code_file_stream", "own_code_stream",
+           "symbol_stream"]

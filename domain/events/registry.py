@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from domain.errors import InvalidPayload, UnknownEventType
 from domain.events.base import EventSchema, OperatorEvent, SystemEvent
-from domain.events.code import CodeFilePut, CodeFileRemoved
+from domain.events.code import CodeFilePut, CodeFileRemoved, CodeSymbolStatusChanged
 from domain.events.deep_recall import BlindSpotRegistered, DeepRecallServed, DeepRecallStored
 from domain.events.hitlog import RecallFeedbackGiven, RecallServed, ResultDrilled
 from domain.events.knowledge import DocumentPut, DocumentRetired, SectionStatusChanged
@@ -30,8 +30,8 @@ from domain.events.memory import (
     MemorySuperseded,
 )
 from domain.events.privacy import PrivacyPolicySet
-from domain.events.sessions import SessionMessagesAppended, SessionMessageSent
-from domain.events.transcripts import TranscriptChunksPut
+from domain.events.sessions import SessionMessagesAppended, SessionMessageSent, SessionMessageStatusChanged
+from domain.events.transcripts import TranscriptChunksPut, TranscriptChunkStatusChanged
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -97,6 +97,9 @@ EVENT_TYPES: dict[str, EventType] = {
         _current(DeepRecallStored),
         _current(BlindSpotRegistered),
         _current(TranscriptChunksPut),
+        _current(SessionMessageStatusChanged),
+        _current(TranscriptChunkStatusChanged),
+        _current(CodeSymbolStatusChanged),
     )
 }
 TypeRef = str | type[EventSchema]  # a stored type name, or the event class

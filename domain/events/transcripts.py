@@ -5,15 +5,18 @@ earlier one on the stream).
 
 Stream: transcript-<uuid5 of the id> (domain/transcripts/ids.py transcript_stream); a put is appended at the
 stream's current version, so of two concurrent puts only one wins. A transcript's version is the stream version.
+A chunk's decay decisions go on transcript-chunk-<chunk_id> (chunk_stream).
 """
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from domain.events.base import EventSchema, check_metadata
+from domain.events.base import DecayStatus, EventSchema, SystemEvent, check_metadata
 from domain.text import content_hash
 from domain.transcripts.ids import is_content_hash, transcript_id_problem
 from domain.transcripts.parse import Format
@@ -63,4 +66,23 @@ class TranscriptChunksPut(EventSchema):
         return self
 
 
-__all__ = ["TranscriptChunk", "TranscriptChunksPut"]
+class TranscriptChunkStatusChanged(SystemEvent):
+    """System decision taken with a clock (decay of an unreferenced chunk, workers/reference_decay.py): a replay
+    reproduces it exactly. Stream: chunk_stream(chunk_id)."""
+
+    chunk_id: uuid.UUID
+    transcript_id: str
+    ord: int = Field(ge=0)
+    content_hash: str
+    from_status: DecayStatus
+    to_status: DecayStatus
+    reason: str
+    clock: datetime
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+def chunk_stream(chunk: uuid.UUID) -> str:
+    return f"transcript-chunk-{chunk}"
+
+
+__all__ = ["TranscriptChunk", "TranscriptChunkStatusChanged", "TranscriptChunksPut", "chunk_stream"]

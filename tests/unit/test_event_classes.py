@@ -65,7 +65,8 @@ def test_system_events_are_the_system_event_subclasses() -> None:
     assert system == {"MemoryAdmitted", "MemoryReinforced", "MemorySuperseded", "MemoryStatusChanged",
                       "MemoriesMerged", "EdgeAdjusted", "ConsolidationCompleted", "RecallFeedbackGiven",
                       "RecallServed", "ResultDrilled", "SectionStatusChanged", "DeepRecallServed", "DeepRecallStored",
-                      "BlindSpotRegistered"}
+                      "BlindSpotRegistered", "SessionMessageStatusChanged", "TranscriptChunkStatusChanged",
+                      "CodeSymbolStatusChanged"}
     assert all(is_system_event(n) for n in system)
     assert not is_system_event(MemoryRecorded.type_name())
     assert not is_system_event("NoSuchEvent")

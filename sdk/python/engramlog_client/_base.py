@@ -1,19 +1,26 @@
-"""What the sync and async clients share: auth headers, read-your-writes position tracking, reading answers."""
+"""What the sync and async clients share: the whole exchange of one Call with the server (retries, backoff,
+read-your-writes, reading the answer) as a generator without I/O. The clients only drive it: send the request it
+yields, or sleep the seconds it yields, and hand back what happened (sync.py, aio.py)."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Generator
 from typing import Any, TypeVar
 
 import httpx
 
 from engramlog_client._calls import Call
-from engramlog_client.errors import EngramlogError, error_for
+from engramlog_client.errors import EngramlogConnectionError, EngramlogError, error_for
 from engramlog_client.retry import Retry
 
 T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8000"
 USER_AGENT = "engramlog-client/0.1.0"
+# What the exchange yields: the request to send (httpx.Client.request's keyword arguments), or seconds to wait.
+Step = dict[str, Any] | float
+# What the driver sends back for a request: the answer, or the transport error it ended with (after a wait: next()).
+Outcome = httpx.Response | httpx.TransportError
 
 
 class ClientBase:
@@ -26,11 +33,31 @@ class ClientBase:
         self.retry = retry or Retry()
         self.last_position = 0  # the highest position this client has written
 
-    def _headers(self, call: Call[Any]) -> dict[str, str]:
+    def _exchange(self, call: Call[T], consistent: bool) -> Generator[Step, Outcome, T]:
+        """One Call from its first attempt to its answer. Every attempt sends the same request (the same body, so
+        the same idempotency key: the Call chose it when it was made); `Retry.wait` decides whether and how long
+        to wait before the next."""
+        request = self._request(self._prepared(call, consistent))
+        attempt = 0
+        while True:
+            outcome = yield request
+            if isinstance(outcome, httpx.Response):
+                wait = self.retry.wait(call, attempt, response=outcome)
+                if wait is None:
+                    return self._answer(call, outcome)
+            else:
+                wait = self.retry.wait(call, attempt, error=outcome)
+                if wait is None:
+                    raise EngramlogConnectionError(outcome, attempt + 1) from outcome
+            yield wait
+            attempt += 1
+
+    def _request(self, call: Call[Any]) -> dict[str, Any]:
         headers = {"user-agent": USER_AGENT, **call.headers}
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
-        return headers
+        return {"method": call.method, "url": call.path, "json": call.json, "params": call.params,
+                "content": call.content, "headers": headers}
 
     def _prepared(self, call: Call[T], consistent: bool = True) -> Call[T]:
         if not (call.reads_own_writes and consistent and self.last_position and call.json is not None):
@@ -56,5 +83,11 @@ class ClientBase:
     def _wrote(self, *positions: int | None) -> None:
         self.last_position = max([self.last_position, *(p for p in positions if p is not None)])
 
-    def _retries(self, call: Call[Any], attempt: int) -> bool:
-        return call.retried and attempt + 1 < self.retry.attempts
+
+def json_or_text(response: httpx.Response) -> Any:
+    """`request()`'s answer: parsed JSON, the text when it is not JSON, None when empty."""
+    if not response.content:
+        return None
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return response.json()
+    return response.text

@@ -1,5 +1,8 @@
-"""Each endpoint as a Call: method, path, body, how to read the answer, and what it wrote. The sync and async
-clients send the same Calls (sync.py, aio.py), so both speak the API identically."""
+"""Each endpoint as a Call: method, path, body, how to read the answer, what it wrote, and whether it may be sent
+again. The sync and async clients send the same Calls (sync.py, aio.py), so both speak the API identically. A
+write's idempotency key is chosen here, when its Call is made: before its first attempt, the same for every retry.
+Memories, supersede and events here; the recall domains' own endpoints (knowledge, transcripts, code, sessions)
+and deep recall in _calls_domains.py."""
 
 from __future__ import annotations
 
@@ -7,23 +10,13 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
 from engramlog_client.models.events import EventIn, EventsIn, EventsPage, Positions
-from engramlog_client.models.knowledge import (
-    BatchDocumentIn,
-    Document,
-    DocumentIn,
-    DocumentsIn,
-    DocumentsList,
-    DocumentsWritten,
-    DocumentWritten,
-    Drilled,
-)
 from engramlog_client.models.memories import (
     History,
     Memory,
@@ -33,7 +26,15 @@ from engramlog_client.models.memories import (
     Superseded,
     SupersedeIn,
 )
-from engramlog_client.models.operations import Health, Projections
+from engramlog_client.models.operations import (
+    DeadLetterResolved,
+    DeadLetters,
+    Health,
+    IngestDeadLetterResolved,
+    IngestDeadLetters,
+    Projections,
+    Rebuilt,
+)
 from engramlog_client.models.policy import PrivacyPolicy, PrivacyPolicyIn
 from engramlog_client.models.recall import (
     FeedbackGiven,
@@ -45,7 +46,6 @@ from engramlog_client.models.recall import (
     RecallIn,
     RecallRecord,
 )
-from engramlog_client.models.sessions import DeepRecalled, DeepRecallIn, MessagesAppended, MessagesIn, ResumeContext
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -78,7 +78,7 @@ def new_key() -> str:
     return f"sdk-{uuid.uuid4().hex}"
 
 
-def _params(**values: Any) -> dict[str, Any]:
+def query_params(**values: Any) -> dict[str, Any]:
     out = {}
     for k, v in values.items():
         if v is None:
@@ -87,7 +87,7 @@ def _params(**values: Any) -> dict[str, Any]:
     return out
 
 
-def _id(value: uuid.UUID | str) -> str:
+def segment(value: uuid.UUID | str) -> str:
     return quote(str(value), safe="")
 
 
@@ -112,18 +112,18 @@ def remember_many(memories: Sequence[MemoryIn | Mapping[str, Any]]) -> Call[Reme
 
 
 def memory(memory_id: uuid.UUID | str) -> Call[Memory]:
-    return Call("GET", f"/v1/memories/{_id(memory_id)}", model(Memory))
+    return Call("GET", f"/v1/memories/{segment(memory_id)}", model(Memory))
 
 
 def supersede(memory_id: uuid.UUID | str, body: SupersedeIn) -> Call[Superseded]:
     if body.idempotency_key is None:
         body = body.model_copy(update={"idempotency_key": new_key()})
-    return Call("POST", f"/v1/memories/{_id(memory_id)}/supersede", model(Superseded), json=body.body(),
+    return Call("POST", f"/v1/memories/{segment(memory_id)}/supersede", model(Superseded), json=body.body(),
                 wrote=lambda out: [out.position])
 
 
 def history(memory_id: uuid.UUID | str) -> Call[History]:
-    return Call("GET", f"/v1/memories/{_id(memory_id)}/history", model(History))
+    return Call("GET", f"/v1/memories/{segment(memory_id)}/history", model(History))
 
 
 # ------------------------------------------------------------------------------------------------ the log
@@ -140,7 +140,7 @@ def events(stream_id: str | None = None, type: Sequence[str] | str | None = None
            before: int | None = None, since: datetime | None = None, until: datetime | None = None,
            cursor: str | None = None, limit: int | None = None) -> Call[EventsPage]:
     types = [type] if isinstance(type, str) else list(type) if type else None
-    return Call("GET", "/v1/events", model(EventsPage), params=_params(
+    return Call("GET", "/v1/events", model(EventsPage), params=query_params(
         stream_id=stream_id, type=types, after=after, before=before, since=since, until=until, cursor=cursor,
         limit=limit))
 
@@ -157,7 +157,7 @@ def recall_multi(body: MultiRecallIn) -> Call[MultiRecalled]:
 
 
 def recall_record(recall_id: uuid.UUID | str) -> Call[RecallRecord]:
-    return Call("GET", f"/v1/recalls/{_id(recall_id)}", model(RecallRecord))
+    return Call("GET", f"/v1/recalls/{segment(recall_id)}", model(RecallRecord))
 
 
 def feedback(recall_id: uuid.UUID | str, used: Sequence[uuid.UUID | str],
@@ -166,55 +166,12 @@ def feedback(recall_id: uuid.UUID | str, used: Sequence[uuid.UUID | str],
     items = [{"memory_id": i, "verdict": "used"} for i in used]
     items += [{"memory_id": i, "verdict": "not_useful"} for i in not_useful]
     body = FeedbackIn.model_validate({"items": items})
-    return Call("POST", f"/v1/recalls/{_id(recall_id)}/feedback", model(FeedbackGiven), json=body.body(),
+    return Call("POST", f"/v1/recalls/{segment(recall_id)}/feedback", model(FeedbackGiven), json=body.body(),
                 wrote=lambda out: [out.position])
 
 
 def position(at: int, wait: float = 0) -> Call[PositionState]:
-    return Call("GET", f"/v1/positions/{int(at)}", model(PositionState), params=_params(wait=wait or None))
-
-
-# ------------------------------------------------------------------------------------------------ knowledge
-# Puts are idempotent as they are: the same content as the current version appends nothing (changed: false).
-
-
-def _doc_path(path: str) -> str:
-    return quote(path, safe="/")
-
-
-def put_document(path: str, body: DocumentIn) -> Call[DocumentWritten]:
-    return Call("PUT", f"/v1/knowledge/{_doc_path(path)}", model(DocumentWritten), json=body.body(),
-                wrote=lambda out: [out.position])
-
-
-def get_document(path: str, project: str | None, version: int | None) -> Call[Document]:
-    return Call("GET", f"/v1/knowledge/{_doc_path(path)}", model(Document),
-                params=_params(project=project, version=version))
-
-
-def delete_document(path: str, project: str | None) -> Call[DocumentWritten]:
-    return Call("DELETE", f"/v1/knowledge/{_doc_path(path)}", model(DocumentWritten),
-                params=_params(project=project), wrote=lambda out: [out.position])
-
-
-def put_documents(documents: Sequence[BatchDocumentIn | Mapping[str, Any]]) -> Call[DocumentsWritten]:
-    body = DocumentsIn(documents=[d if isinstance(d, BatchDocumentIn) else BatchDocumentIn.model_validate(d)
-                                  for d in documents])
-    return Call("POST", "/v1/knowledge/batch", model(DocumentsWritten), json=body.body(),
-                wrote=lambda out: [d.position for d in out.documents])
-
-
-def list_documents(project: str | None, prefix: str | None, after: str | None,
-                   limit: int | None) -> Call[DocumentsList]:
-    return Call("GET", "/v1/knowledge", model(DocumentsList),
-                params=_params(project=project, prefix=prefix, after=after, limit=limit))
-
-
-def get_section(path: str, heading_path: str, project: str | None, content_hash: str | None, version: int | None,
-                recall_id: uuid.UUID | str | None) -> Call[Drilled]:
-    return Call("GET", "/v1/knowledge-sections", model(Drilled), params=_params(
-        path=path, heading_path=heading_path, project=project, content_hash=content_hash, version=version,
-        recall_id=recall_id))
+    return Call("GET", f"/v1/positions/{int(at)}", model(PositionState), params=query_params(wait=wait or None))
 
 
 # ------------------------------------------------------------------------------------------------ policy, operations
@@ -237,25 +194,46 @@ def health() -> Call[Health]:
     return Call("GET", "/healthz", model(Health), retried=False, ok_statuses=frozenset({503}))
 
 
-# ------------------------------------------------------------------------------------------------ sessions, deep recall
+def text_of(response: httpx.Response) -> str:
+    return response.text
 
 
-def _session(session_id: str) -> str:
-    return f"/v1/sessions/{_id(session_id)}"
+def rebuild(name: str) -> Call[Rebuilt]:
+    # Long, and sent again only when it cannot have started: a lost answer is not a reason to rebuild twice.
+    return Call("POST", f"/v1/projections/{segment(name)}/rebuild", model(Rebuilt), idempotent=False)
 
 
-def append_messages(session_id: str, body: MessagesIn) -> Call[MessagesAppended]:
-    # Each message gets its id here (not on the server), so a message sent twice is recognisably the same one.
-    messages = [m if m.get("message_id") else {**m, "message_id": str(uuid.uuid4())} for m in body.messages]
-    body = body.model_copy(update={"messages": messages})
-    return Call("POST", f"{_session(session_id)}/messages", model(MessagesAppended), json=body.body(),
-                wrote=lambda out: [out.position], idempotent=False)
+def metrics() -> Call[str]:
+    return Call("GET", "/metrics", text_of)
 
 
-def resume_context(session_id: str, budget_tokens: int | None) -> Call[ResumeContext]:
-    return Call("GET", f"{_session(session_id)}/resume", model(ResumeContext),
-                params=_params(budget_tokens=budget_tokens))
+# ------------------------------------------------------------------------------------------------ dead letters
+# Resolving one is not repeatable (a second retry or skip of it is a 404): sent again only when it cannot have landed.
+
+Action = Literal["retry", "skip"]
 
 
-def deep_recall(body: DeepRecallIn) -> Call[DeepRecalled]:
-    return Call("POST", "/v1/deep_recall", model(DeepRecalled), json=body.body())
+def _action(action: str) -> str:
+    if action not in ("retry", "skip"):
+        raise ValueError(f"action is 'retry' or 'skip', not {action!r}")
+    return action
+
+
+def dead_letters(projection: str | None, resolved: bool) -> Call[DeadLetters]:
+    return Call("GET", "/v1/projections/dead-letters", model(DeadLetters),
+                params=query_params(projection=projection, resolved=resolved or None))
+
+
+def resolve_dead_letter(projection: str, position: int, action: Action) -> Call[DeadLetterResolved]:
+    return Call("POST", f"/v1/projections/{segment(projection)}/dead-letters/{int(position)}/{_action(action)}",
+                model(DeadLetterResolved), idempotent=False)
+
+
+def ingest_dead_letters(resolved: bool) -> Call[IngestDeadLetters]:
+    return Call("GET", "/v1/ingest/dead-letters", model(IngestDeadLetters),
+                params=query_params(resolved=resolved or None))
+
+
+def resolve_ingest_dead_letter(dead_letter_id: int, action: Action) -> Call[IngestDeadLetterResolved]:
+    return Call("POST", f"/v1/ingest/dead-letters/{int(dead_letter_id)}/{_action(action)}",
+                model(IngestDeadLetterResolved), wrote=lambda out: out.positions or [], idempotent=False)

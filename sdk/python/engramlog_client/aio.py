@@ -1,4 +1,5 @@
-"""The asynchronous client: the same methods as `Engramlog`, awaited.
+"""The asynchronous client: the same methods as `Engramlog`, awaited; it only does the I/O of the exchanges
+_base.py decides (retries, backoff, answers).
 
     from engramlog_client import AsyncEngramlog
     async with AsyncEngramlog("http://127.0.0.1:8000", api_key="...") as memory:
@@ -17,18 +18,10 @@ from typing import Any, TypeVar, Unpack
 import httpx
 
 from engramlog_client import _calls as calls
-from engramlog_client._base import DEFAULT_URL, ClientBase
-from engramlog_client._calls import Call
-from engramlog_client.errors import EngramlogConnectionError
+from engramlog_client._aio_domains import AsyncDomainMethods
+from engramlog_client._base import DEFAULT_URL, ClientBase, json_or_text
+from engramlog_client._calls import Action, Call
 from engramlog_client.models.events import Event, EventIn, EventsPage
-from engramlog_client.models.knowledge import (
-    BatchDocumentIn,
-    Document,
-    DocumentIn,
-    DocumentsList,
-    DocumentWritten,
-    Drilled,
-)
 from engramlog_client.models.memories import (
     History,
     Memory,
@@ -39,7 +32,15 @@ from engramlog_client.models.memories import (
     SupersedeFields,
     SupersedeIn,
 )
-from engramlog_client.models.operations import Health, ProjectionStatus
+from engramlog_client.models.operations import (
+    DeadLetterResolved,
+    DeadLetters,
+    Health,
+    IngestDeadLetterResolved,
+    IngestDeadLetters,
+    ProjectionStatus,
+    Rebuilt,
+)
 from engramlog_client.models.policy import PrivacyPolicy, PrivacyPolicyIn
 from engramlog_client.models.recall import (
     FeedbackGiven,
@@ -52,24 +53,15 @@ from engramlog_client.models.recall import (
     RecallIn,
     RecallRecord,
 )
-from engramlog_client.models.sessions import DeepRecalled, DeepRecallIn, MessagesAppended, MessagesIn, ResumeContext
-from engramlog_client.retry import NOT_SENT, RETRYABLE_ERRORS, Retry
+from engramlog_client.retry import Retry
 
 T = TypeVar("T")
 
 
-def _json_or_text(response: httpx.Response) -> Any:
-    if not response.content:
-        return None
-    if response.headers.get("content-type", "").startswith("application/json"):
-        return response.json()
-    return response.text
-
-
-class AsyncEngramlog(ClientBase):
+class AsyncEngramlog(AsyncDomainMethods, ClientBase):
     """A client of one Engramlog API. `timeout` is seconds per attempt (or an httpx.Timeout); `retry` how 503s
-    and connection errors are retried; `http_client` an httpx.AsyncClient to send through instead of one of its own
-    (a test's TestClient, a shared pool: not closed by `close`)."""
+    and connection errors are retried; `http_client` an httpx.AsyncClient to send through instead of one of its
+    own (a shared pool: not closed by `close`)."""
 
     def __init__(self, base_url: str = DEFAULT_URL, api_key: str | None = None, *,
                  timeout: float | httpx.Timeout = 30.0, retry: Retry | None = None,
@@ -90,29 +82,29 @@ class AsyncEngramlog(ClientBase):
             await self.http.aclose()
 
     async def send(self, call: Call[T], consistent: bool = True) -> T:
-        """Send one Call, retrying 503s and connection errors with backoff (same body, same idempotency key)."""
-        call = self._prepared(call, consistent)
-        attempt = 0
+        """Send one Call: the requests and waits its exchange asks for (same body, same idempotency key)."""
+        exchange = self._exchange(call, consistent)
+        step = next(exchange)
         while True:
             try:
-                response = await self.http.request(call.method, call.path, json=call.json, params=call.params,
-                                             content=call.content, headers=self._headers(call))
-            except RETRYABLE_ERRORS as exc:
-                if not (self._retries(call, attempt) and (call.idempotent or isinstance(exc, NOT_SENT))):
-                    raise EngramlogConnectionError(exc, attempt + 1) from exc
-                await asyncio.sleep(self.retry.delay(attempt))
-            else:
-                if not (self.retry.retries(response) and self._retries(call, attempt)):
-                    return self._answer(call, response)
-                await asyncio.sleep(self.retry.delay(attempt, response))
-            attempt += 1
+                if isinstance(step, dict):
+                    try:
+                        outcome: httpx.Response | httpx.TransportError = await self.http.request(**step)
+                    except httpx.TransportError as exc:
+                        outcome = exc
+                    step = exchange.send(outcome)
+                else:
+                    await asyncio.sleep(step)
+                    step = next(exchange)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
 
     async def request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None,
                       content: str | bytes | None = None, headers: Mapping[str, str] | None = None) -> Any:
-        """Any endpoint, answered as parsed JSON (text when the answer is not JSON): for routes this client has no
-        typed method for yet. Retried, authenticated and refused as the typed methods are."""
-        return await self.send(Call(method, path, _json_or_text, json=json, params=dict(params) if params else None,
-                                content=content, headers=dict(headers or {})))
+        """Any endpoint, answered as parsed JSON (text when the answer is not JSON): for a route this client has
+        no typed method for. Retried, authenticated and refused as the typed methods are."""
+        return await self.send(Call(method, path, json_or_text, json=json, params=dict(params) if params else None,
+                                    content=content, headers=dict(headers or {})))
 
     # -------------------------------------------------------------------------------------------- memories
 
@@ -129,7 +121,7 @@ class AsyncEngramlog(ClientBase):
         return await self.send(calls.memory(memory_id))
 
     async def supersede(self, memory_id: uuid.UUID | str, content: str, reason: str,
-                  **fields: Unpack[SupersedeFields]) -> Superseded:
+                        **fields: Unpack[SupersedeFields]) -> Superseded:
         """Replace a memory (its scope, kind and tags are kept unless given). NotFoundError if unknown,
         ConflictError if it is already superseded (supersede its successor)."""
         body = SupersedeIn(content=content, reason=reason, **fields)  # type: ignore[arg-type]
@@ -147,8 +139,8 @@ class AsyncEngramlog(ClientBase):
         return (await self.send(calls.append(events, idempotency_key))).positions
 
     async def events(self, *, stream_id: str | None = None, type: Sequence[str] | str | None = None,
-               after: int | None = None, before: int | None = None, since: datetime | None = None,
-               until: datetime | None = None, cursor: str | None = None, limit: int | None = None) -> EventsPage:
+                     after: int | None = None, before: int | None = None, since: datetime | None = None,
+                     until: datetime | None = None, cursor: str | None = None, limit: int | None = None) -> EventsPage:
         """One page of the log; pass `cursor=page.next_cursor` for the next."""
         return await self.send(calls.events(stream_id, type, after, before, since, until, cursor, limit))
 
@@ -166,15 +158,15 @@ class AsyncEngramlog(ClientBase):
     # -------------------------------------------------------------------------------------------- recall
 
     async def recall(self, query: str, k: int | None = None, consistent: bool = True,
-               **filters: Unpack[RecallFilters]) -> Recalled:
+                     **filters: Unpack[RecallFilters]) -> Recalled:
         """Ranked memories for a query. Waits (server side, bounded) until this client's own writes are recallable
         unless `consistent=False`."""
         return await self.send(calls.recall(RecallIn(query=query, k=k, **filters)), consistent)  # type: ignore[arg-type]
 
     async def recall_multi(self, query: str, domains: Sequence[str] | None = None, k: int | None = None,
-                     consistent: bool = True, **filters: Unpack[MultiFilters]) -> MultiRecalled:
-        """One query over several domains (memories, knowledge, ...): one bucket per domain in the order asked
-        (default: every domain with data in the scope)."""
+                           consistent: bool = True, **filters: Unpack[MultiFilters]) -> MultiRecalled:
+        """One query over several domains (memories, knowledge, transcripts, code, sessions): one bucket per
+        domain in the order asked (default: every domain with data in the scope)."""
         body = MultiRecallIn(query=query, domains=list(domains) if domains is not None else None, k=k,
                              **filters)  # type: ignore[arg-type]
         return await self.send(calls.recall_multi(body), consistent)
@@ -184,7 +176,7 @@ class AsyncEngramlog(ClientBase):
         return await self.send(calls.recall_record(recall_id))
 
     async def feedback(self, recall_id: uuid.UUID | str, used: Sequence[uuid.UUID | str] = (),
-                 not_useful: Sequence[uuid.UUID | str] = ()) -> FeedbackGiven:
+                       not_useful: Sequence[uuid.UUID | str] = ()) -> FeedbackGiven:
         """Say which memories of a recall were used or not useful (once per recall and memory)."""
         return await self.send(calls.feedback(recall_id, used, not_useful))
 
@@ -196,59 +188,7 @@ class AsyncEngramlog(ClientBase):
         target = self.last_position if position is None else position
         return True if not target else (await self.position(target, timeout)).recallable
 
-    # -------------------------------------------------------------------------------------------- knowledge
-
-    async def put_document(self, path: str, content: str, *, title: str | None = None,
-                           tags: Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None,
-                           project: str | None = None) -> DocumentWritten:
-        """Put a document's content at its path (unchanged content: nothing appended, `changed` False)."""
-        body = DocumentIn.model_validate({k: v for k, v in {"content": content, "title": title, "tags": tags,
-                                                            "metadata": metadata, "project": project}.items()
-                                          if v is not None})
-        return await self.send(calls.put_document(path, body))
-
-    async def get_document(self, path: str, *, project: str | None = None, version: int | None = None) -> Document:
-        return await self.send(calls.get_document(path, project, version))
-
-    async def delete_document(self, path: str, *, project: str | None = None) -> DocumentWritten:
-        """Retire a document (its sections stay as history)."""
-        return await self.send(calls.delete_document(path, project))
-
-    async def put_documents(self, documents: Sequence[BatchDocumentIn | Mapping[str, Any]]) -> list[DocumentWritten]:
-        """Put several documents in one transaction (all or nothing)."""
-        return (await self.send(calls.put_documents(documents))).documents
-
-    async def list_documents(self, *, project: str | None = None, prefix: str | None = None, after: str | None = None,
-                       limit: int | None = None) -> DocumentsList:
-        return await self.send(calls.list_documents(project, prefix, after, limit))
-
-    async def get_section(self, path: str, heading_path: str, *, project: str | None = None,
-                    content_hash: str | None = None, version: int | None = None,
-                    recall_id: uuid.UUID | str | None = None) -> Drilled:
-        """The drill: the exact section a recall result's handle names."""
-        return await self.send(calls.get_section(path, heading_path, project, content_hash, version, recall_id))
-
-    # -------------------------------------------------------------------------------------------- sessions
-
-    async def append_messages(self, session_id: str, messages: Sequence[Mapping[str, Any]], *,
-                              agent_id: str | None = None, project: str | None = None) -> MessagesAppended:
-        """Append chat messages ({role, content, ...}, OpenAI's shape) to a session, in order."""
-        body = MessagesIn(messages=[dict(m) for m in messages], agent_id=agent_id, project=project)
-        return await self.send(calls.append_messages(session_id, body))
-
-    async def resume_context(self, session_id: str, budget_tokens: int | None = None) -> ResumeContext:
-        """What to put in front of a model resuming the session, within `budget_tokens`."""
-        return await self.send(calls.resume_context(session_id, budget_tokens))
-
-    async def deep_recall(self, question: str, *, agent_id: str | None = None, project: str | None = None,
-                          session_id: str | None = None, max_depth: int | None = None,
-                          budgets: Mapping[str, Any] | None = None) -> DeepRecalled:
-        """A question one search cannot answer: the server's model searches (shortcut first), and answers."""
-        body = DeepRecallIn(question=question, agent_id=agent_id, project=project, session_id=session_id,
-                            max_depth=max_depth, budgets=dict(budgets) if budgets else None)
-        return await self.send(calls.deep_recall(body))
-
-    # -------------------------------------------------------------------------------------------- policy, status
+    # -------------------------------------------------------------------------------------------- policy, operators
 
     async def set_privacy_policy(self, policy: PrivacyPolicyIn | None = None, **lists: list[str]) -> PrivacyPolicy:
         """Replace the tenant's privacy policy (operator keys): exclude_paths, _tags, _agents, _projects,
@@ -263,3 +203,27 @@ class AsyncEngramlog(ClientBase):
 
     async def health(self) -> Health:
         return await self.send(calls.health())
+
+    async def metrics(self) -> str:
+        """The Prometheus text (a tenant key: its own projection lag; an operator key: every counter)."""
+        return await self.send(calls.metrics())
+
+    async def rebuild(self, projection: str) -> Rebuilt:
+        """Rebuild a projection from the log (operator keys)."""
+        return await self.send(calls.rebuild(projection))
+
+    async def dead_letters(self, projection: str | None = None, *, resolved: bool = False) -> DeadLetters:
+        """Events projectors parked (operator keys); `resolved=True`: the retried and skipped ones too."""
+        return await self.send(calls.dead_letters(projection, resolved))
+
+    async def resolve_dead_letter(self, projection: str, position: int, action: Action) -> DeadLetterResolved:
+        """`retry`: apply a parked event now; `skip`: close it unapplied (operator keys)."""
+        return await self.send(calls.resolve_dead_letter(projection, position, action))
+
+    async def ingest_dead_letters(self, *, resolved: bool = False) -> IngestDeadLetters:
+        """Queued producer messages ingest could not append, with why (operator keys)."""
+        return await self.send(calls.ingest_dead_letters(resolved))
+
+    async def resolve_ingest_dead_letter(self, dead_letter_id: int, action: Action) -> IngestDeadLetterResolved:
+        """`retry`: append the message now; `skip`: close it unappended (operator keys)."""
+        return await self.send(calls.resolve_ingest_dead_letter(dead_letter_id, action))

@@ -1,5 +1,19 @@
 """Typed request and response bodies, by area of the API."""
 
+from engramlog_client.models.code import (
+    CodeFile,
+    CodeFileIn,
+    CodeFilesList,
+    CodeFilesWritten,
+    CodeFileWritten,
+    Symbol,
+    SymbolCallee,
+    SymbolCaller,
+    SymbolHit,
+    SymbolLocation,
+    SymbolSearch,
+)
+from engramlog_client.models.deep_recall import BlindSpot, BlindSpots, Budgets, DeepRecalled, DeepRecallIn
 from engramlog_client.models.events import Event, EventIn, EventsPage, Positions
 from engramlog_client.models.knowledge import (
     BatchDocumentIn,
@@ -22,7 +36,17 @@ from engramlog_client.models.memories import (
     Superseded,
     SupersedeIn,
 )
-from engramlog_client.models.operations import Health, ProjectionStatus
+from engramlog_client.models.operations import (
+    DeadLetter,
+    DeadLetterResolved,
+    DeadLetters,
+    Health,
+    IngestDeadLetter,
+    IngestDeadLetterResolved,
+    IngestDeadLetters,
+    ProjectionStatus,
+    Rebuilt,
+)
 from engramlog_client.models.policy import PrivacyPolicy, PrivacyPolicyIn
 from engramlog_client.models.recall import (
     Bucket,
@@ -35,9 +59,35 @@ from engramlog_client.models.recall import (
     RecallRecord,
     RecallResult,
 )
+from engramlog_client.models.sessions import (
+    ChatMessage,
+    MarkedSent,
+    MessagesAppended,
+    MessagesPage,
+    ResumeContext,
+    SessionListed,
+    SessionMessage,
+    SessionsPage,
+)
+from engramlog_client.models.transcripts import (
+    ChunkDrilled,
+    TranscriptChunk,
+    TranscriptLines,
+    TranscriptListed,
+    TranscriptsList,
+    TranscriptText,
+    TranscriptWritten,
+)
 
-__all__ = ["BatchDocumentIn", "Bucket", "Document", "DocumentIn", "DocumentListed", "DocumentWritten",
-           "DocumentsList", "DomainResult", "Drilled", "Event", "EventIn", "EventsPage", "FeedbackGiven", "Health",
-           "History", "HistoryMemory", "HistoryStep", "Memory", "MemoryIn", "MultiRecalled", "PositionState",
-           "Positions", "PrivacyPolicy", "PrivacyPolicyIn", "ProjectionStatus", "RecallRecord", "RecallResult",
-           "Recalled", "RecalledItem", "Remembered", "Section", "Signals", "SupersedeIn", "Superseded"]
+__all__ = ["BatchDocumentIn", "BlindSpot", "BlindSpots", "Bucket", "Budgets", "ChatMessage", "ChunkDrilled",
+           "CodeFile", "CodeFileIn", "CodeFileWritten", "CodeFilesList", "CodeFilesWritten", "DeadLetter",
+           "DeadLetterResolved", "DeadLetters", "DeepRecallIn", "DeepRecalled", "Document", "DocumentIn",
+           "DocumentListed", "DocumentWritten", "DocumentsList", "DomainResult", "Drilled", "Event", "EventIn",
+           "EventsPage", "FeedbackGiven", "Health", "History", "HistoryMemory", "HistoryStep", "IngestDeadLetter",
+           "IngestDeadLetterResolved", "IngestDeadLetters", "MarkedSent", "Memory", "MemoryIn", "MessagesAppended",
+           "MessagesPage", "MultiRecalled", "PositionState", "Positions", "PrivacyPolicy", "PrivacyPolicyIn",
+           "ProjectionStatus", "Rebuilt", "RecallRecord", "RecallResult", "Recalled", "RecalledItem", "Remembered",
+           "ResumeContext", "Section", "SessionListed", "SessionMessage", "SessionsPage", "Signals", "SupersedeIn",
+           "Superseded", "Symbol", "SymbolCallee", "SymbolCaller", "SymbolHit", "SymbolLocation", "SymbolSearch",
+           "TranscriptChunk", "TranscriptLines", "TranscriptListed", "TranscriptText", "TranscriptWritten",
+           "TranscriptsList"]

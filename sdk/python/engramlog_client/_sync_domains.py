@@ -1,0 +1,158 @@
+"""The sync client's methods for the recall domains' own endpoints (knowledge, transcripts, code, sessions) and
+deep recall; mixed into `Engramlog` (sync.py), which sends the Calls."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from engramlog_client import _calls_domains as calls
+from engramlog_client._calls import Call
+from engramlog_client.models.code import CodeFileIn, CodeFilesList, CodeFilesWritten, Symbol, SymbolSearch
+from engramlog_client.models.deep_recall import BlindSpot, Budgets, DeepRecalled
+from engramlog_client.models.knowledge import BatchDocumentIn, Document, DocumentsList, DocumentWritten, Drilled
+from engramlog_client.models.sessions import (
+    ChatMessage,
+    MarkedSent,
+    MessagesAppended,
+    MessagesPage,
+    ResumeContext,
+    SessionMessage,
+    SessionsPage,
+)
+from engramlog_client.models.transcripts import (
+    ChunkDrilled,
+    TranscriptLines,
+    TranscriptsList,
+    TranscriptText,
+    TranscriptWritten,
+)
+
+T = TypeVar("T")
+
+
+class DomainMethods:
+    def send(self, call: Call[T], consistent: bool = True) -> T:
+        raise NotImplementedError  # Engramlog.send
+
+    # -------------------------------------------------------------------------------------------- knowledge
+
+    def put_document(self, path: str, content: str, *, title: str | None = None, tags: Sequence[str] | None = None,
+                     metadata: Mapping[str, Any] | None = None, project: str | None = None) -> DocumentWritten:
+        """Put a document's content at its path (unchanged content: nothing appended, `changed` False)."""
+        return self.send(calls.put_document(path, content, title, tags, metadata, project))
+
+    def get_document(self, path: str, *, project: str | None = None, version: int | None = None) -> Document:
+        return self.send(calls.get_document(path, project, version))
+
+    def delete_document(self, path: str, *, project: str | None = None) -> DocumentWritten:
+        """Retire a document (its sections stay as history)."""
+        return self.send(calls.delete_document(path, project))
+
+    def put_documents(self, documents: Sequence[BatchDocumentIn | Mapping[str, Any]]) -> list[DocumentWritten]:
+        """Put several documents in one transaction (all or nothing)."""
+        return self.send(calls.put_documents(documents)).documents
+
+    def list_documents(self, *, project: str | None = None, prefix: str | None = None, after: str | None = None,
+                       limit: int | None = None) -> DocumentsList:
+        return self.send(calls.list_documents(project, prefix, after, limit))
+
+    def get_section(self, path: str, heading_path: str, *, project: str | None = None,
+                    content_hash: str | None = None, version: int | None = None,
+                    recall_id: uuid.UUID | str | None = None) -> Drilled:
+        """The drill: the exact section a recall result's handle names."""
+        return self.send(calls.get_section(path, heading_path, project, content_hash, version, recall_id))
+
+    # -------------------------------------------------------------------------------------------- transcripts
+
+    def put_transcript(self, transcript_id: str, text: str | bytes, *,
+                       format: str | None = None) -> TranscriptWritten:  # noqa: A002
+        """Put a transcript verbatim (JSONL of messages or `[timestamp] ROLE: text` lines; `format` jsonl|text,
+        else detected): only the chunks new to its log are written; the same text again appends nothing."""
+        return self.send(calls.put_transcript(transcript_id, text, format))
+
+    def list_transcripts(self, *, after: str | None = None, limit: int | None = None) -> TranscriptsList:
+        """The tenant's transcripts by id; pass `after=page.next_after` for the next page."""
+        return self.send(calls.list_transcripts(after, limit))
+
+    def transcript(self, transcript_id: str) -> TranscriptText:
+        """The current version's text, byte for byte the last put, with its version and content hash."""
+        return self.send(calls.transcript(transcript_id))
+
+    def transcript_lines(self, transcript_id: str, first: int = 1, last: int | None = None) -> TranscriptLines:
+        """Lines `first`..`last` (1-based, inclusive; default: to the end) of the current version, exactly."""
+        return self.send(calls.transcript_lines(transcript_id, first, last))
+
+    def transcript_chunk(self, transcript_id: str, ord: int, *, content_hash: str | None = None,  # noqa: A002
+                         recall_id: uuid.UUID | str | None = None) -> ChunkDrilled:
+        """The drill: the chunk at `ord` (with a result handle's `content_hash`: that exact chunk)."""
+        return self.send(calls.transcript_chunk(transcript_id, ord, content_hash, recall_id))
+
+    # -------------------------------------------------------------------------------------------- code
+
+    def put_code_files(self, repo: str, files: Sequence[CodeFileIn | Mapping[str, Any]]) -> CodeFilesWritten:
+        """Index a batch of files ({path, content, language?}) or remove some ({path, remove: True}); all or
+        nothing; an unchanged content hash is a no-op."""
+        return self.send(calls.put_code_files(repo, files))
+
+    def code_files(self, repo: str, *, after: str | None = None, limit: int | None = None) -> CodeFilesList:
+        """The repository's files (path, content_hash, counts); pass `after=page.next_after` for the next page."""
+        return self.send(calls.code_files(repo, after, limit))
+
+    def search_symbols(self, repo: str, query: str, *, k: int | None = None, callees: bool = False) -> SymbolSearch:
+        """Symbol search (BM25 over split names, signatures, docstrings), each hit with its source."""
+        return self.send(calls.search_symbols(repo, query, k, callees))
+
+    def symbol(self, repo: str, qualified_name: str, *, file: str | None = None) -> Symbol:
+        """One symbol by its qualified name: source, callers, callees (`file=` picks one of several)."""
+        return self.send(calls.symbol(repo, qualified_name, file))
+
+    # -------------------------------------------------------------------------------------------- sessions
+
+    def append_messages(self, session_id: str, messages: Sequence[ChatMessage | Mapping[str, Any]], *,
+                        agent_id: str | None = None, project: str | None = None) -> MessagesAppended:
+        """Append chat messages (OpenAI's shape: {role, content, tool_calls, ...}) to a session, in order."""
+        return self.send(calls.append_messages(session_id, messages, agent_id, project))
+
+    def mark_sent(self, session_id: str, message_id: str) -> MarkedSent:
+        """Mark a pending message (appended with sent=False) sent."""
+        return self.send(calls.mark_sent(session_id, message_id))
+
+    def list_sessions(self, *, agent_id: str | None = None, project: str | None = None, cursor: str | None = None,
+                      limit: int | None = None) -> SessionsPage:
+        """Sessions, newest first, with counts and date ranges; pass `cursor=page.next_cursor` for the next."""
+        return self.send(calls.list_sessions(agent_id, project, cursor, limit))
+
+    def session_messages(self, session_id: str, *, after_seq: int | None = None, limit: int | None = None,
+                         include_unsent: bool = False) -> MessagesPage:
+        """A page of a session's messages in order; pass `after_seq=page.next_after_seq` for the next."""
+        return self.send(calls.session_messages(session_id, after_seq, limit, include_unsent))
+
+    def iter_session_messages(self, session_id: str, *, include_unsent: bool = False,
+                              limit: int | None = None) -> Iterator[SessionMessage]:
+        """Every message of a session in order, page after page."""
+        after: int | None = None
+        while True:
+            page = self.session_messages(session_id, after_seq=after, limit=limit, include_unsent=include_unsent)
+            yield from page.messages
+            if page.next_after_seq is None:
+                return
+            after = page.next_after_seq
+
+    def resume_context(self, session_id: str, budget_tokens: int | None = None) -> ResumeContext:
+        """What to put in front of a model resuming the session, within `budget_tokens`."""
+        return self.send(calls.resume_context(session_id, budget_tokens))
+
+    # -------------------------------------------------------------------------------------------- deep recall
+
+    def deep_recall(self, question: str, *, agent_id: str | None = None, project: str | None = None,
+                    session_id: str | None = None, max_depth: int | None = None,
+                    budgets: Budgets | Mapping[str, Any] | None = None) -> DeepRecalled:
+        """A question one search cannot answer: the server's model searches (shortcut first), and answers."""
+        return self.send(calls.deep_recall(question, agent_id, project, session_id, max_depth, budgets))
+
+    def blind_spots(self, *, agent_id: str | None = None, project: str | None = None,
+                    session_id: str | None = None) -> list[BlindSpot]:
+        """The questions deep recall could not answer, live for the scope (knowledge gaps)."""
+        return self.send(calls.blind_spots(agent_id, project, session_id)).blind_spots

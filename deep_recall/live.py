@@ -1,9 +1,12 @@
 """The live, read-only APIs the sandbox calls (external functions), bound to one caller: its tenant, the deep
 recall's scope, the privacy policy read once for the request. Each call is recorded for the audit (arguments and
 a capped result); each payload is capped; a refused or failed call raises in the sandbox with a clear message.
+Each call is waited for at most until the deep recall's hard deadline (deep_recall/deadline.py).
 
 search() goes through recall/multi (and so the privacy gate; each search is a recall of its own, with its own
-hit-log event); list_sessions() and load_transcript() read the sessions read models through
+hit-log event, RecallServed, whose results count as references as any recall's; its recall id is in the call's
+audit record and in `search_recall_ids`, and its event's metadata names the deep recall as causation_id);
+list_sessions() and load_transcript() read the sessions read models through
 recall/session_queries.py, which filter by tenant and policy (an excluded or another tenant's session is unknown).
 """
 
@@ -19,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from deep_recall.deadline import HardTimeout, call_within
 from domain.errors import InvalidPayload
 from domain.privacy import PrivacyPolicy
 from domain.sessions.messages import message_text
@@ -94,12 +98,12 @@ class LiveAPIs:
     caller: Caller
     deadline: float  # time.monotonic() of the hard timeout
     calls: list[dict[str, Any]] = field(default_factory=list)  # the current iteration's, for the audit
-    search_recall_ids: list[str] = field(default_factory=list)
+    search_recall_ids: list[str] = field(default_factory=list)  # every search's recall id, in order
 
     # -- guards ---------------------------------------------------------------------------------------------
     def check_time(self) -> None:
         if time.monotonic() >= self.deadline:
-            raise TimeoutError("the deep recall's hard timeout has passed: no more live calls; call FINAL now")
+            raise HardTimeout("the deep recall's hard timeout has passed: no more live calls; call FINAL now")
 
     def _narrowed(self, name: str, asked: str | None, fixed: str | None) -> str | None:
         """A scope column the model asks for: only within the deep recall's scope, never an excluded one."""
@@ -113,17 +117,20 @@ class LiveAPIs:
             raise PermissionError(f"{name}={asked!r} is excluded by the tenant's privacy policy")
         return asked
 
-    def _recorded(self, fn: str, args: dict[str, Any], call: Callable[[], Any]) -> Any:
+    def _recorded(self, fn: str, args: dict[str, Any], call: Callable[[dict[str, Any]], Any]) -> Any:
+        """Run a live call within the deadline and record it; `call` may add fields to its record (a search's
+        recall id)."""
         self.check_time()
         started = time.perf_counter()
+        record: dict[str, Any] = {"fn": fn, "args": plain(args)}
         try:
-            result = cap(plain(call()), self.settings.deep_live_chars)
+            result = cap(plain(call_within(self.deadline, lambda: call(record), f"{fn}()")),
+                         self.settings.deep_live_chars)
         except Exception as exc:
-            self.calls.append({"fn": fn, "args": plain(args), "error": f"{type(exc).__name__}: {exc}"[:500],
+            self.calls.append({**record, "error": f"{type(exc).__name__}: {exc}"[:500],
                                "ms": round((time.perf_counter() - started) * 1000, 2)})
             raise
-        self.calls.append({"fn": fn, "args": plain(args), "result": short(result),
-                           "ms": round((time.perf_counter() - started) * 1000, 2)})
+        self.calls.append({**record, "result": short(result), "ms": round((time.perf_counter() - started) * 1000, 2)})
         return result
 
     # -- the APIs -------------------------------------------------------------------------------------------
@@ -141,7 +148,7 @@ class LiveAPIs:
         scope = Scope(self.caller.tenant, self._narrowed("agent_id", agent_id, self.caller.agent_id),
                       self._narrowed("project", project, self.caller.project))
 
-        def run() -> list[dict[str, Any]]:
+        def run(record: dict[str, Any]) -> list[dict[str, Any]]:
             try:
                 answer = recall_multi(self.engine, self.embedder, self.settings,
                                       MultiRequest(scope, query, tuple(domains or ()), max_results),
@@ -149,6 +156,7 @@ class LiveAPIs:
             except InvalidPayload as exc:
                 raise ValueError(str(exc)) from None
             self.search_recall_ids.append(str(answer.recall_id))
+            record["recall_id"] = str(answer.recall_id)  # its RecallServed: GET /v1/recalls/{recall_id}
             hits = [{"domain": b.domain, "score": round(h.score, 4), "content": cap(h.content, RESULT_CONTENT_CHARS),
                      "memory_id": h.memory_id, "handle": h.handle, "fields": h.fields}
                     for b in answer.buckets for h in b.results]
@@ -159,7 +167,7 @@ class LiveAPIs:
 
     def list_sessions(self) -> list[dict[str, Any]]:
         """The scope's sessions, newest first, with message counts and date ranges."""
-        def run() -> list[dict[str, Any]]:
+        def run(_: dict[str, Any]) -> list[dict[str, Any]]:
             with self.engine.connect() as conn:
                 rows, _ = list_sessions(conn, self.caller.tenant, self.caller.policy, self.caller.agent_id,
                                         self.caller.project, limit=200)
@@ -188,7 +196,7 @@ class LiveAPIs:
         return "\n".join(lines)
 
     def load_transcript(self, session_id: str) -> str:
-        return self._recorded("load_transcript", {"session_id": session_id}, lambda: self._in_scope(session_id))
+        return self._recorded("load_transcript", {"session_id": session_id}, lambda _: self._in_scope(session_id))
 
     def _in_scope(self, session_id: str) -> str:
         if not isinstance(session_id, str):

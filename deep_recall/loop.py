@@ -1,7 +1,8 @@
 """The root loop: the model's turns, their code blocks run in the sandbox, what they printed sent back, until
 FINAL, a spent budget, the hard timeout or a model error. A sub-call (llm_query) is a plain completion on the
 sub-model, or at max_depth >= 2 a nested mini-loop of its own (deep_nested_iterations turns) on the sub-model,
-charged to the same budget."""
+charged to the same budget. The hard timeout stops whatever runs when it passes: a model call is waited for at
+most until the deadline, and a block still running then is stopped (deep_recall/deadline.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import structlog
 
 from deep_recall.budget import BudgetSpent, Tracker
+from deep_recall.deadline import call_within
 from deep_recall.live import LiveAPIs, short
 from deep_recall.models import ChatModel, Completion, Message, ModelError
 from deep_recall.prompts import NESTED, SYSTEM, first_message
@@ -76,7 +78,8 @@ class Loop:
         remaining = tracker.remaining_s()
         if remaining <= 0:
             raise TimeoutError("hard timeout")
-        completion = model.complete(messages, remaining)
+        # The client's timeout bounds each read; the deadline bounds the whole call (a reply that trickles in).
+        completion = call_within(tracker.deadline, lambda: model.complete(messages, remaining), "model call")
         tracker.charge(completion.model, completion.input_tokens, completion.output_tokens)
         self.cost_usd += tracker.prices.cost(completion.model, completion.input_tokens, completion.output_tokens)
         return completion
@@ -224,13 +227,14 @@ class Loop:
                     live.calls = calls  # this block's live calls (a nested loop keeps its own, then restores)
                     ran = time.perf_counter()
                     try:
-                        result = sandbox.run(code)
+                        result = sandbox.run(code, tracker.deadline)
                     finally:
                         live.calls = saved
                     results.append((result.output, result.error))
                     turn["blocks"].append({"code": short(code), "output": short(result.output),
                                            "error": result.error and short(result.error), "live_calls": calls,
-                                           "ms": round((time.perf_counter() - ran) * 1000, 2)})
+                                           "ms": round((time.perf_counter() - ran) * 1000, 2),
+                                           **({"stopped": "timeout"} if result.at_deadline else {})})
                     if self.final is not None or tracker.remaining_s() <= 0:
                         break
                 if self.final is not None:

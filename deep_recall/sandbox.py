@@ -5,12 +5,15 @@ host functions the sandbox calls by name (external functions); their exceptions 
 exceptions the code may catch, and an uncaught one ends the block with its message, never the loop.
 
 A deep recall checks out one session (one worker, its variables kept from block to block) and gives it back at
-the end; a nested mini-loop checks out its own.
+the end; a nested mini-loop checks out its own. Each block runs under two clocks: its own execution-time limit
+(monty's max_feed_duration_secs, a TimeoutError the session survives) and the deep recall's hard deadline (the
+worker is killed when it passes: deep_recall/deadline.py), so a block ends at min(its limit, the time left).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +22,7 @@ from typing import Any
 import structlog
 from pydantic_monty import CollectString, Monty, MontyCrashedError, MontyError, MontySession
 
+from deep_recall.deadline import WorkerWatchdog
 from infra.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -81,6 +85,7 @@ def _close() -> None:
 class BlockResult:
     output: str
     error: str | None
+    at_deadline: bool = False  # stopped by the deep recall's hard timeout
 
 
 def _error_text(exc: MontyError) -> str:
@@ -123,18 +128,30 @@ class Sandbox:
             except MontyError:
                 log.warning("deep_recall.sandbox_exit_failed")
 
-    def run(self, code: str) -> BlockResult:
-        """Run one block; its printed output (capped) and its error, if any, as the model will read them."""
+    def run(self, code: str, deadline: float) -> BlockResult:
+        """Run one block until it ends, or until `deadline` (time.monotonic()) at the latest; its printed output
+        (capped) and its error, if any, as the model will read them."""
         if self._session is None:
             self._open()
+        session = self._session
+        assert session is not None
         out = CollectString(max_bytes=self.settings.deep_print_bytes)
+        watchdog = WorkerWatchdog(session.worker_pid, deadline)
         try:
-            self._session.feed_run(code, external_lookup=self.externals, print_callback=out)  # type: ignore[union-attr]
+            try:
+                session.feed_run(code, external_lookup=self.externals, print_callback=out)
+            finally:
+                watchdog.disarm()  # at once: a worker that finished in time is never killed
             return BlockResult(out.output, None)
         except MontyCrashedError as exc:
-            # The worker died (or overran its deadline): the pool replaces it; this session's variables are lost.
+            # The worker died (killed at the deadline, or it overran its own limits): the pool replaces it;
+            # this session's variables are lost.
             self._session = None
-            self._drop()
+            with contextlib.suppress(MontyError):
+                session.__exit__(None, None, None)
+            if watchdog.fired:
+                return BlockResult(out.output, "TimeoutError: the deep recall's hard timeout passed while this "
+                                               "block was running: it was stopped", at_deadline=True)
             reason = "it overran its time limit" if getattr(exc, "timed_out", False) else str(exc)[:300]
             return BlockResult(out.output, f"SandboxCrashed: the sandbox was restarted ({reason}); variables "
                                            "defined so far are lost, `context` and the functions remain")

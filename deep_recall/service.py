@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from deep_recall import cache
 from deep_recall.budget import Limits, Prices, Tracker
@@ -36,7 +36,7 @@ from domain.events import (
     recall_stream,
     validate_payload,
 )
-from domain.events.deep_recall import MAX_QUESTION_CHARS
+from domain.events.deep_recall import MAX_AUDIT_SEARCHES, MAX_QUESTION_CHARS
 from domain.privacy import PrivacyPolicy
 from eventstore.append import append
 from eventstore.stream import read_stream
@@ -147,22 +147,12 @@ def _blind_spot(engine: Engine, settings: Settings, tenant: str, request: DeepRe
     appended(1)
 
 
-def blind_spots(engine: Engine, tenant: str, agent_id: str | None, session_id: str | None,
-                project: str | None) -> list[dict[str, Any]]:
-    """The scope's live blind spots, highest priority and newest first."""
-    with engine.connect() as conn:
-        rows = conn.execute(text("""
-        SELECT gap_id, question, kind, priority, registered_at, expires_at, recall_id, reason FROM blind_spots
-        WHERE tenant = :t AND scope_key = :k AND expires_at > now() ORDER BY priority DESC, registered_at DESC
-        LIMIT 500"""), {"t": tenant, "k": deep_scope_key(agent_id, session_id, project)}).all()
-    return [dict(r._mapping) for r in rows]
-
-
 def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request: DeepRequest, tenant: str,
                 metadata: dict[str, Any], policy: PrivacyPolicy) -> dict[str, Any]:
     _check(request)
     limits = Limits.of(settings, **request.budgets)  # type: ignore[arg-type]
     started = time.perf_counter()
+    deadline_from = time.monotonic()  # the hard timeout covers the whole call, the quick recall included
     recall_id = uuid.uuid4()
     scope = {"agent_id": request.agent_id, "project": request.project, "session_id": request.session_id}
     record: dict[str, Any] = {"recall_id": str(recall_id), "question": request.question, "scope": scope,
@@ -178,10 +168,12 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
                       reason=f"from the query cache (deep recall {hit['recall_id']})")
         return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0)
 
+    caused = {**metadata, "causation_id": str(recall_id)}  # each search's RecallServed names this deep recall
     quick = recall_multi(engine, embedder, settings,
                          MultiRequest(Scope(tenant, request.agent_id, request.project), request.question),
-                         metadata, policy)
+                         caused, policy)
     results = _flat(quick)
+    record["shortcut_recall_id"] = str(quick.recall_id)
     high = [r for r in results if r["score"] >= settings.deep_shortcut_score]
     models = configured_models(settings)
     record["shortcut_results"] = results
@@ -197,17 +189,17 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
 
     root, sub = models
     record["models"] = {"root": root.model, "sub": sub.model}
-    tracker = Tracker(limits, Prices(settings.llm_prices))
+    tracker = Tracker(limits, Prices(settings.llm_prices), started=deadline_from)
     live = LiveAPIs(engine, embedder, settings,
-                    Caller(tenant, request.agent_id, request.project, request.session_id, policy,
-                           {**metadata, "causation_id": str(recall_id)}),
+                    Caller(tenant, request.agent_id, request.project, request.session_id, policy, caused),
                     tracker.deadline)
     store = Store(engine, tenant, request.agent_id, request.session_id, request.project, recall_id, metadata)
     context = store.bootstrap(settings.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings))
     env = Env(settings, live, store, tracker, sub)
     outcome = Loop(env, root, request.max_depth, limits.iterations, nested=False).run(request.question, context)
     record.update(answer=outcome.answer, stopped=outcome.stopped, reason=outcome.reason,
-                  iterations=outcome.iterations, sub_calls=env.sub_calls)
+                  iterations=outcome.iterations, sub_calls=env.sub_calls,
+                  search_recall_ids=list(live.search_recall_ids)[:MAX_AUDIT_SEARCHES])
     if not _useful(outcome.answer):
         _blind_spot(engine, settings, tenant, request, recall_id,
                     outcome.reason or f"answered {outcome.answer!r}"[:500], metadata)
@@ -239,4 +231,4 @@ def _served(engine: Engine, tenant: str, record: dict[str, Any], started: float,
             else [], "latency_ms": latency_ms, "position": position}
 
 
-__all__ = ["DeepRequest", "blind_spots", "deep_recall"]
+__all__ = ["DeepRequest", "deep_recall"]

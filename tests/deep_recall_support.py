@@ -1,7 +1,8 @@
 """A scripted model server on loopback speaking the OpenAI chat protocol (real HTTP, streamed and not): each
 model name has a queue of scripted turns, replayed in order; every request is recorded, so a test can read what
 the loop sent (the feedback of the previous turn). A turn is a reply text, or a function of the request's
-messages answering one."""
+messages answering one. A model may be set to trickle its streamed reply (a pause between chunks), a slow
+model whose every read arrives in time."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class ScriptedModels:
         self.requests: list[dict[str, Any]] = []
         self.usage = usage
         self.delay_s = 0.0
+        self.trickle_s: dict[str, float] = {}  # model -> pause between its streamed chunks
         self.lock = threading.Lock()
         self.headers: list[dict[str, str]] = []
         self.url = ""
@@ -42,6 +44,7 @@ class ScriptedModels:
             self.requests.clear()
             self.headers.clear()
             self.delay_s = 0.0
+            self.trickle_s.clear()
 
     def of(self, model: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["model"] == model]
@@ -68,8 +71,12 @@ class ScriptedModels:
                                               "message": {"role": "assistant", "content": text}}],
                                  "usage": usage})
 
+        trickle = self.trickle_s.get(body["model"], 0.0)
+
         def events() -> Iterator[str]:
             for i in range(0, len(text), 7):
+                if trickle:
+                    time.sleep(trickle)
                 yield "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": text[i:i + 7]}}]}) + "\n\n"
             yield "data: " + json.dumps({"choices": [], "usage": usage}) + "\n\n"
             yield "data: [DONE]\n\n"
@@ -106,6 +113,23 @@ def start_scripted_models() -> tuple[ScriptedModels, uvicorn.Server, threading.T
         time.sleep(0.02)
     models.url = f"http://127.0.0.1:{port}/v1"
     return models, server, thread
+
+
+def point_route_at(models: ScriptedModels, monkeypatch: Any, **changes: Any) -> Callable[..., None]:
+    """The deep recall route's settings pointed at the scripted models (the shortcut off unless changed); answers
+    a function changing them further."""
+    import api.routes.deep_recall as route
+    from infra.settings import get_settings, replace
+
+    models.reset()
+    state = {"settings": replace(get_settings(), llm_model=ROOT, llm_sub_model=SUB, llm_base_url=models.url,
+                                 deep_shortcut_hits=1000, llm_prices='{"*": [3.0, 15.0]}', **changes)}
+    monkeypatch.setattr(route, "get_settings", lambda: state["settings"])
+
+    def configure(**more: Any) -> None:
+        state["settings"] = replace(state["settings"], **more)
+
+    return configure
 
 
 def code(*lines: str) -> str:

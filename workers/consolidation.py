@@ -15,7 +15,9 @@ MemoriesMerged on the kept memory's stream, EdgeAdjusted (target weights, never 
 ConsolidationCompleted per tenant on the run's stream `consolidation-<run_id>`, all of a tenant in one
 transaction, by the actor "system:scheduler". ConsolidationCompleted is the stored report; it is appended on
 every run that found memories to consolidate, also when nothing changed (its counts are then all zero), so
-the log shows that the cycle ran and with which clock. A second run in a row appends only that.
+the log shows that the cycle ran and with which clock. A second run in a row appends only that. The report also
+says what deep recall could not answer in the run's scope: the live blind spots at the clock (how many, the top
+ones by priority; read from the `blind_spots` read model, deep_recall/blind_spots.py), read-only.
 
 Merges against concurrent writes: the plan is made on a snapshot without locks; a run with merges is appended
 holding the governor's scope locks (services/neighbours.py `scope_lock_key`, as session locks, in key order) of
@@ -41,6 +43,7 @@ import numpy as np
 import structlog
 from sqlalchemy import Connection, Engine, text
 
+from deep_recall.blind_spots import live_summary as live_blind_spots
 from domain.consolidation import ConsolidationConfig, Edge, EdgeChange, Merge, Node, Plan, plan, prune
 from domain.errors import ConcurrencyConflict, NotCaughtUp
 from domain.events import ConsolidationCompleted, EdgeAdjusted, MemoriesMerged, NewEvent, memory_stream
@@ -54,7 +57,8 @@ from workers.lifecycle import SCHEDULER_ACTOR, append_system_events, as_clock, j
 
 log = structlog.get_logger(__name__)
 MAX_SCOPES_IN_REPORT = 100
-READ_MODELS = ("memories", "vectors", "activity", "edges")
+TOP_BLIND_SPOTS = 10  # blind spots listed in a run's report (all are counted)
+READ_MODELS = ("memories", "vectors", "activity", "edges", "deep_recall")  # deep_recall: the blind spots reported
 MERGE_ATTEMPTS = 5  # plans of one tenant's run, when a merge's memories changed between snapshot and append
 ScopeKey = tuple[str | None, str | None]  # (agent_id, project), as the governor locks it
 
@@ -373,12 +377,14 @@ def _plan_tenant(engine: Engine, tenant: str, agent_id: str | None, clock: datet
             observed["largest_cluster"] = max(observed["largest_cluster"], seen["largest_cluster"])
             scopes.append({"agent_id": unit.agent_id, "project": unit.project, "memories": run.memories,
                            "pages": run.pages, **seen, "changes": {k: v for k, v in counts.items() if v}})
+        blind_spots = live_blind_spots(conn, tenant, agent_id, clock, TOP_BLIND_SPOTS)
     phases = ("merged", "strengthened", "bridged", "unlinked", "forgotten", "transferred", "capped")
     report = {
         "scopes": len(units), **{k: observed[k] for k in ("memories", "pages", "clusters", "largest_cluster")},
         "page_size": page_size,
         "changes": {k: changes[k] for k in phases},
         "per_scope": scopes[:MAX_SCOPES_IN_REPORT],
+        "blind_spots": blind_spots,
         "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
     }
     completed = ConsolidationCompleted(run_id=run_id, tenant_scope={"tenant": tenant, "agent_id": agent_id},

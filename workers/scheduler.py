@@ -73,7 +73,8 @@ def lifecycle_consolidate(tenant: str | None = None, agent_id: str | None = None
         log.info("lifecycle.skipped", job="consolidation", reason=str(exc))
         return {"skipped": str(exc)}
     report = {"clock": clock.isoformat(), "tenants": len(result.runs), "changes": result.totals(),
-              "runs": [{"tenant": r.tenant, "run_id": str(r.run_id)} for r in result.runs[:100]],
+              "runs": [{"tenant": r.tenant, "run_id": str(r.run_id),
+                        "blind_spots": r.report["blind_spots"]["live"]} for r in result.runs[:100]],
               "finished_at": datetime.now(UTC).isoformat()}
     _remember_run("consolidation", report)
     return report

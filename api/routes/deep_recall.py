@@ -14,7 +14,8 @@ from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.schemas import Body
-from deep_recall.service import DeepRequest, blind_spots, deep_recall
+from deep_recall import blind_spots
+from deep_recall.service import DeepRequest, deep_recall
 from domain.events import ScopeText
 from domain.events.deep_recall import MAX_QUESTION_CHARS
 from infra.embedding import get_embedder
@@ -94,5 +95,5 @@ def get_blind_spots(who: Annotated[Caller, Depends(caller)], db: Annotated[Engin
                     agent_id: Annotated[str | None, Query(max_length=128)] = None,
                     project: Annotated[str | None, Query(max_length=128)] = None,
                     session_id: Annotated[str | None, Query(max_length=128)] = None) -> BlindSpotsOut:
-    return BlindSpotsOut(blind_spots=[BlindSpotOut(**r) for r in blind_spots(db, who.tenant, agent_id,
-                                                                               session_id, project)])
+    return BlindSpotsOut(blind_spots=[BlindSpotOut(**r) for r in blind_spots.of_scope(
+        db, who.tenant, agent_id, session_id, project)])

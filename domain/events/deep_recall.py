@@ -23,11 +23,17 @@ MAX_QUESTION_CHARS = 4000
 MAX_STORE_KEY_CHARS = 200
 MAX_STORE_VALUE_BYTES = 64 * 1024  # as compact JSON
 MAX_AUDIT_ITERATIONS = 64
+MAX_AUDIT_SEARCHES = 1000  # recall ids of a deep recall's searches kept in its audit
 
 
 class DeepRecallServed(SystemEvent):
     """One deep recall, whole: the question, the shortcut or each iteration (its code, what it printed, each live
-    call with its capped result), the sub-calls, tokens, cost, how it stopped and the answer."""
+    call with its capped result), the sub-calls, tokens, cost, how it stopped and the answer.
+
+    Each search it made (the shortcut's quick recall, the bootstrap's seeds, search() in the sandbox, nested loops'
+    searches) is a recall of its own with its own RecallServed; their recall ids are here (`shortcut_recall_id`,
+    `search_recall_ids` in order, and each search's live-call record's `recall_id`), so an analyst follows from
+    the deep recall to each search's hit-log."""
 
     recall_id: uuid.UUID
     question: str = Field(max_length=MAX_QUESTION_CHARS)
@@ -40,6 +46,8 @@ class DeepRecallServed(SystemEvent):
     iterations: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_AUDIT_ITERATIONS)
     sub_calls: list[dict[str, Any]] = Field(default_factory=list)
     shortcut_results: list[dict[str, Any]] = Field(default_factory=list)
+    shortcut_recall_id: uuid.UUID | None = None
+    search_recall_ids: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_AUDIT_SEARCHES)
     models: dict[str, str | None] = Field(default_factory=dict)
     tokens: dict[str, int] = Field(default_factory=dict)
     cost_usd: float = 0.0

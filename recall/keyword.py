@@ -2,6 +2,12 @@
 
 One statement serves every domain with BM25 postings: `KeywordTables` names a domain's tables (memories' by
 default: projections/keyword.py; knowledge sections': projections/knowledge.py).
+
+The idf of each query term is computed once (a MATERIALIZED CTE, float8 arithmetic) and looked up per posting,
+not joined: joined, the planner inlined the CTE (a numeric ln per posting) and, estimating a term's postings by
+the average (1 / distinct terms), chose one index descent into the documents per posting, whatever a common term's
+real count. Scanned by `term = ANY(:terms)`, the postings are estimated from the term's statistics (its most
+common values), so a query touching many postings joins its documents by hash (bench/sessions_recall.py --profile).
 """
 
 from __future__ import annotations
@@ -50,14 +56,14 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     sql = f"""
     WITH stats AS (
         SELECT n_docs, total_length::float8 / greatest(n_docs, 1) AS avgdl FROM {t.stats} WHERE tenant = :tenant
-    ), idf AS (
-        SELECT t.term, ln(1 + (s.n_docs - t.df + 0.5) / (t.df + 0.5)) AS idf
+    ), idf AS MATERIALIZED (
+        SELECT t.term, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
         FROM {t.terms} t CROSS JOIN stats s WHERE t.tenant = :tenant AND t.term = ANY(:terms)
     )
     SELECT p.{key} AS id,
-           sum(i.idf * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))) AS score
+           sum(coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)
+               * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))) AS score
     FROM {t.postings} p
-    JOIN idf i ON i.term = p.term
     CROSS JOIN stats s
     JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
     WHERE p.tenant = :tenant AND p.term = ANY(:terms) AND {where}

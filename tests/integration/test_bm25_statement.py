@@ -1,0 +1,89 @@
+"""The one BM25 statement (recall/keyword.py bm25_top), over the sessions' postings: its scores are Okapi BM25,
+and its plan computes each query term's idf once, in float8, instead of a numeric ln per posting joined to the
+terms (the plan that made sessions recall slow down with the corpus: bench/sessions_recall.py --profile)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sqlalchemy import event
+
+from domain.text import term_frequencies, tokenize
+from projections.runner import catch_up
+from projections.sessions import SessionsProjector, message_uid
+from recall.domains.sessions import SESSION_KEYWORD
+from recall.keyword import bm25_top
+from recall.scope import Scope
+from services.sessions import append_messages
+
+META = {"actor": "test", "source": "test"}
+CONTENTS = ["the walrus ate the herring", "a walrus and a walrus again", "herring soup recipe with walrus fat",
+            "nothing relevant here at all", "herring herring herring", "tea with the harbour master"]
+K1, B = 1.2, 0.75
+
+
+def _load(engine: Any, tenant: str) -> list[dict[str, Any]]:
+    messages = [{"message_id": f"m{i}", "role": "user", "content": c} for i, c in enumerate(CONTENTS)]
+    append_messages(engine, tenant, "s1", messages, META)
+    catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
+    return messages
+
+
+def _okapi(query: str) -> dict[str, float]:
+    """Okapi BM25 by hand over CONTENTS (idf = ln(1 + (N - df + 0.5) / (df + 0.5)))."""
+    docs = [term_frequencies(c) for c in CONTENTS]
+    n, avgdl = len(docs), sum(sum(d.values()) for d in docs) / len(docs)
+    scores: dict[str, float] = {}
+    for i, tfs in enumerate(docs):
+        length = sum(tfs.values())
+        score = 0.0
+        for term in set(tokenize(query)):
+            if term in tfs:
+                df = sum(term in d for d in docs)
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                score += idf * tfs[term] * (K1 + 1) / (tfs[term] + K1 * (1 - B + B * length / avgdl))
+        if score:
+            scores[f"m{i}"] = score
+    return scores
+
+
+def test_scores_are_okapi_bm25(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+    _load(engine, tenant)
+    uid_of = {message_uid(tenant, "s1", f"m{i}"): f"m{i}" for i in range(len(CONTENTS))}
+    with engine.connect() as conn:
+        got = bm25_top(conn, Scope(tenant), tokenize("walrus herring"), 10, K1, B, None, SESSION_KEYWORD, "d.sent")
+    expected = _okapi("walrus herring")
+    assert {uid_of[u] for u in got} == set(expected)
+    for uid, score in got.items():
+        assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9)
+    assert list(got) == sorted(got, key=lambda u: (-got[u], str(u)))  # best first
+
+
+def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [plan, *(n for child in plan.get("Plans", []) for n in _plan_nodes(child))]
+
+
+def test_idf_is_computed_once_per_term_in_float8(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+    _load(engine, tenant)
+    captured: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        captured.append((statement, params))
+
+    with engine.connect() as conn:
+        event.listen(engine, "before_cursor_execute", capture)
+        try:
+            bm25_top(conn, Scope(tenant), tokenize("walrus herring"), 10, K1, B, None, SESSION_KEYWORD, "d.sent")
+        finally:
+            event.remove(engine, "before_cursor_execute", capture)
+        statement, params = captured[-1]
+        cursor = conn.connection.dbapi_connection.cursor()
+        cursor.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + statement, params)
+        raw = cursor.fetchone()[0]
+    nodes = _plan_nodes((raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"])
+    assert any(n.get("Subplan Name") == "CTE idf" for n in nodes)  # materialized: once per query term
+    aggregate_outputs = " ".join(" ".join(n.get("Output", [])) for n in nodes if n["Node Type"] == "Aggregate")
+    assert "sum(" in aggregate_outputs
+    assert "numeric" not in aggregate_outputs  # no numeric ln per posting

@@ -168,3 +168,47 @@ def test_async_client(live_server, tenant_key, module_worker) -> None:  # type: 
     import asyncio
 
     asyncio.run(_async_flow(live_server.url, tenant_key))
+
+
+def _count(engine: Engine, tenant: str, type_: str) -> int:
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t AND type = :type"),
+                            {"t": tenant, "type": type_}).scalar_one()
+
+
+def test_lost_answers_to_domain_writes_are_retried_never_doubled(live_server, tenant_key, tenant, engine,
+                                                                 module_worker) -> None:  # type: ignore[no-untyped-def]
+    from conftest import wait_until
+
+    net = LosesAnswers(["503", "drop"])
+    with Engramlog(live_server.url, api_key=tenant_key, retry=FAST, transport=net) as sdk:
+        put = sdk.put_transcript("t-retry", "[2026-02-01T09:00:00Z] USER: the otter plan\n")
+        assert [p for _, p, _ in net.sent] == ["/v1/transcripts/t-retry"] * 3
+        assert put.version == 1 and _count(engine, tenant, "TranscriptChunksPut") == 1  # one version, not three
+        assert sdk.transcript("t-retry").version == 1
+
+        net.faults = ["drop"]
+        code = sdk.put_code_files("otter", [{"path": "otter/a.py", "content": "def swim():\n    return 1\n"}])
+        assert [f.version for f in code.files] == [1]  # the retry found it put: the same version, nothing new
+        assert _count(engine, tenant, "CodeFilePut") == 1
+
+        # A message's id is chosen by the client before the first attempt: a retried append holds the same ids,
+        # and a session ignores a message_id it already holds, so no message is doubled.
+        net.faults = ["503", "drop"]
+        done = sdk.append_messages("s-retry", [{"role": "user", "content": "is the otter plan on?"},
+                                               {"role": "assistant", "content": "yes", "sent": False}])
+        ids = {json.dumps(json.loads(body)["messages"]) for m, p, body in net.sent if p.endswith("/messages")}
+        assert len(ids) == 1  # every attempt carried the same messages with the same ids
+        assert wait_until(lambda: sdk.list_sessions().sessions, timeout=120)
+        page = sdk.session_messages("s-retry", include_unsent=True)
+        assert [m.message_id for m in page.messages] == done.message_ids
+        assert [m.seq for m in page.messages] == [1, 2]
+
+        net.faults = ["drop"]
+        sent = sdk.mark_sent("s-retry", done.message_ids[1])
+        assert sent.message_id == done.message_ids[1]  # the retry found it sent: changed False, nothing appended
+        assert _count(engine, tenant, "SessionMessageSent") == 1
+
+        net.faults = ["drop"]  # deep recall is not retried once it may have started (it costs model tokens)
+        with pytest.raises(EngramlogConnectionError):
+            sdk.deep_recall("what is the otter plan?")

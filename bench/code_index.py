@@ -45,6 +45,7 @@ def run(package: str, functions: list[str]) -> dict[str, Any]:
         from sqlalchemy import text
         from typer.testing import CliRunner
 
+        import cli.calls
         import cli.main
         from api.app import create_app
         from bench.corpus import project
@@ -58,7 +59,7 @@ def run(package: str, functions: list[str]) -> dict[str, Any]:
                 c.close = lambda: None  # type: ignore[method-assign]
                 return c
 
-            cli.main._client = make  # type: ignore[assignment]
+            cli.calls.client = make  # type: ignore[assignment]
             started = time.perf_counter()
             r = CliRunner().invoke(cli.main.app, ["code", "index", str(root), "--repo", package])
             index_s = time.perf_counter() - started

@@ -6,15 +6,14 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
+from cli import calls
+from cli.output import console, iso_time
+
 analyze_app = typer.Typer(help="Analyses of the hit-log.", no_args_is_help=True)
 
 
@@ -31,15 +30,10 @@ def keyword_gaps_command(
     then used (feedback "used" or a drill), and the share of vector-only results marked not useful, next to
     SwarmAI's gate (semantic everywhere only if >= 20% keyword false negatives with < 10% hybrid false
     positives). Figures only: the decision is the reader's."""
-    from cli.main import _engine, fail
     from recall.analysis import HYBRID_FALSE_POSITIVE_GATE, KEYWORD_FALSE_NEGATIVE_GATE, keyword_gaps
 
-    try:
-        since_at = datetime.fromisoformat(since) if since else None
-    except ValueError:
-        fail(f"--since {since!r} is not an ISO 8601 time")
-        return
-    with _engine().connect() as conn:
+    since_at = iso_time(since or None, "--since")
+    with calls.engine().connect() as conn:
         rows = keyword_gaps(conn, tenant, since_at)
     if as_json:
         console.print_json(json.dumps([r.as_dict() for r in rows]))

@@ -17,41 +17,19 @@ import subprocess
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cli import calls
+from cli.output import console, fail, progress
 from domain.code.languages import DEFAULT_MAX_CODE_FILE_BYTES, language_of, repo_problem
 
-console = Console()
-err = Console(stderr=True)
 code_app = typer.Typer(help="Code intelligence: index a repository's source files.", no_args_is_help=True)
 BATCH_FILES = 200
 BATCH_BYTES = 16 * 1024 * 1024  # well under the API's body limit
 SHOWN_SKIPS = 20
-
-
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(2)
-
-
-def _call(method: str, url: str, **kwargs: Any) -> Any:
-    from engramlog_client import EngramlogError
-
-    from cli.main import _client
-
-    try:
-        with _client() as c:
-            return c.request(method, url, **kwargs)
-    except EngramlogError as exc:
-        _fail(str(exc))
-    except Exception as exc:  # the API is not reachable
-        _fail(f"cannot reach the API: {exc}")
 
 
 def _git_files(root: Path) -> list[str] | None:
@@ -112,27 +90,7 @@ def _read(file: Path, max_bytes: int) -> tuple[str | None, str | None]:
 
 
 def _server_hashes(repo: str) -> dict[str, str]:
-    hashes: dict[str, str] = {}
-    after: str | None = ""
-    while after is not None:
-        page = _call("GET", f"/v1/code/{urllib.parse.quote(repo)}/files", params={"after": after, "limit": 10_000})
-        hashes.update({f["path"]: f["content_hash"] for f in page["files"]})
-        after = page["next_after"]
-    return hashes
-
-
-def _batches(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    batch: list[dict[str, Any]] = []
-    size = 0
-    for item in items:
-        n = len((item.get("content") or "").encode("utf-8"))
-        if batch and (len(batch) >= BATCH_FILES or size + n > BATCH_BYTES):
-            yield batch
-            batch, size = [], 0
-        batch.append(item)
-        size += n
-    if batch:
-        yield batch
+    return {f["path"]: f["content_hash"] for f in calls.paged(f"/v1/code/{urllib.parse.quote(repo)}/files", "files")}
 
 
 @code_app.command("index")
@@ -146,7 +104,7 @@ def index(path: Annotated[Path, typer.Argument(help="the repository's folder", e
     name = repo or root.name
     problem = repo_problem(name)
     if problem:
-        _fail(f"repository {name!r}: {problem} (name it with --repo)")
+        fail(f"repository {name!r}: {problem} (name it with --repo)")
     started = time.perf_counter()
     listed = _git_files(root)
     source = "git ls-files" if listed is not None else ".gitignore walk"
@@ -172,13 +130,12 @@ def index(path: Annotated[Path, typer.Argument(help="the repository's folder", e
     if len(skipped) > SHOWN_SKIPS:
         console.print(f"  ... and {len(skipped) - SHOWN_SKIPS} more skipped")
     actions: Counter[str] = Counter()
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task("index", total=len(changed) + len(gone))
-        for batch in _batches(changed + gone):
-            out = _call("POST", f"/v1/code/{urllib.parse.quote(name)}/files", json={"files": batch})
+    with progress(console) as bar:
+        task = bar.add_task("index", total=len(changed) + len(gone))
+        for batch in calls.batches(changed + gone, BATCH_FILES, BATCH_BYTES):
+            out = calls.call("POST", f"/v1/code/{urllib.parse.quote(name)}/files", json={"files": batch})
             actions.update(f["action"] for f in out["files"])
-            progress.advance(task, len(batch))
+            bar.advance(task, len(batch))
     console.print(f"{actions['put']} file(s) put, {actions['removed']} removed, {actions['unchanged']} unchanged "
                   f"in {time.perf_counter() - started:.1f}s")
 

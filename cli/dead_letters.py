@@ -16,11 +16,10 @@ import getpass
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
+from cli import calls
+from cli.output import console, fail
 
 projection_letters = typer.Typer(help="Events a projector could not apply: list, retry or skip them.",
                                  invoke_without_command=True)
@@ -32,17 +31,6 @@ ingest_app.add_typer(ingest_letters, name="dead-letters")
 ProjectionOpt = Annotated[str | None, typer.Option("--projection", help="Only this projection")]
 Resolved = Annotated[bool, typer.Option("--resolved", help="Also retried and skipped ones")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Every parked one")]
-
-
-def _engine():  # type: ignore[no-untyped-def]
-    from cli.main import _engine as engine
-
-    return engine()
-
-
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(2)
 
 
 def _operator() -> str:
@@ -57,7 +45,7 @@ def projection_list(ctx: typer.Context, projection: ProjectionOpt = None, resolv
     from projections.dead_letters import OPEN, dead_letters
 
     statuses = ("failing", "parked", "retried", "skipped") if resolved else OPEN
-    with _engine().connect() as conn:
+    with calls.engine().connect() as conn:
         rows = dead_letters(conn, projection, statuses=statuses)
     table = Table(title=f"{len(rows)} projection dead letter(s)")
     for col in ("projection", "position", "tenant", "type", "status", "attempts", "last failed", "error"):
@@ -73,14 +61,14 @@ def _projection_targets(position: int | None, all_: bool, projection: str | None
     from projections.registry import PROJECTORS
 
     if projection is not None and projection not in PROJECTORS:
-        _fail(f"unknown projection {projection!r}; known: {', '.join(PROJECTORS)}")
+        fail(f"unknown projection {projection!r}; known: {', '.join(PROJECTORS)}")
     if position is None and not all_:
-        _fail("name a POSITION or pass --all")
-    with _engine().connect() as conn:
+        fail("name a POSITION or pass --all")
+    with calls.engine().connect() as conn:
         parked = dead_letters(conn, projection, statuses=("parked",), limit=100_000)
     targets = [(r.projection, r.position) for r in parked if all_ or r.position == position]
     if not targets:
-        _fail(f"no parked event at position {position}" if position is not None else "no parked events")
+        fail(f"no parked event at position {position}" if position is not None else "no parked events")
     return targets
 
 
@@ -91,7 +79,7 @@ def projection_retry(position: Annotated[int | None, typer.Argument()] = None, a
     from projections.dead_letters import retry
     from projections.registry import PROJECTORS
 
-    engine, failed = _engine(), 0
+    engine, failed = calls.engine(), 0
     for name, pos in _projection_targets(position, all_, projection):
         done = retry(engine, PROJECTORS[name], pos, _operator())
         failed += done.outcome == "failed"
@@ -106,7 +94,7 @@ def projection_skip(position: int, projection: ProjectionOpt = None) -> None:
     from projections.dead_letters import skip
     from projections.registry import PROJECTORS
 
-    engine = _engine()
+    engine = calls.engine()
     for name, pos in _projection_targets(position, False, projection):
         console.print(f"{name} @ {pos}: {skip(engine, PROJECTORS[name], pos, _operator()).outcome}")
 
@@ -119,7 +107,7 @@ def ingest_list(ctx: typer.Context, resolved: Resolved = False) -> None:
     from workers.ingest_dead_letters import dead_letters
 
     statuses = ("parked", "retried", "skipped") if resolved else ("parked",)
-    with _engine().connect() as conn:
+    with calls.engine().connect() as conn:
         rows = dead_letters(conn, statuses=statuses)
     table = Table(title=f"{len(rows)} ingest dead letter(s)")
     for col in ("id", "tenant", "events", "status", "created", "reason"):
@@ -137,8 +125,8 @@ def ingest_retry(dead_letter_id: Annotated[int | None, typer.Argument(metavar="I
     from workers.ingest_dead_letters import dead_letters, retry
 
     if dead_letter_id is None and not all_:
-        _fail("name an ID or pass --all")
-    engine = _engine()
+        fail("name an ID or pass --all")
+    engine = calls.engine()
     if all_:
         with engine.connect() as conn:
             ids = [r.id for r in dead_letters(conn, limit=100_000)]
@@ -159,7 +147,7 @@ def ingest_skip(dead_letter_id: Annotated[int, typer.Argument(metavar="ID")]) ->
     """Close a parked message without appending it."""
     from workers.ingest_dead_letters import skip
 
-    done = skip(_engine(), dead_letter_id, _operator())
+    done = skip(calls.engine(), dead_letter_id, _operator())
     console.print(f"{dead_letter_id}: {done.outcome}")
     if done.outcome == "not_parked":
         raise typer.Exit(1)

@@ -18,9 +18,9 @@ def mcp(api_url: Annotated[str | None, typer.Option(envvar="ENGRAMLOG_API_URL",
     from mcp_server.stdio import run_stdio
 
     if api_url is None:
-        from cli.main import _settings
+        from cli import calls
 
-        api_url = _settings().api_url()
+        api_url = calls.settings().api_url()
     run_stdio(api_url, os.environ.get("ENGRAMLOG_API_KEY"), timeout)
 
 

@@ -10,39 +10,15 @@ from __future__ import annotations
 
 import sys
 import urllib.parse
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
+from cli import calls
+from cli.output import console, err
+
 sessions_app = typer.Typer(help="Session messages: list, show, append, resume.", no_args_is_help=True)
-
-
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(2)
-
-
-def _call(method: str, url: str, **kwargs: Any) -> Any:
-    from engramlog_client import EngramlogError
-
-    from cli.main import _client
-
-    try:
-        with _client() as c:
-            if kwargs.pop("raw", False):
-                response = c.http.request(method, url, **kwargs)
-                if response.status_code >= 400:
-                    raise EngramlogError(response.status_code, response.text)
-                return response.text
-            return c.request(method, url, **kwargs)
-    except EngramlogError as exc:
-        _fail(str(exc))
-    except Exception as exc:  # the API is not reachable
-        _fail(f"cannot reach the API: {exc}")
 
 
 def _session(session_id: str) -> str:
@@ -55,7 +31,7 @@ def list_(agent_id: Annotated[str | None, typer.Option("--agent-id")] = None,
           limit: Annotated[int, typer.Option(min=1, max=1000)] = 50) -> None:
     """Sessions, newest first, with their message counts and date ranges."""
     params = {k: v for k, v in {"agent_id": agent_id, "project": project, "limit": limit}.items() if v is not None}
-    out = _call("GET", "/v1/sessions", params=params)
+    out = calls.call("GET", "/v1/sessions", params=params)
     table = Table("session", "agent", "project", "messages", "sent", "first", "last")
     for s in out["sessions"]:
         table.add_row(s["session_id"], s["agent_id"] or "", s["project"] or "", str(s["messages"]),
@@ -68,7 +44,7 @@ def show(session_id: str, after_seq: Annotated[int, typer.Option("--after-seq", 
          limit: Annotated[int, typer.Option(min=1, max=1000)] = 100,
          unsent: Annotated[bool, typer.Option("--unsent", help="pending messages too")] = False) -> None:
     """A session's messages in order."""
-    out = _call("GET", f"{_session(session_id)}/messages",
+    out = calls.call("GET", f"{_session(session_id)}/messages",
                 params={"after_seq": after_seq, "limit": limit, "include_unsent": unsent})
     for m in out["messages"]:
         flags = "" if m["sent"] else " (pending)"
@@ -92,7 +68,7 @@ def append(session_id: str, content: Annotated[str, typer.Argument(help="the tex
     text = sys.stdin.read() if content == "-" else content
     body = {"role": role, "content": text, "agent_id": agent_id, "project": project, "tool_name": tool_name,
             "message_id": message_id, "sent": not pending, "checkpoint": checkpoint}
-    out = _call("POST", f"{_session(session_id)}/messages", json={k: v for k, v in body.items() if v is not None})
+    out = calls.call("POST", f"{_session(session_id)}/messages", json={k: v for k, v in body.items() if v is not None})
     console.print(f"{out['message_ids'][0]} position {out['position']}", highlight=False)
 
 
@@ -100,7 +76,7 @@ def append(session_id: str, content: Annotated[str, typer.Argument(help="the tex
 def resume(session_id: str, budget_tokens: Annotated[int | None, typer.Option("--budget-tokens")] = None) -> None:
     """Print the session's resume context (deterministic: built from the log, no recall, no model)."""
     params = {"format": "text", **({"budget_tokens": budget_tokens} if budget_tokens is not None else {})}
-    sys.stdout.write(_call("GET", f"{_session(session_id)}/resume", params=params, raw=True))
+    sys.stdout.write(calls.call("GET", f"{_session(session_id)}/resume", params=params) or "")  # text/plain: as text
 
 
 def register(app: typer.Typer) -> None:

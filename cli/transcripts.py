@@ -16,43 +16,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-console = Console()
-err = Console(stderr=True)
+from cli import calls
+from cli.output import console, err, fail, progress
+
 transcripts_app = typer.Typer(help="Transcripts: put verbatim session exports, sync a folder.", no_args_is_help=True)
 
 DEFAULT_GLOBS = ("**/*.jsonl", "**/*.txt", "**/*.log")
 FormatOpt = Annotated[str | None, typer.Option("--format", help="jsonl or text (default: detected)")]
-
-
-class _Refused(Exception):
-    """The API refused one transcript (its reason), or could not be reached."""
-
-
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
-
-
-def _client():  # type: ignore[no-untyped-def]
-    from cli.main import _client as client
-
-    return client()
-
-
-def _call(method: str, url: str, **kwargs: Any) -> Any:
-    from engramlog_client import EngramlogError
-
-    try:
-        with _client() as c:
-            return c.request(method, url, **kwargs)
-    except EngramlogError as exc:
-        raise _Refused(str(exc)) from None
-    except Exception as exc:  # the API is not reachable
-        raise _Refused(f"cannot reach the API: {exc}") from None
 
 
 def transcript_id_of(file: Path, root: Path) -> str:
@@ -62,8 +34,8 @@ def transcript_id_of(file: Path, root: Path) -> str:
 
 def _put(transcript_id: str, body: bytes, fmt: str | None) -> dict[str, Any]:
     params = {"format": fmt} if fmt else {}
-    return _call("PUT", f"/v1/transcripts/{urllib.parse.quote(transcript_id, safe='')}", content=body,
-                 params=params, headers={"content-type": "text/plain; charset=utf-8"})
+    return calls.call("PUT", f"/v1/transcripts/{urllib.parse.quote(transcript_id, safe='')}", stop=False,
+                      content=body, params=params, headers={"content-type": "text/plain; charset=utf-8"})
 
 
 def _summary(out: dict[str, Any]) -> str:
@@ -81,18 +53,12 @@ def put(file: Annotated[Path, typer.Argument(help="the transcript file", exists=
     try:
         console.print(escape(_summary(_put(transcript_id or transcript_id_of(file, file.parent), file.read_bytes(),
                                            fmt))))
-    except _Refused as exc:
-        _fail(f"{file}: {exc}")
+    except calls.Refused as exc:
+        fail(f"{file}: {exc}")
 
 
 def _server_hashes() -> dict[str, str]:
-    hashes: dict[str, str] = {}
-    after: str | None = ""
-    while after is not None:
-        page = _call("GET", "/v1/transcripts", params={"after": after, "limit": 10_000})
-        hashes.update({t["transcript_id"]: t["content_hash"] for t in page["transcripts"]})
-        after = page["next_after"]
-    return hashes
+    return {t["transcript_id"]: t["content_hash"] for t in calls.paged("/v1/transcripts", "transcripts")}
 
 
 @transcripts_app.command("sync")
@@ -105,25 +71,21 @@ def sync(directory: Annotated[Path, typer.Argument(help="folder of transcripts",
     ids = {f: transcript_id_of(f, directory) for f in files}
     twice = sorted({i for i in ids.values() if list(ids.values()).count(i) > 1})
     if twice:
-        _fail(f"two files name the same transcript id: {', '.join(twice)}")
-    try:
-        server = _server_hashes()
-    except _Refused as exc:
-        _fail(str(exc))
+        fail(f"two files name the same transcript id: {', '.join(twice)}")
+    server = _server_hashes()
     changed = [f for f in files if server.get(ids[f]) != hashlib.sha256(f.read_bytes()).hexdigest()]
     console.print(f"{len(files)} file(s), {len(changed)} changed")
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     written = reused = 0
     refused: list[str] = []
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task("sync", total=len(changed))
+    with progress(console) as bar:
+        task = bar.add_task("sync", total=len(changed))
         for f in changed:
             try:
                 out = _put(ids[f], f.read_bytes(), fmt)
                 written, reused = written + out["chunks_written"], reused + out["chunks_reused"]
-            except _Refused as exc:
+            except calls.Refused as exc:
                 refused.append(f"{f}: {exc}")
-            progress.advance(task)
+            bar.advance(task)
     console.print(f"{written} chunk(s) written, {reused} reused")
     for reason in refused:
         err.print(f"[red]refused:[/red] {escape(reason)}")

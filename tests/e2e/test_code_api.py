@@ -147,6 +147,7 @@ def test_code_bucket_in_recall_multi(client, engine) -> None:  # type: ignore[no
 def cli_on(client, monkeypatch):  # type: ignore[no-untyped-def]
     from engramlog_client import Engramlog
 
+    import cli.calls
     import cli.main
 
     def make():  # type: ignore[no-untyped-def]
@@ -155,7 +156,7 @@ def cli_on(client, monkeypatch):  # type: ignore[no-untyped-def]
         c.close = lambda: None
         return c
 
-    monkeypatch.setattr(cli.main, "_client", make)
+    monkeypatch.setattr(cli.calls, "client", make)
     return cli.main.app
 
 

@@ -11,12 +11,13 @@ def cli_on(client, monkeypatch):  # type: ignore[no-untyped-def]
     """The CLI's API client speaking to the test app (as this test's tenant)."""
     from engramlog_client import Engramlog
 
+    import cli.calls
     import cli.main
 
     def make():  # type: ignore[no-untyped-def]
         return Engramlog(http_client=client)  # the SDK through the test app (not closed by the SDK: not its own)
 
-    monkeypatch.setattr(cli.main, "_client", make)
+    monkeypatch.setattr(cli.calls, "client", make)
     return cli.main.app
 
 

@@ -165,10 +165,11 @@ def test_the_client_sends_its_last_written_position_on_the_next_recall(app, clie
 
 
 def test_cli_remember_then_recall_answers(app, client, tenant, monkeypatch):
+    import cli.calls
     import cli.main
 
     key = f"key-{tenant}"
-    monkeypatch.setattr(cli.main, "_client", lambda: _engramlog_client(app, key))
+    monkeypatch.setattr(cli.calls, "client", lambda: _engramlog_client(app, key))
     runner = CliRunner()
     out = runner.invoke(cli.main.app, ["remember", "Erin's flight to Oslo leaves at 7:40", "--agent-id", "travel"])
     assert out.exit_code == 0, out.output

@@ -92,10 +92,11 @@ def test_keyword_gaps_per_domain(engine, tenant: str) -> None:  # type: ignore[n
 def test_cli_prints_the_figures_and_the_gate(engine, tenant: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
+    import cli.calls
     import cli.main
 
     _hit_log(engine, tenant)
-    monkeypatch.setattr(cli.main, "_engine", lambda: engine)
+    monkeypatch.setattr(cli.calls, "engine", lambda: engine)
     out = CliRunner().invoke(cli.main.app, ["analyze", "keyword-gaps", "--tenant", tenant, "--json"])
     assert out.exit_code == 0, out.output
     rows = {r["domain"]: r for r in json.loads(out.output)}

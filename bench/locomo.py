@@ -19,246 +19,60 @@ top k), abstained (in the top k, but the gate returned nothing), cut at rerank (
 top k), cut by the composite (a candidate that the composite, PRF and graph walk ranked out of the pool),
 never a candidate, or not kept (gate run only). A question is attributed to its best-placed gold memory.
 
-The scoring and normalisation functions at the top are pure, so they are unit-tested on toy examples
-(tests/test_bench_locomo.py). The saved JSON holds ids, categories and scores only, never the dataset's text
-(CC BY-NC: the data stays in ../shared/eval/). A run saves its summary (every figure, no per-question list) as
-bench/results/locomo-<stamp>-summary.json, committed, and the whole report with each question's ranking as
-bench/results/runs/locomo-<stamp>.json (about 1 MB, git-ignored).
+The dataset's reading and normalisation (bench/locomo_data.py) and the scoring (bench/locomo_metrics.py) are pure,
+so they are unit-tested on toy examples (tests/unit/test_bench_locomo.py); bench/locomo_report.py prints a run's
+report. Every name other modules use is importable from here (`__all__`). The saved JSON holds ids, categories
+and scores only, never the dataset's text (CC BY-NC: the data stays in ../shared/eval/). A run saves its summary
+(every figure, no per-question list) as bench/results/locomo-<stamp>-summary.json, committed, and the whole
+report with each question's ranking as bench/results/runs/locomo-<stamp>.json (about 1 MB, git-ignored).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
 import secrets
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from bench.common import RESULTS_DIR, machine, percentile, wide
+from bench.common import RESULTS_DIR, machine, percentile
+from bench.locomo_data import (
+    ABSTAIN_CATEGORY,
+    CATEGORY_NAMES,
+    SCORED_CATEGORIES,
+    Conversation,
+    Question,
+    load_conversations,
+    normalise_evidence,
+    parse_session_date,
+    turn_content,
+)
+from bench.locomo_metrics import (
+    ATTRIBUTION_STAGES,
+    CUTOFFS,
+    LABELS,
+    METRICS,
+    STAGE_LABELS,
+    aggregate,
+    attribute,
+    attribution_totals,
+    dedupe,
+    hit_at,
+    locate,
+    mrr_at,
+    ndcg_at,
+    recall_at,
+    score_question,
+    summarise,
+)
+from bench.locomo_report import BASELINES, print_attribution, print_report
 
-CUTOFFS = (1, 5, 10)
-SCORED_CATEGORIES = (1, 2, 3, 4)
-ABSTAIN_CATEGORY = 5
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 BATCH = 1000  # POST /v1/memories/batch takes at most 1,000 memories
 RUNS_DIR = RESULTS_DIR / "runs"  # per-question dumps of each run: git-ignored (.gitignore), the summaries are committed
 FIRST_QUERY_DEADLINE_S = 600.0
-
-# From ../shared/eval/README.md (dev split, 1,224 questions, categories 1-4, same protocol, 2-core machine).
-BASELINES: list[dict[str, Any]] = [
-    {"system": "BM25 (bm25s, Lucene, k1 1.5, stopwords + Snowball)", "r@1": .276, "r@5": .476, "r@10": .555,
-     "hit@10": .621, "mrr@10": .403, "ndcg@10": .423, "p50_ms": 0.3},
-    {"system": "dense, all-MiniLM-L6-v2, exact cosine", "r@1": .168, "r@5": .381, "r@10": .466,
-     "hit@10": .525, "mrr@10": .295, "ndcg@10": .321, "p50_ms": 25},
-    {"system": "hybrid recipe (BM25 ∪ dense top-50; 0.6·cos + 0.4·minmax BM25)", "r@1": .293, "r@5": .529,
-     "r@10": .618, "hit@10": .686, "mrr@10": .441, "ndcg@10": .466, "p50_ms": 27},
-    {"system": "reciprocal rank fusion, k = 60", "r@1": .235, "r@5": .467, "r@10": .554, "hit@10": .623,
-     "mrr@10": .381, "ndcg@10": .403, "p50_ms": 25},
-    {"system": "MemPalace 3.11.0 (default search, MiniLM)", "r@1": .228, "r@5": .447, "r@10": .530,
-     "hit@10": .597, "mrr@10": .360, "ndcg@10": .386, "p50_ms": 100},
-    {"system": "Mem0 2.2.1 OSS, infer=False", "r@1": .168, "r@5": .381, "r@10": .466, "hit@10": .525,
-     "mrr@10": .295, "ndcg@10": .321, "p50_ms": 39},
-]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Pure functions: parsing, normalisation, scoring.
-
-_SESSION = re.compile(r"session_(\d+)")
-_EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
-
-
-def parse_session_date(value: str) -> datetime:
-    """'1:56 pm on 8 May, 2023' -> 2023-05-08 13:56 UTC (LoCoMo gives no zone; UTC keeps it stable)."""
-    return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def turn_content(turn: dict[str, Any]) -> str:
-    """The protocol's memory text for a turn: '<speaker>: <text>'."""
-    return f"{turn['speaker']}: {turn['text']}"
-
-
-def normalise_evidence(evidence: Iterable[str], known: set[str] | frozenset[str]) -> list[str]:
-    """Gold dia_ids in canonical form, in order, without repeats, keeping only ids present in the conversation.
-
-    Entries holding several ids are split ('D8:6; D9:17'); a stray colon is dropped ('D:11:26' -> 'D11:26');
-    leading zeros are dropped ('D30:05' -> 'D30:5'); anything else that is not a known id ('D') is dropped.
-    """
-    out: list[str] = []
-    for entry in evidence:
-        for part in re.split(r"[;,\s]+", str(entry)):
-            match = _EVIDENCE_ID.fullmatch(part.strip())
-            if not match:
-                continue
-            dia_id = f"D{int(match[1])}:{int(match[2])}"
-            if dia_id in known and dia_id not in out:
-                out.append(dia_id)
-    return out
-
-
-def dedupe(ranked: Sequence[str]) -> list[str]:
-    seen: set[str] = set()
-    return [x for x in ranked if not (x in seen or seen.add(x))]  # type: ignore[func-returns-value]
-
-
-def recall_at(ranked: Sequence[str], relevant: Sequence[str], k: int) -> float:
-    """Share of the relevant ids found in the top k."""
-    if not relevant:
-        return 0.0
-    top = set(dedupe(ranked)[:k])
-    return sum(1 for r in set(relevant) if r in top) / len(set(relevant))
-
-
-def hit_at(ranked: Sequence[str], relevant: Sequence[str], k: int) -> float:
-    """1 when any relevant id is in the top k."""
-    rel = set(relevant)
-    return 1.0 if any(r in rel for r in dedupe(ranked)[:k]) else 0.0
-
-
-def mrr_at(ranked: Sequence[str], relevant: Sequence[str], k: int = 10) -> float:
-    """Reciprocal rank of the first relevant id within the top k (0 when none)."""
-    rel = set(relevant)
-    for rank, item in enumerate(dedupe(ranked)[:k], start=1):
-        if item in rel:
-            return 1.0 / rank
-    return 0.0
-
-
-def ndcg_at(ranked: Sequence[str], relevant: Sequence[str], k: int = 10) -> float:
-    """Binary-relevance nDCG@k: DCG of the ranking over the DCG of an ideal one with every relevant id first."""
-    rel = set(relevant)
-    if not rel:
-        return 0.0
-    dcg = sum(1.0 / math.log2(rank + 1) for rank, item in enumerate(dedupe(ranked)[:k], start=1) if item in rel)
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(rel), k) + 1))
-    return dcg / ideal
-
-
-def score_question(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, float]:
-    scores = {}
-    for k in CUTOFFS:
-        scores[f"r@{k}"] = recall_at(ranked, relevant, k)
-    for k in CUTOFFS:
-        scores[f"hit@{k}"] = hit_at(ranked, relevant, k)
-    scores["mrr@10"] = mrr_at(ranked, relevant, 10)
-    scores["ndcg@10"] = ndcg_at(ranked, relevant, 10)
-    return scores
-
-
-METRICS = ("r@1", "r@5", "r@10", "hit@1", "hit@5", "hit@10", "mrr@10", "ndcg@10")
-LABELS = {"r@1": "R@1", "r@5": "R@5", "r@10": "R@10", "hit@1": "hit@1", "hit@5": "hit@5", "hit@10": "hit@10",
-          "mrr@10": "MRR@10", "ndcg@10": "nDCG@10"}
-
-
-def aggregate(scores: Sequence[dict[str, float]]) -> dict[str, float]:
-    """Micro-average: the mean of each metric over questions, and their count."""
-    out: dict[str, float] = {"n": len(scores)}
-    for metric in METRICS:
-        out[metric] = sum(s[metric] for s in scores) / len(scores) if scores else 0.0
-    return out
-
-
-ATTRIBUTION_STAGES = ("found", "abstained", "cut_at_rerank", "cut_by_composite", "never_candidate", "not_kept")
-STAGE_LABELS = {"found": "found (top k)", "abstained": "abstained", "cut_at_rerank": "cut at rerank",
-                "cut_by_composite": "cut by the composite", "never_candidate": "never a candidate",
-                "not_kept": "not kept (salience gate)"}
-
-
-def locate(memory_id: str | None, trace: dict[str, Sequence[str]], returned: Sequence[str]) -> str:
-    """The last funnel stage one gold memory reached (None: the write did not keep it as a memory)."""
-    if memory_id is None:
-        return "not_kept"
-    if memory_id in returned:
-        return "found"
-    if memory_id in trace.get("ranked", ()):
-        return "abstained"
-    if memory_id in trace.get("pool", ()):
-        return "cut_at_rerank"
-    if memory_id in trace.get("candidates", ()):
-        return "cut_by_composite"
-    return "never_candidate"
-
-
-def attribute(gold: Sequence[str | None], trace: dict[str, Sequence[str]],
-              returned: Sequence[str]) -> tuple[str, list[str]]:
-    """(the question's stage: its best-placed gold memory's, each gold memory's stage)."""
-    stages = [locate(g, trace, returned) for g in gold]
-    if not stages:
-        return "never_candidate", []
-    return min(stages, key=ATTRIBUTION_STAGES.index), stages
-
-
-def attribution_totals(per_question: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Counts and shares per stage, over questions and over gold memories (questions asked with a trace)."""
-    traced = [q for q in per_question if "attribution" in q]
-    by_question = {s: sum(1 for q in traced if q["attribution"]["stage"] == s) for s in ATTRIBUTION_STAGES}
-    items = [s for q in traced for s in q["attribution"]["gold_stages"]]
-    by_item = {s: items.count(s) for s in ATTRIBUTION_STAGES}
-    n_items = len(items)
-    reached_pool = sum(by_item[s] for s in ("found", "abstained", "cut_at_rerank"))
-    candidates = n_items - by_item["never_candidate"] - by_item["not_kept"]
-    return {
-        "questions": len(traced), "by_question": by_question, "gold_memories": n_items, "by_gold_memory": by_item,
-        "gold_candidate_share": candidates / n_items if n_items else None,
-        "gold_reached_pool_share": reached_pool / n_items if n_items else None,
-    }
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Dataset
-
-
-@dataclass(frozen=True)
-class Question:
-    index: int  # position in the conversation's qa list
-    category: int
-    question: str
-    evidence: tuple[str, ...]  # normalised
-
-
-@dataclass(frozen=True)
-class Conversation:
-    sample_id: str
-    turns: list[dict[str, Any]]  # {dia_id, content, occurred_at, session}
-    questions: list[Question]
-
-
-def load_conversations(data: Path, wanted: Sequence[str] = ()) -> list[Conversation]:
-    raw = json.loads(data.read_text())
-    by_id = {c["sample_id"]: c for c in raw}
-    unknown = [w for w in wanted if w not in by_id]
-    if unknown:
-        raise ValueError(f"unknown sample ids {unknown}; the file holds {sorted(by_id)}")
-    out = []
-    for sample in raw:
-        if wanted and sample["sample_id"] not in wanted:
-            continue
-        conv = sample["conversation"]
-        sessions = sorted((int(m[1]), key) for key in conv if (m := _SESSION.fullmatch(key)))
-        turns = []
-        for number, key in sessions:
-            when = parse_session_date(conv[f"{key}_date_time"])
-            for turn in conv[key]:
-                turns.append({"dia_id": turn["dia_id"], "content": turn_content(turn), "occurred_at": when,
-                              "session": number})
-        known = frozenset(t["dia_id"] for t in turns)
-        questions = [Question(i, int(q["category"]), q["question"],
-                              tuple(normalise_evidence(q.get("evidence") or [], known)))
-                     for i, q in enumerate(sample["qa"])]
-        out.append(Conversation(sample["sample_id"], turns, questions))
-    return out
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The run
 
 
 def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
@@ -482,119 +296,14 @@ def save_report(report: dict[str, Any], summary_path: Path) -> tuple[Path, Path]
     return summary_path, dump_path
 
 
-def summarise(per_question: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    scored = [q for q in per_question if "scores" in q]
-    by_category = {str(c): aggregate([q["scores"] for q in scored if q["category"] == c])
-                   for c in SCORED_CATEGORIES if any(q["category"] == c for q in scored)}
-    adversarial = [q for q in per_question if q["category"] == ABSTAIN_CATEGORY]
-    abstained = [q for q in adversarial if not q["returned"]]
-    top_adv = [q["scores_returned"][0] for q in adversarial if q["scores_returned"]]
-    top_scored = [q["scores_returned"][0] for q in scored if q["scores_returned"]]
-    wrongly = [q for q in scored if not q["returned"]]
-    abstained_by_category = {str(c): _share([q for q in scored if q["category"] == c]) for c in SCORED_CATEGORIES
-                             if any(q["category"] == c for q in scored)}
-    out = {
-        "overall": aggregate([q["scores"] for q in scored]),
-        "by_category": by_category,
-        "answerable_abstained": {"n": len(scored), "abstained": len(wrongly),
-                                 "rate": len(wrongly) / len(scored) if scored else None,
-                                 "by_category": abstained_by_category},
-        "category_5": {
-            "n": len(adversarial), "abstained": len(abstained),
-            "abstain_rate": len(abstained) / len(adversarial) if adversarial else None,
-            "mean_results": sum(len(q["returned"]) for q in adversarial) / len(adversarial) if adversarial else None,
-            "top_score_p50": percentile(top_adv, 50) if top_adv else None,
-            "top_score_p50_categories_1_4": percentile(top_scored, 50) if top_scored else None,
-        },
-    }
-    if any("attribution" in q for q in per_question):
-        out["attribution"] = attribution_totals(per_question)
-    return out
 
-
-def _share(questions: Sequence[dict[str, Any]]) -> float:
-    """Share of `questions` answered with no result (abstained)."""
-    return sum(1 for q in questions if not q["returned"]) / len(questions) if questions else 0.0
-
-
-def _f(x: float) -> str:
-    return f"{x:.3f}".lstrip("0") if 0 <= x < 1 else f"{x:.3f}"
-
-
-def print_report(report: dict[str, Any], console: Console) -> None:
-    console = wide(console)  # a log file or a pipe: do not wrap the tables
-    table = Table(title="LoCoMo retrieval (categories 1-4, micro-averaged over questions)")
-    table.add_column("category", no_wrap=True)
-    table.add_column("n", justify="right")
-    for metric in METRICS:
-        table.add_column(LABELS[metric], justify="right")
-    table.add_column("abstained", justify="right")
-    wrong = report.get("answerable_abstained", {})
-    for cat, agg in report["by_category"].items():
-        table.add_row(f"{cat} {CATEGORY_NAMES[int(cat)]}", str(agg["n"]), *(_f(agg[m]) for m in METRICS),
-                      f"{wrong.get('by_category', {}).get(cat, 0):.1%}")
-    overall = report["overall"]
-    table.add_row("[bold]overall[/bold]", str(overall["n"]), *(f"[bold]{_f(overall[m])}[/bold]" for m in METRICS),
-                  f"[bold]{wrong.get('rate') or 0:.1%}[/bold] (wrongly)")
-    c5 = report["category_5"]
-    if c5["n"]:
-        table.add_row(f"{ABSTAIN_CATEGORY} {CATEGORY_NAMES[ABSTAIN_CATEGORY]}", str(c5["n"]), *("" for _ in METRICS),
-                      f"[bold]{c5['abstain_rate']:.1%}[/bold] (rightly)")
-    console.print(table)
-    if c5["n"]:
-        console.print(f"abstention: {c5['abstain_rate']:.1%} of category-5 (adversarial) questions abstained "
-                      f"({c5['abstained']}/{c5['n']}); {wrong.get('rate') or 0:.1%} of answerable questions wrongly "
-                      f"abstained ({wrong.get('abstained', 0)}/{wrong.get('n', 0)})")
-    if report.get("attribution"):
-        print_attribution(report["attribution"], console)
-
-    lat = report["latency_ms"]
-    compare = Table(title="Against the baselines (../shared/eval/README.md)")
-    for col in ("system", "R@1", "R@5", "R@10", "hit@10", "MRR@10", "nDCG@10", "query p50"):
-        compare.add_column(col, justify="left" if col == "system" else "right")
-    for b in report["baselines"]:
-        compare.add_row(b["system"], *(_f(b[m]) for m in ("r@1", "r@5", "r@10", "hit@10", "mrr@10", "ndcg@10")),
-                        f"{b['p50_ms']:g} ms")
-    compare.add_row("[bold]engramlog (this run)[/bold]",
-                    *(f"[bold]{_f(overall[m])}[/bold]" for m in ("r@1", "r@5", "r@10", "hit@10", "mrr@10",
-                                                                  "ndcg@10")),
-                    f"[bold]{lat['server_p50']:.1f} ms[/bold]")
-    console.print(compare)
-
-    if c5["n"]:
-        console.print(f"category 5 (adversarial, {c5['n']} questions): abstained {c5['abstained']} "
-                      f"({c5['abstain_rate']:.1%}); mean results {c5['mean_results']:.1f}; top score p50 "
-                      f"{c5['top_score_p50'] or 0:.3f} (categories 1-4: {c5['top_score_p50_categories_1_4'] or 0:.3f})")
-    console.print(f"recall latency over {lat['queries']} queries: client p50 {lat['client_p50']:.1f} ms, "
-                  f"p95 {lat['client_p95']:.1f} ms; server p50 {lat['server_p50']:.1f} ms, "
-                  f"p95 {lat['server_p95']:.1f} ms")
-    ing = report["ingest"]
-    if ing.get("dispositions"):
-        console.print(f"ingest ({'must_keep' if ing.get('must_keep') else 'salience gate on'}): "
-                      + ", ".join(f"{n} {d}" for d, n in sorted(ing["dispositions"].items())))
-        if "evidence_admitted_active" in ing:
-            console.print(f"evidence turns admitted active: {ing['evidence_admitted_active']:.1%} "
-                          f"(held by an active memory, reinforced included: {ing['evidence_held_active']:.1%}) of "
-                          f"{ing['evidence_turns']}; all turns not kept active: {ing['turns_not_kept_active']:.1%}")
-    console.print(f"ingest: {ing['memories']} memories in {ing['write_s']:.1f}s "
-                  f"({ing['memories_per_s']}/s); queryable (all projections caught up) "
-                  f"{ing.get('queryable_after_s', float('nan')):.1f}s after the last write")
-    m = report["machine"]
-    console.print(f"machine: {m.get('cpus')} CPUs, {m.get('cpu_model', '')}, {m['platform']}")
-
-
-def print_attribution(totals: dict[str, Any], console: Console) -> None:
-    """Where the gold evidence was lost, per question (its best-placed gold memory) and per gold memory."""
-    table = Table(title=f"Attribution: the stage where gold evidence was lost ({totals['questions']} questions, "
-                        f"{totals['gold_memories']} gold memories)")
-    for col in ("stage", "questions", "share", "gold memories", "share "):
-        table.add_column(col, justify="left" if col == "stage" else "right")
-    nq, ni = totals["questions"] or 1, totals["gold_memories"] or 1
-    for stage in ATTRIBUTION_STAGES:
-        q, i = totals["by_question"][stage], totals["by_gold_memory"][stage]
-        if stage == "not_kept" and not q and not i:
-            continue
-        table.add_row(STAGE_LABELS[stage], str(q), f"{q / nq:.1%}", str(i), f"{i / ni:.1%}")
-    console.print(table)
-    console.print(f"gold memories that were candidates: {totals['gold_candidate_share'] or 0:.1%}; that reached the "
-                  f"rerank pool: {totals['gold_reached_pool_share'] or 0:.1%}")
+# What other modules import from here (the data, scoring and printing live in locomo_data, locomo_metrics and
+# locomo_report; this module runs the evaluation and saves its report).
+__all__ = [
+    "ABSTAIN_CATEGORY", "ATTRIBUTION_STAGES", "BASELINES", "BATCH", "CATEGORY_NAMES", "CUTOFFS",
+    "FIRST_QUERY_DEADLINE_S", "LABELS", "METRICS", "RESULTS_DIR", "RUNS_DIR", "SCORED_CATEGORIES", "STAGE_LABELS",
+    "Conversation", "Question", "aggregate", "attribute", "attribution_totals", "dedupe", "hit_at",
+    "load_conversations", "locate", "mrr_at", "ndcg_at", "normalise_evidence", "parse_session_date", "percentile",
+    "print_attribution", "print_report", "recall_at", "run_locomo", "save_report", "score_question", "summarise",
+    "summary_of", "turn_content",
+]

@@ -5,8 +5,11 @@ Only applies events; decides nothing (the parse is a pure function of the file's
 | event           | effect                                                                                        |
 | --------------- | --------------------------------------------------------------------------------------------- |
 | CodeFilePut     | the file row; its previous symbols, postings and calls replaced by the new parse's (unchanged  |
-|                 | content: only its version); a symbol keeps the reference count its qualified name had          |
+|                 | content: only its version); a symbol keeps the reference count, creation time and decay status |
+|                 | (with its reactivation) its qualified name had (a new name: 0, the event's time, active)       |
 | CodeFileRemoved | the file, its symbols, postings and calls deleted                                              |
+| CodeSymbolSta-  | the file's symbols of that qualified name still in from_status move to to_status,              |
+| tusChanged      | status_ref_count = the decision's inputs.ref_count (workers/reference_decay.py)                |
 | RecallServed    | each "code" result's symbol: ref_count + 1, last_referenced_at = the event's time              |
 | ResultDrilled   | its "code" symbol likewise                                                                    |
 
@@ -30,7 +33,15 @@ from sqlalchemy import Connection, text
 from domain.code.resolve import CallSite, SymbolRef, resolve, target_name
 from domain.code.symbols import parse_file
 from domain.code.terms import symbol_terms
-from domain.events import CodeFilePut, CodeFileRemoved, RecallServed, RecordedEvent, ResultDrilled, code_file_stream
+from domain.events import (
+    CodeFilePut,
+    CodeFileRemoved,
+    CodeSymbolStatusChanged,
+    RecallServed,
+    RecordedEvent,
+    ResultDrilled,
+    code_file_stream,
+)
 from projections.base import apply_in_order, types_of
 
 log = structlog.get_logger(__name__)
@@ -54,7 +65,9 @@ UPDATE code_files SET version = :version, updated_at = :at, position = :position
 WHERE tenant = :tenant AND repo = :repo AND path = :path
 """)
 _OLD_SYMBOLS = text("""
-SELECT symbol_id, name, qualified_name, length, ref_count, last_referenced_at FROM code_symbols
+SELECT symbol_id, name, qualified_name, length, ref_count, last_referenced_at, created_at, status, status_ref_count,
+       last_reactivated_at
+FROM code_symbols
 WHERE tenant = :tenant AND repo = :repo AND path = :path ORDER BY ordinal
 """)
 _DELETE_POSTINGS = text("DELETE FROM code_postings WHERE tenant = :tenant AND symbol_id = ANY(:ids) RETURNING term")
@@ -68,14 +81,17 @@ _DELETE_CALLS = text("DELETE FROM code_calls WHERE tenant = :tenant AND repo = :
 _DELETE_FILE = text("DELETE FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = :path")
 _INSERT_SYMBOLS = text("""
 INSERT INTO code_symbols (tenant, symbol_id, repo, path, ordinal, qualified_name, name, kind, parent, signature, doc,
-                          start_line, end_line, content_hash, length, ref_count, last_referenced_at)
+                          start_line, end_line, content_hash, length, ref_count, last_referenced_at, created_at,
+                          status, status_ref_count, last_reactivated_at)
 SELECT :tenant, b.id, :repo, :path, b.ordinal, b.qn, b.name, b.kind, b.parent, b.signature, b.doc, b.start_line,
-       b.end_line, :content_hash, b.length, b.refs, b.last_ref
+       b.end_line, :content_hash, b.length, b.refs, b.last_ref, b.created, b.status, b.status_refs, b.reactivated
 FROM unnest(CAST(:ids AS uuid[]), CAST(:ordinals AS int[]), CAST(:qns AS text[]), CAST(:names AS text[]),
             CAST(:kinds AS text[]), CAST(:parents AS text[]), CAST(:signatures AS text[]), CAST(:docs AS text[]),
             CAST(:starts AS int[]), CAST(:ends AS int[]), CAST(:lengths AS int[]), CAST(:refs AS int[]),
-            CAST(:last_refs AS timestamptz[]))
-     AS b(id, ordinal, qn, name, kind, parent, signature, doc, start_line, end_line, length, refs, last_ref)
+            CAST(:last_refs AS timestamptz[]), CAST(:created AS timestamptz[]), CAST(:statuses AS text[]),
+            CAST(:status_refs AS int[]), CAST(:reactivated AS timestamptz[]))
+     AS b(id, ordinal, qn, name, kind, parent, signature, doc, start_line, end_line, length, refs, last_ref, created,
+          status, status_refs, reactivated)
 """)
 _INSERT_CALLS = text("""
 INSERT INTO code_calls (tenant, repo, path, ordinal, caller, caller_class, callee, qualifier, line, import_target,
@@ -112,6 +128,12 @@ UPDATE code_calls c SET resolved_name = b.rn, resolved_path = b.rp, candidates =
 FROM unnest(CAST(:paths AS text[]), CAST(:ordinals AS int[]), CAST(:rns AS text[]), CAST(:rps AS text[]),
             CAST(:ns AS int[]), CAST(:hows AS text[])) AS b(path, ordinal, rn, rp, n, how)
 WHERE c.tenant = :tenant AND c.repo = :repo AND c.path = b.path AND c.ordinal = b.ordinal
+""")
+_STATUS = text("""
+UPDATE code_symbols SET status = :to_status,
+    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
+    last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
+WHERE tenant = :tenant AND repo = :repo AND path = :path AND qualified_name = :qn AND status = :from_status
 """)
 _REFERENCED = text("""
 UPDATE code_symbols s SET ref_count = s.ref_count + b.n,
@@ -176,9 +198,7 @@ def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -
             "parents": [s.parent for s in ss], "signatures": [s.signature for s in ss], "docs": [s.doc for s in ss],
             "starts": [s.start_line for s in ss], "ends": [s.end_line for s in ss],
             "lengths": [sum(t.values()) for t in tfs],
-            "refs": [carried[s.qualified_name].ref_count if s.qualified_name in carried else 0 for s in ss],
-            "last_refs": [carried[s.qualified_name].last_referenced_at if s.qualified_name in carried else None
-                          for s in ss]})
+            **_carried_columns([carried.get(s.qualified_name) for s in ss], event.recorded_at)})
         _index(conn, tenant, ids, tfs)
     if parsed.calls:
         cs = parsed.calls
@@ -194,6 +214,17 @@ def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -
                                 "content_hash": p.content_hash, "symbols": len(parsed.symbols),
                                 "calls": len(parsed.calls), "parse_errors": parsed.errors,
                                 "first_error_line": parsed.first_error_line})
+
+
+def _carried_columns(previous: list[Any], at: Any) -> dict[str, list[Any]]:
+    """Per new symbol, what its qualified name's previous row in the file carries over (a reference count, when
+    it came, its decay status), or a new symbol's start (none, `at`, active)."""
+    return {"refs": [r.ref_count if r else 0 for r in previous],
+            "last_refs": [r.last_referenced_at if r else None for r in previous],
+            "created": [r.created_at if r else at for r in previous],
+            "statuses": [r.status if r else "active" for r in previous],
+            "status_refs": [r.status_ref_count if r else None for r in previous],
+            "reactivated": [r.last_reactivated_at if r else None for r in previous]}
 
 
 def _index(conn: Connection, tenant: str, ids: list[uuid.UUID], tfs: list[Counter[str]]) -> None:
@@ -239,6 +270,13 @@ def _resolve(conn: Connection, dirty: Dirty) -> None:
             conn.execute(_RESOLVE, {"tenant": tenant, "repo": repo, **out})
 
 
+def _status_changed(conn: Connection, event: RecordedEvent, p: CodeSymbolStatusChanged, dirty: Dirty) -> None:
+    ref_count = p.inputs.get("ref_count")
+    conn.execute(_STATUS, {"tenant": event.tenant, "repo": p.repo, "path": p.path, "qn": p.qualified_name,
+                           "from_status": p.from_status, "to_status": p.to_status, "clock": p.clock,
+                           "ref_count": ref_count if isinstance(ref_count, int) else None})
+
+
 def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: Any) -> None:
     counts = Counter((h["repo"], h["file"], h["qualified_name"]) for h in handles
                      if isinstance(h, dict) and all(isinstance(h.get(k), str) for k in ("repo", "file",
@@ -258,7 +296,8 @@ def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled, dirty: Di
         _referenced(conn, event.tenant, [p.handle], event.recorded_at)
 
 
-_HANDLERS = {CodeFilePut: _put, CodeFileRemoved: _removed, RecallServed: _served, ResultDrilled: _drilled}
+_HANDLERS = {CodeFilePut: _put, CodeFileRemoved: _removed, CodeSymbolStatusChanged: _status_changed,
+             RecallServed: _served, ResultDrilled: _drilled}
 
 
 class CodeProjector:

@@ -10,7 +10,8 @@ filters by status, as memories' keyword read model does), so history can be sear
 | DocumentPut          | the document row (version = the event's stream version); new sections inserted and     |
 |                      | indexed; unchanged ones get the new version, ordinal, title, tags; dropped ones replaced |
 | DocumentRetired      | the document and its live sections 'retired'                                            |
-| SectionStatusChanged | a section still in from_status moves to to_status (the decay job's decision)           |
+| SectionStatusChanged | a section still in from_status moves to to_status (the decay job's decision); back to  |
+|                      | active: last_reactivated_at = its clock (a reactivation counts as a reference)          |
 | RecallServed         | each "knowledge" result's section: ref_count + 1, last_referenced_at = the event's time |
 | ResultDrilled        | its "knowledge" section likewise                                                        |
 
@@ -92,7 +93,8 @@ WHERE tenant = :tenant AND document_id = :document_id AND status = ANY(:live)
 """)
 _STATUS = text("""
 UPDATE knowledge_sections SET status = :to_status, status_changed_at = :clock,
-    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count)
+    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
+    last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
 WHERE tenant = :tenant AND section_id = :section_id AND status = :from_status
 """)
 _REFERENCED = text("""

@@ -11,9 +11,14 @@ sent, or marked later), so a pending message is in no posting.
 | SessionMessagesAppended | its new messages inserted (seq = the session's count + 1, ...); the sent ones      |
 |                         | indexed; the session's counts, first/last times and last position                   |
 | SessionMessageSent      | the message sent (if it was pending) and indexed; the session's sent count + 1     |
+| SessionMessageStatus-   | a message still in from_status moves to to_status, status_ref_count = the decision's |
+| Changed                 | inputs.ref_count (the decay sweep's decision, workers/reference_decay.py)           |
+| RecallServed            | each "sessions" result's message (its handle names the hit, not the window):       |
+|                         | ref_count + 1, last_referenced_at = the event's time                               |
+| ResultDrilled           | its "sessions" message likewise                                                    |
 
-Every time comes from the event (a message's created_at, else the event's occurred_at), so a rebuild gives the
-same rows.
+Every time comes from the event (a message's created_at, else the event's occurred_at; sent_at, the time the log
+recorded the event that made it sent), so a rebuild gives the same rows.
 """
 
 from __future__ import annotations
@@ -22,16 +27,27 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
 import structlog
 from sqlalchemy import Connection, text
 
-from domain.events import RecordedEvent, SessionMessagesAppended, SessionMessageSent, session_stream
+from domain.events import (
+    RecallServed,
+    RecordedEvent,
+    ResultDrilled,
+    SessionMessagesAppended,
+    SessionMessageSent,
+    SessionMessageStatusChanged,
+    session_stream,
+)
 from domain.sessions.messages import line_of
 from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 
 log = structlog.get_logger(__name__)
+SESSIONS = "sessions"  # the domain's name in hit-log results
 _NAMESPACE = uuid.UUID("2b9d4c61-7a0e-4f3b-8e15-5c2a9d7f0e83")  # engramlog session messages
 
 
@@ -47,10 +63,10 @@ SELECT message_id FROM session_messages WHERE tenant = :tenant AND session_id = 
 _INSERT = text("""
 INSERT INTO session_messages (tenant, session_id, seq, message_id, message_uid, role, content, tool_name, name,
                               tool_call_id, tool_calls, created_at, sent, checkpoint, agent_id, project, metadata,
-                              length, distinct_terms, position)
+                              length, distinct_terms, position, sent_at)
 SELECT :tenant, :session_id, b.seq, b.message_id, b.uid, b.role, b.content, b.tool_name, b.name, b.tool_call_id,
        b.tool_calls, b.created_at, b.sent, b.checkpoint, :agent_id, :project, b.metadata, b.length, b.distinct_terms,
-       :position
+       :position, CASE WHEN b.sent THEN CAST(:at AS timestamptz) END
 FROM unnest(CAST(:seqs AS int[]), CAST(:ids AS text[]), CAST(:uids AS uuid[]), CAST(:roles AS text[]),
             CAST(:contents AS text[]), CAST(:tool_names AS text[]), CAST(:names AS text[]),
             CAST(:tool_call_ids AS text[]), CAST(:tool_calls AS jsonb[]), CAST(:created AS timestamptz[]),
@@ -70,13 +86,25 @@ ON CONFLICT (tenant, session_id) DO UPDATE SET
     last_position = greatest(sessions.last_position, EXCLUDED.last_position)
 """)
 _MARK_SENT = text("""
-UPDATE session_messages SET sent = true
+UPDATE session_messages SET sent = true, sent_at = :at
 WHERE tenant = :tenant AND session_id = :session_id AND message_id = :message_id AND NOT sent
 RETURNING message_uid, content
 """)
 _SENT_COUNT = text("""
 UPDATE sessions SET sent_messages = sent_messages + 1, last_position = greatest(last_position, :position)
 WHERE tenant = :tenant AND session_id = :session_id
+""")
+_STATUS = text("""
+UPDATE session_messages SET status = :to_status,
+    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
+    last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
+WHERE tenant = :tenant AND session_id = :session_id AND message_id = :message_id AND status = :from_status
+""")
+_REFERENCED = text("""
+UPDATE session_messages m SET ref_count = m.ref_count + b.n,
+    last_referenced_at = greatest(m.last_referenced_at, CAST(:at AS timestamptz))
+FROM unnest(CAST(:sessions AS text[]), CAST(:ids AS text[]), CAST(:ns AS int[])) AS b(session_id, message_id, n)
+WHERE m.tenant = :tenant AND m.session_id = b.session_id AND m.message_id = b.message_id
 """)
 _POSTINGS = text("""
 INSERT INTO session_postings (tenant, term, message_uid, tf, length)
@@ -153,7 +181,8 @@ def _appended(conn: Connection, event: RecordedEvent, p: SessionMessagesAppended
             cols[key].append(value)
         if m.sent:
             to_index.append((uid, tfs))
-    conn.execute(_INSERT, {**session, **cols, "agent_id": agent_id, "project": project, "position": event.position})
+    conn.execute(_INSERT, {**session, **cols, "agent_id": agent_id, "project": project, "position": event.position,
+                           "at": event.recorded_at})
     _index(conn, tenant, to_index)
     conn.execute(_UPSERT_SESSION, {**session, "agent_id": agent_id, "project": project, "n": len(fresh),
                                    "n_sent": len(to_index), "first_at": min(cols["created"]),
@@ -164,14 +193,41 @@ def _sent(conn: Connection, event: RecordedEvent, p: SessionMessageSent) -> None
     if not _on_own_stream(event, p.session_id):
         return
     session = {"tenant": event.tenant, "session_id": p.session_id}
-    row = conn.execute(_MARK_SENT, {**session, "message_id": p.message_id}).first()
+    row = conn.execute(_MARK_SENT, {**session, "message_id": p.message_id, "at": event.recorded_at}).first()
     if row is None:  # unknown, or already sent
         return
     _index(conn, event.tenant, [(row.message_uid, term_frequencies(row.content))])
     conn.execute(_SENT_COUNT, {**session, "position": event.position})
 
 
-_ONE_BY_ONE: OneByOne = {SessionMessagesAppended: _appended, SessionMessageSent: _sent}
+def _status_changed(conn: Connection, event: RecordedEvent, p: SessionMessageStatusChanged) -> None:
+    ref_count = p.inputs.get("ref_count")
+    conn.execute(_STATUS, {"tenant": event.tenant, "session_id": p.session_id, "message_id": p.message_id,
+                           "from_status": p.from_status, "to_status": p.to_status, "clock": p.clock,
+                           "ref_count": ref_count if isinstance(ref_count, int) else None})
+
+
+def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:
+    counts = Counter((h["session_id"], h["message_id"]) for h in handles
+                     if isinstance(h, dict) and isinstance(h.get("session_id"), str)
+                     and isinstance(h.get("message_id"), str))
+    if counts:
+        keys = sorted(counts)
+        conn.execute(_REFERENCED, {"tenant": tenant, "sessions": [k[0] for k in keys], "ids": [k[1] for k in keys],
+                                   "ns": [counts[k] for k in keys], "at": at})
+
+
+def _served(conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
+    _referenced(conn, event.tenant, [r.handle for r in p.results if r.domain == SESSIONS], event.recorded_at)
+
+
+def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled) -> None:
+    if p.domain == SESSIONS:
+        _referenced(conn, event.tenant, [p.handle], event.recorded_at)
+
+
+_ONE_BY_ONE: OneByOne = {SessionMessagesAppended: _appended, SessionMessageSent: _sent,
+                         SessionMessageStatusChanged: _status_changed, RecallServed: _served, ResultDrilled: _drilled}
 
 
 class SessionsProjector:
@@ -184,4 +240,4 @@ class SessionsProjector:
         apply_in_order(conn, events, _ONE_BY_ONE)
 
 
-__all__ = ["SessionsProjector", "message_uid"]
+__all__ = ["SESSIONS", "SessionsProjector", "message_uid"]

@@ -2,8 +2,9 @@
 
 Only applies events; decides nothing. A chunk is one row per (transcript, position, content): a re-put keeps the
 rows (and postings) of the chunks it holds unchanged, inserts and indexes only the new ones, and marks 'replaced'
-the ones it no longer holds (the grown last chunk of an append); one it holds again is active again. Postings are
-kept for every chunk ever put (recall filters by status), so an old handle still drills to its exact text.
+the ones it no longer holds (the grown last chunk of an append); one it holds again is active again. A chunk the
+current version holds is active, dormant or archived (the decay sweep's decisions, kept across re-puts). Postings
+are kept for every chunk ever put (recall filters by status), so an old handle still drills to its exact text.
 
 | event               | effect                                                                                  |
 | ------------------- | --------------------------------------------------------------------------------------- |
@@ -11,6 +12,8 @@ kept for every chunk ever put (recall filters by status), so an old handle still
 |                     | one already held at that position with that text keeps its row (its counts of lines and |
 |                     | turns; rewritten only when it moved or was replaced), a new one is parsed from its text |
 |                     | (this event's, else an earlier event's in the log) and indexed                          |
+| TranscriptChunkSta- | a chunk still in from_status moves to to_status, status_ref_count = the decision's      |
+| tusChanged          | inputs.ref_count (the decay sweep's decision, workers/reference_decay.py)               |
 | RecallServed        | each "transcripts" result's chunk: ref_count + 1, last_referenced_at = the event's time |
 | ResultDrilled       | its "transcripts" chunk likewise                                                        |
 
@@ -28,7 +31,7 @@ from typing import Any
 import structlog
 from sqlalchemy import Connection, text
 
-from domain.events import RecallServed, RecordedEvent, ResultDrilled, TranscriptChunksPut
+from domain.events import RecallServed, RecordedEvent, ResultDrilled, TranscriptChunksPut, TranscriptChunkStatusChanged
 from domain.text import term_frequencies
 from domain.transcripts.ids import chunk_id, handle_chunk, transcript_stream
 from domain.transcripts.parse import TranscriptError, Turn, parse_chunk, timestamp_of
@@ -43,7 +46,7 @@ INSERT INTO transcripts (tenant, transcript_id, version, content_hash, format, c
                          started_at, ended_at, updated_at, position)
 VALUES (:tenant, :transcript_id, :version, :content_hash, :format, :chunks, :lines, :turns,
         (SELECT coalesce(sum(octet_length(c.text)), 0) FROM transcript_chunks c
-         WHERE c.tenant = :tenant AND c.transcript_id = :transcript_id AND c.status = 'active'),
+         WHERE c.tenant = :tenant AND c.transcript_id = :transcript_id AND c.status <> 'replaced'),
         :started_at, :ended_at, :at, :position)
 ON CONFLICT (tenant, transcript_id) DO UPDATE SET
     version = EXCLUDED.version, content_hash = EXCLUDED.content_hash, format = EXCLUDED.format,
@@ -59,9 +62,10 @@ _KNOWN = text("""
 SELECT chunk_id, status, first_line, last_line, first_turn, last_turn, started_at, ended_at FROM transcript_chunks
 WHERE tenant = :tenant AND chunk_id = ANY(CAST(:ids AS uuid[]))
 """)
-_ACTIVE = text("""
+# The current version's chunks: every status but replaced (active, or dormant / archived by the decay sweep).
+_CURRENT = text("""
 SELECT chunk_id FROM transcript_chunks WHERE tenant = :tenant AND transcript_id = :transcript_id
-  AND status = 'active'
+  AND status <> 'replaced'
 """)
 _INSERT = text("""
 INSERT INTO transcript_chunks (tenant, chunk_id, transcript_id, ord, content_hash, first_version, version, text,
@@ -76,10 +80,11 @@ FROM unnest(CAST(:ids AS uuid[]), CAST(:ords AS int[]), CAST(:hashes AS text[]),
      AS b(chunk_id, ord, content_hash, text, length, first_line, last_line, first_turn, last_turn, started_at,
           ended_at)
 """)
-# Held again by the new version (at the same position, with the same text) after being replaced, or moved: its
-# ranges follow the version, and `version` says which version placed it so.
+# Held again by the new version (at the same position, with the same text) after being replaced (active again), or
+# moved (its decay status kept): its ranges follow the version, and `version` says which version placed it so.
 _KEEP = text("""
-UPDATE transcript_chunks c SET version = :version, status = 'active', first_line = b.first_line,
+UPDATE transcript_chunks c SET version = :version,
+    status = CASE WHEN c.status = 'replaced' THEN 'active' ELSE c.status END, first_line = b.first_line,
     last_line = b.last_line, first_turn = b.first_turn, last_turn = b.last_turn
 FROM unnest(CAST(:ids AS uuid[]), CAST(:first_lines AS int[]), CAST(:last_lines AS int[]),
             CAST(:first_turns AS int[]), CAST(:last_turns AS int[]))
@@ -88,6 +93,12 @@ WHERE c.tenant = :tenant AND c.chunk_id = b.chunk_id
 """)
 _REPLACED = text("""
 UPDATE transcript_chunks SET status = 'replaced' WHERE tenant = :tenant AND chunk_id = ANY(CAST(:ids AS uuid[]))
+""")
+_STATUS = text("""
+UPDATE transcript_chunks SET status = :to_status,
+    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
+    last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
+WHERE tenant = :tenant AND chunk_id = :chunk_id AND status = :from_status
 """)
 _REFERENCED = text("""
 UPDATE transcript_chunks c SET ref_count = c.ref_count + b.n,
@@ -202,12 +213,12 @@ def _put(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> None
     if rows is None:
         return
     base = {"tenant": tenant, "transcript_id": tid, "version": version, "at": event.recorded_at}
-    active = set(conn.execute(_ACTIVE, base).scalars())
+    current = set(conn.execute(_CURRENT, base).scalars())
     new = [r for r in rows if r["known"] is None]
     # Rewritten only when placed anew: held again (replaced before) or moved (an earlier chunk's size changed).
-    moved = [r for r in rows if r["known"] is not None and (r["known"].status != "active" or any(
+    moved = [r for r in rows if r["known"] is not None and (r["known"].status == "replaced" or any(
         getattr(r["known"], k) != r[k] for k in _RANGES))]
-    dropped = sorted(str(i) for i in active - {r["id"] for r in rows})
+    dropped = sorted(str(i) for i in current - {r["id"] for r in rows})
     if dropped:
         conn.execute(_REPLACED, {"tenant": tenant, "ids": dropped})
     if moved:
@@ -228,6 +239,13 @@ def _put(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> None
                                "ended_at": ends[-1] if ends else None, "position": event.position})
 
 
+def _status_changed(conn: Connection, event: RecordedEvent, p: TranscriptChunkStatusChanged) -> None:
+    ref_count = p.inputs.get("ref_count")
+    conn.execute(_STATUS, {"tenant": event.tenant, "chunk_id": p.chunk_id, "from_status": p.from_status,
+                           "to_status": p.to_status, "clock": p.clock,
+                           "ref_count": ref_count if isinstance(ref_count, int) else None})
+
+
 def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:
     counts = Counter(str(c) for c in (handle_chunk(tenant, h) for h in handles) if c is not None)
     if counts:
@@ -244,7 +262,8 @@ def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled) -> None:
         _referenced(conn, event.tenant, [p.handle], event.recorded_at)
 
 
-_ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, RecallServed: _served, ResultDrilled: _drilled}
+_ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, TranscriptChunkStatusChanged: _status_changed,
+                         RecallServed: _served, ResultDrilled: _drilled}
 
 
 class TranscriptsProjector:

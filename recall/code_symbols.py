@@ -17,7 +17,7 @@ from domain.privacy import PrivacyPolicy
 MAX_EDGES = 200  # callers (callees) answered per symbol; the total is answered beside them
 
 SYMBOL_COLUMNS = ("s.symbol_id, s.repo, s.path, s.ordinal, s.qualified_name, s.name, s.kind, s.parent, s.signature,"
-                  " s.doc, s.start_line, s.end_line, s.content_hash, s.ref_count, s.last_referenced_at")
+                  " s.doc, s.start_line, s.end_line, s.content_hash, s.ref_count, s.last_referenced_at, s.status")
 _BY_IDS = text(f"SELECT {SYMBOL_COLUMNS} FROM code_symbols s WHERE s.tenant = :tenant AND s.symbol_id = ANY(:ids)")
 _BY_NAME = text(f"""
 SELECT {SYMBOL_COLUMNS} FROM code_symbols s

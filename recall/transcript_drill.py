@@ -21,7 +21,7 @@ from recall.scope import Scope
 
 _CURRENT_HASH = text("""
 SELECT content_hash FROM transcript_chunks
-WHERE tenant = :tenant AND transcript_id = :transcript_id AND ord = :ord AND status = 'active'
+WHERE tenant = :tenant AND transcript_id = :transcript_id AND ord = :ord AND status <> 'replaced'
 """)
 
 

@@ -6,8 +6,11 @@
 The rules are in domain/decay.py. Each transition is one MemoryStatusChanged on the memory's stream, by the actor
 "system:scheduler", carrying the clock, the reason and the inputs it used (ref_count, last_referenced_at,
 idle_days, the threshold), so `projections rebuild` reproduces the statuses exactly: projectors apply the
-decision, they never decide again. The sweep first brings the read models it reads up to the log's head, and
-one sweep runs at a time (a PostgreSQL advisory lock), so a second sweep with the same clock appends nothing.
+decision, they never decide again. Then, with the same clock, every other decaying domain's units (knowledge
+sections, session messages, transcript chunks, code symbols: workers/reference_decay.py). The sweep first brings
+the read models it reads up to the log's head, and one sweep runs at a time (a PostgreSQL advisory lock), so a
+second sweep with the same clock appends nothing. The report counts, per domain, the units examined and the
+transitions by kind.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from eventstore.append import append
 from eventstore.read import head_position
 from infra.settings import Settings, get_settings
 from infra.wake import appended
-from workers.section_decay import by_tenant as sections_by_tenant
-from workers.section_decay import section_transitions
+from workers.reference_decay import DECAYING, DecayingDomain
+from workers.reference_decay import by_tenant as units_by_tenant
+from workers.reference_decay import transitions as unit_transitions
 
 log = structlog.get_logger(__name__)
 SCHEDULER_ACTOR = "system:scheduler"
@@ -107,24 +111,40 @@ def append_system_events(engine: Engine, tenant: str, events: Sequence[NewEvent]
     return []
 
 
+def _by_kind(transitions: Sequence[Transition]) -> dict[str, int]:
+    return dict(sorted(Counter(f"{t.from_status} → {t.to_status}" for t in transitions).items()))
+
+
+@dataclass
+class UnitSweep:
+    """One decaying domain's part of a sweep."""
+
+    domain: str
+    examined: int = 0
+    transitions: list[Transition] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"domain": self.domain, "examined": self.examined, "transitions": len(self.transitions),
+                "by_transition": _by_kind(self.transitions)}
+
+
 @dataclass
 class SweepReport:
     sweep_id: uuid.UUID
     clock: datetime
     examined: int = 0
     transitions: list[tuple[str, uuid.UUID, Transition]] = field(default_factory=list)
-    sections_examined: int = 0
-    section_transitions: list[Transition] = field(default_factory=list)
+    units: dict[str, UnitSweep] = field(default_factory=dict)  # by unit: "sections", "messages", ...
 
     def counts(self) -> dict[str, int]:
-        return dict(sorted(Counter(f"{t.from_status} → {t.to_status}" for _, _, t in self.transitions).items()))
+        return _by_kind([t for _, _, t in self.transitions])
 
     def as_dict(self) -> dict[str, Any]:
-        sections = Counter(f"{t.from_status} → {t.to_status}" for t in self.section_transitions)
+        """The memories' figures at the top; each other domain's under its unit's name ("sections", "messages",
+        "chunks", "symbols"), each with its domain, units examined, transitions and their kinds."""
         return {"sweep_id": str(self.sweep_id), "clock": self.clock.isoformat(), "examined": self.examined,
                 "transitions": len(self.transitions), "by_transition": self.counts(),
-                "sections": {"examined": self.sections_examined, "transitions": len(self.section_transitions),
-                             "by_transition": dict(sorted(sections.items()))}}
+                **{unit: u.as_dict() for unit, u in self.units.items()}}
 
 
 # Candidates only (a superset of what can move); domain/decay.py decides exactly.
@@ -167,19 +187,19 @@ def find_transitions(conn: Connection, clock: datetime, policy: DecayPolicy,
     return examined, found
 
 
-def _sweep_sections(engine: Engine, report: SweepReport, policy: DecayPolicy, tenant: str | None,
-                    metadata: dict[str, Any]) -> int:
-    """The knowledge sections' transitions at the sweep's clock (workers/section_decay.py), appended."""
-    sync_projections(engine, ("knowledge",))
+def _sweep_units(engine: Engine, d: DecayingDomain, report: SweepReport, policy: DecayPolicy,
+                 tenant: str | None, metadata: dict[str, Any]) -> int:
+    """One domain's transitions at the sweep's clock (workers/reference_decay.py), appended and applied."""
+    sync_projections(engine, (d.projection,))
     with engine.connect() as conn:
-        report.sections_examined, found = section_transitions(conn, report.clock, policy, tenant)
-    report.section_transitions = [tr for _, _, tr in found]
+        examined, found = unit_transitions(conn, d, report.clock, policy, tenant)
+    report.units[d.unit] = UnitSweep(d.domain, examined, [tr for _, _, tr in found])
     count = 0
-    for t, events in sections_by_tenant(found).items():
+    for t, events in units_by_tenant(found).items():
         for i in range(0, len(events), APPEND_CHUNK):
             count += len(append_system_events(engine, t, events[i:i + APPEND_CHUNK], metadata))
     if found:
-        sync_projections(engine, ("knowledge",))
+        sync_projections(engine, (d.projection,))
     return count
 
 
@@ -208,10 +228,11 @@ def decay_sweep(engine: Engine, clock: datetime | None = None, tenant: str | Non
         if by_tenant:
             # Apply the decisions before the lock is released, so the next sweep reads them.
             sync_projections(engine, ("memories", "activity"))
-        count += _sweep_sections(engine, report, policy, tenant, metadata)
+        for d in DECAYING:
+            count += _sweep_units(engine, d, report, policy, tenant, metadata)
         if count:
             appended(count)
     log.info("lifecycle.decay_swept", clock=clock.isoformat(), tenant=tenant, transitions=len(report.transitions),
-             sections=len(report.section_transitions),
+             **{unit: len(u.transitions) for unit, u in report.units.items()},
              **{k.replace(" → ", "_to_"): v for k, v in report.counts().items()})
     return report

@@ -14,7 +14,10 @@ ranked by SwarmAI's mix-rank (domain/sessions/ranking.py):
 The top k hits each get their window: up to ENGRAMLOG_SESSION_WINDOW (10) sent messages before and after, in
 order (fewer at the session's start or end); windows of one session that overlap are merged into one result
 scored by its best hit, so a bucket holds at most k windows. A pending message (sent = false) is never a hit and
-never inside a window. Every result passes the privacy gate (excluded sessions, agents, projects): in the SQL,
+never inside a window. A hit is an active or dormant message (dormant: unreferenced for a while,
+workers/reference_decay.py), as knowledge's sections are; with include_history archived ones too, scored ×0.1.
+A window shows the hit's neighbours whatever their decay status: they are its context, not hits. Every result
+passes the privacy gate (excluded sessions, agents, projects): in the SQL,
 and per row.
 
 A result's handle {session_id, message_id, seq} names its best hit; fetch(handle) answers that message with its
@@ -23,12 +26,14 @@ window.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from domain.memory_status import RECALLABLE
 from domain.privacy import PrivacyPolicy
-from domain.sessions.ranking import MixCandidate, MixWeights, Window, merge_windows, mix_rank
+from domain.sessions.ranking import MixCandidate, MixRanked, MixWeights, Window, merge_windows, mix_rank
 from domain.text import tokenize
 from infra.settings import get_settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
@@ -38,9 +43,12 @@ from recall.session_queries import MESSAGE_COLUMNS, excluded, message_out, messa
 
 SESSIONS = "sessions"
 SESSION_KEYWORD = KeywordTables("session_postings", "session_terms", "session_stats", "session_messages",
-                                "message_uid", "d.sent")
+                                "message_uid", "d.status = ANY(:statuses)")
+RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
+HISTORY = ("archived",)  # answered only when history is asked for, scored ×HISTORY_FACTOR
+HISTORY_FACTOR = 0.1
 _ROWS = text(f"""
-SELECT m.message_uid, m.distinct_terms, {MESSAGE_COLUMNS} FROM session_messages m
+SELECT m.message_uid, m.distinct_terms, m.status, {MESSAGE_COLUMNS} FROM session_messages m
 WHERE m.tenant = :tenant AND m.message_uid = ANY(:uids) AND m.sent
 """)
 
@@ -56,6 +64,15 @@ def handle_of(row: Any) -> dict[str, Any]:
 
 def _window_out(rows: list[Any]) -> list[dict[str, Any]]:
     return [message_out(r) for r in rows]
+
+
+def _history_scored(ranked: list[MixRanked], status: dict[tuple[str, int], str]) -> list[MixRanked]:
+    """An archived hit (asked for with include_history) scored ×HISTORY_FACTOR, best first again."""
+    if not any(status[(h.candidate.session_id, h.candidate.seq)] in HISTORY for h in ranked):
+        return ranked
+    scored = [replace(h, score=h.score * HISTORY_FACTOR)
+              if status[(h.candidate.session_id, h.candidate.seq)] in HISTORY else h for h in ranked]
+    return sorted(scored, key=lambda h: (-h.score, h.candidate.session_id, h.candidate.seq))
 
 
 class SessionsDomain:
@@ -74,7 +91,8 @@ class SessionsDomain:
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             if not self.has_data(conn, scope):
                 return DomainAnswer([], "no data")
-            bm25 = bm25_top(conn, scope, tokenize(q.query), n, s.bm25_k1, s.bm25_b, None, SESSION_KEYWORD,
+            statuses = RECALLED + HISTORY if q.include_history else RECALLED
+            bm25 = bm25_top(conn, scope, tokenize(q.query), n, s.bm25_k1, s.bm25_b, statuses, SESSION_KEYWORD,
                             "d.sent")
             if not bm25:
                 return DomainAnswer([], "no match")
@@ -83,7 +101,8 @@ class SessionsDomain:
             ranked = mix_rank([MixCandidate(r.session_id, r.seq, bm25[r.message_uid], r.created_at, r.distinct_terms)
                                for r in allowed], q.now,
                               MixWeights(s.session_w_density, s.session_w_recency, s.session_w_richness),
-                              s.session_recency_half_life_days, s.session_richness_terms)[:q.k]
+                              s.session_recency_half_life_days, s.session_richness_terms)
+            ranked = _history_scored(ranked, {(r.session_id, r.seq): r.status for r in allowed})[:q.k]
             fetched = windows(conn, scope.tenant, [(h.candidate.session_id, h.candidate.seq) for h in ranked],
                               s.session_window)
         hit_rows = {(r.session_id, r.seq): r for r in allowed}
@@ -104,7 +123,7 @@ class SessionsDomain:
                 legs={"keyword": bm25[row.message_uid]},
                 fields={"session_id": w.session_id, "seq": row.seq, "role": row.role, "tool_name": row.tool_name,
                         "created_at": row.created_at.isoformat(), "agent_id": row.agent_id,
-                        "project": row.project, "window": _window_out(window),
+                        "project": row.project, "status": row.status, "window": _window_out(window),
                         "hits": [{"message_id": hit_rows[(w.session_id, h.candidate.seq)].message_id,
                                   "seq": h.candidate.seq, "score": h.score} for h in w.hits]},
                 explanation={"density": best.density, "recency": best.recency, "richness": best.richness,

@@ -3,8 +3,9 @@
 search: Okapi BM25 over the chunks (recall/keyword.py with the chunks' tables; what is indexed is each turn's role
 and text) ∪ the vector leg over the chunks that have a vector of the configured model (transcript_chunk_vectors,
 filled lazily from the hit-log), fused by domain/ranking.fuse: a chunk without a vector is scored on its BM25 leg
-renormalised to weight 1. Active chunks answer (those of each transcript's current version); with
-include_history, replaced ones too, scored ×0.1. A transcript the privacy policy's exclude_sessions names is never
+renormalised to weight 1. Active and dormant chunks answer (those of each transcript's current version; dormant:
+unreferenced for a while, workers/reference_decay.py), as knowledge's sections do; with include_history, replaced
+and archived ones too, scored ×0.1. A transcript the privacy policy's exclude_sessions names is never
 answered (its id is the session's).
 
 A result's handle {transcript_id, ord, content_hash, lines, version} names the chunk by its position and content
@@ -18,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from domain.memory_status import RECALLABLE
 from domain.privacy import PrivacyPolicy
 from domain.ranking import Candidate, fuse
 from domain.text import tokenize
@@ -29,8 +31,8 @@ from recall.scope import Scope
 from recall.vector import VectorTable, nearest_vectors
 
 TRANSCRIPTS = "transcripts"
-ACTIVE = ("active",)
-HISTORY = ("replaced",)
+RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
+HISTORY = ("replaced", "archived")  # answered only when history is asked for, scored ×HISTORY_FACTOR
 HISTORY_FACTOR = 0.1
 
 CHUNK_KEYWORD = KeywordTables("transcript_postings", "transcript_terms", "transcript_stats", "transcript_chunks",
@@ -46,7 +48,9 @@ _COSINES = text("""
 SELECT chunk_id, 1 - (embedding <=> CAST(:q AS vector)) AS cosine FROM transcript_chunk_vectors
 WHERE tenant = :tenant AND model = :model AND chunk_id = ANY(:ids)
 """)
-_HAS_DATA = text("SELECT EXISTS (SELECT 1 FROM transcript_chunks WHERE tenant = :tenant AND status = 'active')")
+_HAS_DATA = text("""
+SELECT EXISTS (SELECT 1 FROM transcript_chunks WHERE tenant = :tenant AND status = ANY(:statuses))
+""")
 
 
 def _gate_sql(policy: PrivacyPolicy) -> tuple[str, dict[str, object]]:
@@ -75,12 +79,12 @@ class TranscriptsDomain:
     name = TRANSCRIPTS
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
-        return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant}).scalar_one())
+        return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant, "statuses": list(RECALLED)}).scalar_one())
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = get_settings()
         scope = Scope(q.scope.tenant)  # transcripts belong to the tenant, not to an agent, project or session
-        statuses = ACTIVE + HISTORY if q.include_history else ACTIVE
+        statuses = RECALLED + HISTORY if q.include_history else RECALLED
         gate = _gate_sql(q.policy)
         n = max(settings.candidates_per_leg, q.k * 3)
         with engine.connect() as conn:

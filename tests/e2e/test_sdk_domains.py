@@ -248,3 +248,13 @@ async def _async_flow(url: str, key: str, engine) -> None:  # type: ignore[no-un
 
 def test_async_client_domains(live_server, tenant_key, module_worker, engine) -> None:  # type: ignore[no-untyped-def]
     asyncio.run(_async_flow(live_server.url, tenant_key, engine))
+
+
+def test_through_a_test_client_of_another_httpx(client) -> None:  # type: ignore[no-untyped-def]
+    # Starlette's TestClient answers responses of its own httpx (httpx2): answers are duck-typed, not isinstance'd.
+    with Engramlog("http://testserver", http_client=client) as sdk:
+        put = sdk.put_transcript("t-tc", "[2026-02-01T09:00:00Z] USER: the heron plan\n")
+        assert put.changed and sdk.transcript("t-tc").text.endswith("the heron plan\n")
+        assert sdk.request("GET", "/v1/transcripts/t-tc/lines")["lines_total"] == 1
+        with pytest.raises(NotFoundError):
+            sdk.transcript("t-none")

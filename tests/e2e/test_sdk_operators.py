@@ -93,6 +93,10 @@ def test_projection_dead_letters_rebuild_metrics(live_server, operator_key, tena
         with pytest.raises(ValueError):
             ops.resolve_dead_letter(refusing.name, poison, "apply")  # type: ignore[arg-type]
 
+        parked = _parked(engine, tenant, "Oona's locker is 3")
+        assert parked in [d.id for d in ops.ingest_dead_letters().dead_letters]
+        assert ops.resolve_ingest_dead_letter(parked, "skip").outcome == "skipped"
+
         rebuilt = ops.rebuild("privacy")
         assert rebuilt.projection == "privacy" and rebuilt.rebuilt_to_position >= 0
         assert "engramlog_projection_lag_events" in ops.metrics()

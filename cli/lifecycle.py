@@ -48,7 +48,12 @@ def lifecycle_decay(clock: Clock = None, tenant: AnyTenant = None, as_json: Json
         table.add_row(t, str(m), tr.from_status, tr.to_status, tr.reason)
     console.print(table)
     counts = ", ".join(f"{k}: {v}" for k, v in report.counts().items()) or "nothing to change"
-    console.print(f"{len(report.transitions)} transition(s) — {counts}")
+    console.print(f"{len(report.transitions)} transition(s) of memories — {counts}")
+    for unit, sweep in report.units.items():  # knowledge sections, session messages, transcript chunks, code symbols
+        part = sweep.as_dict()
+        kinds = ", ".join(f"{k}: {v}" for k, v in part["by_transition"].items()) or "nothing to change"
+        console.print(f"{unit} ({part['domain']}): {part['examined']} examined, {part['transitions']} "
+                      f"transition(s) — {kinds}")
 
 
 @lifecycle_app.command("consolidate")
@@ -72,6 +77,11 @@ def lifecycle_consolidate(agent_id: Annotated[str | None, typer.Option("--agent-
         table.add_row(r.tenant, str(rep["scopes"]), str(rep["memories"]), str(rep["clusters"]),
                       *(str(rep["changes"][p]) for p in phases))
     console.print(table)
+    for r in result.runs:  # the knowledge gaps deep recall registered, still live at the run's clock
+        spots = r.report.get("blind_spots") or {"live": 0, "top": []}
+        if spots["live"]:
+            top = "; ".join(f"{s['question']!r} ({s['priority']:.2f})" for s in spots["top"][:3])
+            console.print(f"{r.tenant}: {spots['live']} live blind spot(s), top: {top}", markup=False)
     console.print(f"{len(result.runs)} tenant run(s); report stored as ConsolidationCompleted "
                   f"(run ids: {', '.join(str(r.run_id) for r in result.runs[:5]) or 'none'})")
 

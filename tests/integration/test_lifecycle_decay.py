@@ -106,6 +106,8 @@ def test_cli_decay_with_a_pinned_clock(engine, tenant) -> None:  # type: ignore[
     out = run("--tenant", tenant, "--clock", clock)
     assert out.returncode == 0, out.stderr
     assert "active" in out.stdout and "dormant" in out.stdout and "1 transition" in out.stdout
+    for unit in ("sections (knowledge)", "messages (sessions)", "chunks (transcripts)", "symbols (code)"):
+        assert f"{unit}: " in out.stdout  # each decaying domain's part of the sweep
     out = run("--tenant", tenant, "--clock", clock, "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["transitions"] == 0

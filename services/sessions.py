@@ -6,6 +6,12 @@ tool_name is resolved within the batch (domain/sessions/messages.py resolve_tool
 project are fixed by its first append (appended at stream version 0: of two racing first appends one wins, the
 other is answered 409); a later append naming another is refused (422), one naming none takes the session's.
 
+A retry never doubles the log: an append whose every message carries the client's message_id is keyed by
+(session, those ids in order) and a mark sent by (session, message), so a resent request (its answer lost, or sent
+again while the first was still running) appends nothing and is answered the first one's position (eventstore
+append answers an idempotency key's original position). An append with a server-generated id cannot be recognised
+again and is not keyed.
+
 Mark sent and the resume context read the session's stream from the log (domain/sessions/messages.py fold), so
 they answer the log's state whatever the projectors' lag, with the workers, Redis or the embedder down: the
 resume context calls no recall subsystem and no model (domain/sessions/resume.py).
@@ -13,6 +19,8 @@ resume context calls no recall subsystem and no model (domain/sessions/resume.py
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +42,7 @@ from domain.privacy import PrivacyPolicy
 from domain.sessions.messages import SessionLog, fold, message_text, resolve_tool_names
 from domain.sessions.resume import ResumeContext, build_resume
 from domain.text import has_nul
-from eventstore.append import append
+from eventstore.append import append, existing_positions
 from eventstore.stream import read_stream, stream_event
 from infra.settings import get_settings
 from infra.wake import appended
@@ -47,6 +55,18 @@ class MessagesAppended:
     session_id: str
     message_ids: list[str]
     position: int
+
+
+def _key(kind: str, session_id: str, message_ids: Sequence[str]) -> str:
+    """A write's idempotency key from what names it (hashed: ids are free text, a key is at most 200 chars)."""
+    digest = hashlib.sha256(json.dumps([session_id, *message_ids]).encode()).hexdigest()
+    return f"session-{kind}:{digest}"
+
+
+def _append_key(session_id: str, messages: Sequence[dict[str, Any]]) -> str | None:
+    """The append's key when the client named every message (else a retry holds other generated ids)."""
+    ids = [m.get("message_id") for m in messages]
+    return _key("messages", session_id, ids) if all(i is not None for i in ids) else None  # type: ignore[arg-type]
 
 
 def _checked(session_id: str, messages: Sequence[dict[str, Any]], agent_id: str | None,
@@ -83,6 +103,7 @@ def _first(conn: Connection, tenant: str, session_id: str) -> dict[str, Any] | N
 def append_messages(engine: Engine, tenant: str, session_id: str, messages: Sequence[dict[str, Any]],
                     metadata: dict[str, Any], agent_id: str | None = None,
                     project: str | None = None) -> MessagesAppended:
+    idempotency_key = _append_key(session_id, messages)
     data = _checked(session_id, messages, agent_id, project)
     stream = session_stream(session_id)
     for attempt in range(_ATTEMPTS):
@@ -98,8 +119,14 @@ def append_messages(engine: Engine, tenant: str, session_id: str, messages: Sequ
                             raise InvalidPayload(f"session {session_id!r} belongs to another {key} (its first "
                                                  f"append's); append without {key} or to another session")
                     data = {**data, "agent_id": first.get("agent_id"), "project": first.get("project")}
+                    retried = (existing_positions(conn, tenant, [idempotency_key]).get(idempotency_key)
+                               if idempotency_key else None)
+                    if retried is not None:  # a resent append: the first one's answer, nothing appended
+                        return MessagesAppended(session_id, [m["message_id"] for m in data["messages"]], retried)
                 [position] = append(conn, tenant, [NewEvent(SessionMessagesAppended.type_name(), stream, data,
-                                                            expected_version=expected)], metadata)
+                                                            expected_version=expected,
+                                                            idempotency_key=idempotency_key)],
+                                    metadata)
             break
         except RetryableConflict:
             if attempt == _ATTEMPTS - 1:
@@ -124,22 +151,31 @@ class MarkedSent:
     session_id: str
     message_id: str
     changed: bool  # False: it was sent already (nothing appended)
-    position: int | None
+    position: int | None  # of the SessionMessageSent that marked it (None: it was appended sent)
 
 
 def mark_sent(engine: Engine, tenant: str, session_id: str, message_id: str, metadata: dict[str, Any],
               policy: PrivacyPolicy) -> MarkedSent:
     """Mark a pending message sent (404 when the session, visible to the caller, does not hold it)."""
     data = validate_payload(SessionMessageSent, {"session_id": session_id, "message_id": message_id})
-    with engine.begin() as conn:
-        log = session_log(conn, tenant, session_id)
-        line = next((li for li in log.lines if li.message_id == message_id), None)
-        if line is None or not _visible(log, policy):
-            raise NotFound(f"session {session_id!r} holds no message {message_id!r}")
-        if line.sent:
-            return MarkedSent(session_id, message_id, False, None)
-        [position] = append(conn, tenant, [NewEvent(SessionMessageSent.type_name(), session_stream(session_id),
-                                                    data)], metadata)
+    key = _key("sent", session_id, [message_id])  # a message is marked sent once: a racing retry appends nothing
+    for attempt in range(_ATTEMPTS):
+        try:
+            with engine.begin() as conn:
+                log = session_log(conn, tenant, session_id)
+                line = next((li for li in log.lines if li.message_id == message_id), None)
+                if line is None or not _visible(log, policy):
+                    raise NotFound(f"session {session_id!r} holds no message {message_id!r}")
+                if line.sent:
+                    return MarkedSent(session_id, message_id, False,
+                                      existing_positions(conn, tenant, [key]).get(key))
+                [position] = append(conn, tenant, [NewEvent(SessionMessageSent.type_name(),
+                                                            session_stream(session_id), data, idempotency_key=key)],
+                                    metadata)
+            break
+        except RetryableConflict:  # another append took the stream version: read the log again
+            if attempt == _ATTEMPTS - 1:
+                raise
     appended(1)
     return MarkedSent(session_id, message_id, True, position)
 

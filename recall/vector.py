@@ -170,16 +170,17 @@ def _hnsw_iterative(conn: Connection, scope: Scope, query_vectors: Sequence[str]
 
 
 def cosines_for(conn: Connection, tenant: str, ids: list[uuid.UUID], query_vector: str,
-                model: str) -> dict[uuid.UUID, float]:
-    """Cosine of the query to each of `ids` that has a vector of `model` (BM25-only candidates get their vector
-    leg here)."""
+                model: str, table: VectorTable = MEMORY_VECTORS) -> dict[uuid.UUID, float]:
+    """Cosine of the query to each of `ids` that has a vector of `model` in `table` (memories by default; BM25-only
+    candidates get their vector leg here)."""
     if not ids:
         return {}
-    rows = conn.execute(text("""
-        SELECT memory_id, 1 - (embedding <=> CAST(:q AS vector)) AS cosine FROM memory_vectors
-        WHERE tenant = :tenant AND memory_id = ANY(:ids) AND model = :model"""),
+    key = table.id_column
+    rows = conn.execute(text(f"""
+        SELECT {key} AS id, 1 - (embedding <=> CAST(:q AS vector)) AS cosine FROM {table.table}
+        WHERE tenant = :tenant AND {key} = ANY(:ids) AND model = :model"""),
         {"tenant": tenant, "ids": ids, "q": query_vector, "model": model})
-    return {r.memory_id: float(r.cosine) for r in rows}
+    return {r.id: float(r.cosine) for r in rows}
 
 
 def prf_cosines(conn: Connection, tenant: str, top: list[uuid.UUID], ids: list[uuid.UUID],

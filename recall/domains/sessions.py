@@ -37,6 +37,7 @@ from domain.sessions.ranking import MixCandidate, MixRanked, MixWeights, Window,
 from domain.text import tokenize
 from infra.settings import get_settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.hybrid import HISTORY_FACTOR
 from recall.keyword import KeywordTables, bm25_top
 from recall.scope import Scope
 from recall.session_queries import MESSAGE_COLUMNS, excluded, message_out, message_row, windows
@@ -46,7 +47,6 @@ SESSION_KEYWORD = KeywordTables("session_postings", "session_terms", "session_st
                                 "message_uid", "d.status = ANY(:statuses)")
 RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
 HISTORY = ("archived",)  # answered only when history is asked for, scored ×HISTORY_FACTOR
-HISTORY_FACTOR = 0.1
 _ROWS = text(f"""
 SELECT m.message_uid, m.distinct_terms, m.status, {MESSAGE_COLUMNS} FROM session_messages m
 WHERE m.tenant = :tenant AND m.message_uid = ANY(:uids) AND m.sent

@@ -3,8 +3,9 @@
 search: Okapi BM25 over the chunks (recall/keyword.py with the chunks' tables; what is indexed is each turn's role
 and text) ∪ the vector leg over the chunks that have a vector of the configured model (transcript_chunk_vectors,
 filled lazily from the hit-log), fused by domain/ranking.fuse: a chunk without a vector is scored on its BM25 leg
-renormalised to weight 1. Active and dormant chunks answer (those of each transcript's current version; dormant:
-unreferenced for a while, workers/reference_decay.py), as knowledge's sections do; with include_history, replaced
+renormalised to weight 1 (recall/hybrid.py: the hybrid leg knowledge, transcripts and code share). Active and
+dormant chunks answer (those of each transcript's current version; dormant: unreferenced for a while,
+workers/reference_decay.py), as knowledge's sections do; with include_history, replaced
 and archived ones too, scored ×0.1. A transcript the privacy policy's exclude_sessions names is never
 answered (its id is the session's).
 
@@ -21,33 +22,29 @@ from sqlalchemy import Connection, Engine, text
 
 from domain.memory_status import RECALLABLE
 from domain.privacy import PrivacyPolicy
-from domain.ranking import Candidate, fuse
 from domain.text import tokenize
 from domain.transcripts.ids import handle_chunk
 from infra.settings import get_settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
-from recall.keyword import KeywordTables, bm25_top
+from recall.hybrid import HybridLeg, answer, gather, pool_size, scored
+from recall.keyword import KeywordTables
 from recall.scope import Scope
-from recall.vector import VectorTable, nearest_vectors
+from recall.vector import VectorTable
 
 TRANSCRIPTS = "transcripts"
 RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
-HISTORY = ("replaced", "archived")  # answered only when history is asked for, scored ×HISTORY_FACTOR
-HISTORY_FACTOR = 0.1
+HISTORY = ("replaced", "archived")  # answered only when history is asked for, scored ×recall.hybrid.HISTORY_FACTOR
 
 CHUNK_KEYWORD = KeywordTables("transcript_postings", "transcript_terms", "transcript_stats", "transcript_chunks",
                               "chunk_id", "d.status = ANY(:statuses)")
 # Chunks are embedded lazily (projections/transcript_vectors.py): the vector leg covers exactly the embedded ones.
 CHUNK_VECTORS = VectorTable("transcript_chunk_vectors", "chunk_id", "d.status = ANY(:statuses)",
                             scoped_by="transcript_chunks")
+CHUNK_LEG = HybridLeg(CHUNK_KEYWORD, CHUNK_VECTORS, RECALLED, HISTORY)
 
 _COLUMNS = ("c.chunk_id, c.transcript_id, c.ord, c.content_hash, c.version, c.text, c.first_line, c.last_line,"
             " c.first_turn, c.last_turn, c.started_at, c.ended_at, c.status, c.ref_count")
 _ROWS = text(f"SELECT {_COLUMNS} FROM transcript_chunks c WHERE c.tenant = :tenant AND c.chunk_id = ANY(:ids)")
-_COSINES = text("""
-SELECT chunk_id, 1 - (embedding <=> CAST(:q AS vector)) AS cosine FROM transcript_chunk_vectors
-WHERE tenant = :tenant AND model = :model AND chunk_id = ANY(:ids)
-""")
 _HAS_DATA = text("""
 SELECT EXISTS (SELECT 1 FROM transcript_chunks WHERE tenant = :tenant AND status = ANY(:statuses))
 """)
@@ -84,48 +81,28 @@ class TranscriptsDomain:
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = get_settings()
         scope = Scope(q.scope.tenant)  # transcripts belong to the tenant, not to an agent, project or session
-        statuses = RECALLED + HISTORY if q.include_history else RECALLED
-        gate = _gate_sql(q.policy)
-        n = max(settings.candidates_per_leg, q.k * 3)
+        statuses = CHUNK_LEG.statuses(q.include_history)
+        n = pool_size(settings, q, gated_per_item=False)
         with engine.connect() as conn:
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             if not self.has_data(conn, scope) and not q.include_history:
                 return DomainAnswer([], "no data")
-            bm25 = bm25_top(conn, scope, tokenize(q.query), n, settings.bm25_k1, settings.bm25_b, statuses,
-                            CHUNK_KEYWORD, *gate)
-            vector: dict[Any, float] = {}
-            if q.query_vector is not None:
-                [(nearest, _)] = nearest_vectors(conn, scope, [q.query_vector], n, settings, statuses,
-                                                 CHUNK_VECTORS, *gate)
-                vector = dict(nearest)
-            ids = sorted(set(bm25) | set(vector), key=str)
+            legs = gather(conn, scope, CHUNK_LEG, tokenize(q.query), q.query_vector, n, settings, statuses,
+                          *_gate_sql(q.policy))
+            ids = legs.ids
             if not ids:
                 return DomainAnswer([], "no match")
-            if q.query_vector is not None:
-                missing = [i for i in ids if i not in vector]
-                if missing:
-                    vector.update({r.chunk_id: float(r.cosine) for r in conn.execute(_COSINES, {
-                        "tenant": scope.tenant, "model": settings.embedding_model, "ids": missing,
-                        "q": q.query_vector})})
             rows = {r.chunk_id: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids})}
         allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i].transcript_id)]
-        fused = fuse([Candidate(i, bm25.get(i), vector.get(i)) for i in allowed], settings.weight_vector,
-                     settings.weight_keyword, settings.score_threshold)
-        hits = []
-        for s in fused:
-            row = rows[s.memory_id]
-            factor = HISTORY_FACTOR if row.status in HISTORY else 1.0
-            hits.append(DomainHit(
-                content=row.text, score=s.score * factor, handle=handle_of(row),
-                legs={"keyword": s.bm25, "vector": s.cosine},
-                fields={"transcript_id": row.transcript_id, "ord": row.ord, "lines": [row.first_line, row.last_line],
-                        "turns": [row.first_turn, row.last_turn], "started_at": row.started_at,
-                        "version": row.version, "status": row.status},
-                explanation={"bm25_normalised": s.bm25_normalised, "weight_vector": s.weight_vector,
-                             "weight_keyword": s.weight_keyword, "history_factor": factor}))
+        hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs,
+                          fields={"transcript_id": row.transcript_id, "ord": row.ord,
+                                  "lines": [row.first_line, row.last_line], "turns": [row.first_turn, row.last_turn],
+                                  "started_at": row.started_at, "version": row.version, "status": row.status},
+                          explanation=f.explanation)
+                for f in scored(legs, allowed, CHUNK_LEG, lambda i: rows[i].status, settings)
+                for row in (rows[f.id],)]
         hits.sort(key=lambda h: (-h.score, h.handle["transcript_id"], h.handle["ord"]))
-        reason = None if hits else ("excluded" if len(allowed) < len(ids) else "below threshold")
-        return DomainAnswer(hits[:q.k], reason, {"candidates": len(ids), "gated": len(ids) - len(allowed)})
+        return answer(hits, q.k, len(ids), len(allowed))
 
     def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:
         """The exact chunk the handle names (any status: an old handle still answers its text), as chunk_out, or
@@ -137,4 +114,4 @@ class TranscriptsDomain:
         return chunk_out(row) if row is not None else None
 
 
-__all__ = ["CHUNK_KEYWORD", "CHUNK_VECTORS", "TRANSCRIPTS", "TranscriptsDomain", "chunk_out", "handle_of"]
+__all__ = ["CHUNK_KEYWORD", "CHUNK_LEG", "CHUNK_VECTORS", "TRANSCRIPTS", "TranscriptsDomain", "chunk_out", "handle_of"]

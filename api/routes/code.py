@@ -61,6 +61,93 @@ class FilesWrittenOut(BaseModel):
     written: int
 
 
+class CodeFileOut(BaseModel):
+    path: str
+    content_hash: str
+    language: str
+    symbols: int
+    calls: int
+    parse_errors: int  # tree-sitter error and missing nodes (0: parsed cleanly)
+    first_error_line: int | None
+    version: int  # the stream version of its CodeFilePut
+
+
+class CodeFilesOut(BaseModel):
+    repo: str
+    files: list[CodeFileOut]
+    next_after: str | None  # pass it back as `after` for the next page
+
+
+class CallerOut(BaseModel):
+    symbol: str  # the calling symbol's qualified name
+    file: str
+    line: int  # of the call
+
+
+class CalleeOut(BaseModel):
+    symbol: str  # the resolved qualified name, else the name as written
+    file: str | None  # None: not resolved to a definition in the repository
+    line: int | None  # where it is defined
+    call_line: int
+    resolved: bool
+    how: str  # how it was resolved (domain/code/resolve.py), or why not
+    candidates: int
+
+
+class SymbolLocationOut(BaseModel):
+    file: str
+    lines: list[int]
+
+
+class SymbolHandleOut(BaseModel):
+    repo: str
+    file: str
+    qualified_name: str
+    content_hash: str
+
+
+class SymbolFieldsOut(BaseModel):
+    symbol: str  # the qualified name
+    name: str
+    kind: str  # function | method | class | ...
+    repo: str
+    file: str
+    lines: list[int]  # [first, last], 1-based
+    signature: str
+    doc: str
+
+
+class SymbolOut(SymbolFieldsOut):
+    source: str  # the exact slice of its file
+    content_hash: str  # its file's
+    callers: list[CallerOut]  # at most recall.code_symbols.MAX_EDGES
+    callers_total: int
+    unresolved_calls: int  # calls of its name that could name several symbols
+    ref_count: int
+    callees: list[CalleeOut]
+    also: list[SymbolLocationOut]  # other definitions of that name (pick one with ?file=)
+
+
+class SymbolHitOut(SymbolFieldsOut):
+    content_hash: str
+    callers: list[CallerOut]
+    callers_total: int
+    unresolved_calls: int
+    ref_count: int
+    callees: list[CalleeOut] = Field(default_factory=list)  # answered only with ?callees=true
+    status: str  # active | dormant | archived
+    source: str
+    score: float
+    handle: SymbolHandleOut  # names the symbol for the drill
+
+
+class SymbolSearchOut(BaseModel):
+    repo: str
+    query: str
+    reason: str | None  # why nothing (or little) was found
+    symbols: list[SymbolHitOut]
+
+
 def _no_nul(**values: str | None) -> None:
     """PostgreSQL text holds no NUL: a parameter with one is refused, never sent to the database."""
     for name, value in values.items():
@@ -84,7 +171,7 @@ def post_files(repo: str, body: FilesIn, who: Annotated[Caller, Depends(caller)]
                            written=sum(1 for d in done if d.action in ("put", "removed")))
 
 
-@router.get("/{repo}/files")
+@router.get("/{repo}/files", response_model=CodeFilesOut)
 def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
               after: Annotated[str, Query(max_length=MAX_PATH_CHARS)] = "",
               limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> dict[str, Any]:
@@ -94,7 +181,8 @@ def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[
     return {"repo": repo, "files": files, "next_after": next_after}
 
 
-@router.get("/{repo}/symbols")
+# exclude_unset: a search answers callees only when asked (absent, not an empty list, otherwise)
+@router.get("/{repo}/symbols", response_model=SymbolSearchOut, response_model_exclude_unset=True)
 def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                    q: Annotated[str, Query(min_length=1, max_length=2000)],
                    k: Annotated[int, Query(ge=1, le=100)] = 10, callees: bool = False) -> dict[str, Any]:
@@ -109,7 +197,7 @@ def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annot
                         for h in answer.results]}
 
 
-@router.get("/{repo}/symbols/{qualified_name:path}")
+@router.get("/{repo}/symbols/{qualified_name:path}", response_model=SymbolOut)
 def get_symbol(repo: str, qualified_name: str, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)],
                file: Annotated[str | None, Query(max_length=MAX_PATH_CHARS)] = None) -> dict[str, Any]:

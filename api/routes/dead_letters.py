@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, HTTPException
 from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
+from api.operations_schemas import DeadLettersOut, IngestDeadLettersOut, IngestResolutionOut, ResolutionOut
 from api.schemas import MAX_POSITION
 from domain.errors import NotFound
 from projections import dead_letters as projection_dead_letters
@@ -31,7 +32,7 @@ def _operator(who: Caller) -> None:
         raise HTTPException(403, "dead letters are for operator keys (ENGRAMLOG_OPERATOR_KEYS)")
 
 
-@router.get("/v1/projections/dead-letters")
+@router.get("/v1/projections/dead-letters", response_model=DeadLettersOut)
 def get_projection_dead_letters(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                                 projection: str | None = None, resolved: bool = False) -> dict[str, Any]:
     _operator(who)
@@ -43,7 +44,7 @@ def get_projection_dead_letters(who: Annotated[Caller, Depends(caller)], db: Ann
     return {"dead_letters": [asdict(r) for r in rows]}
 
 
-@router.post("/v1/projections/{name}/dead-letters/{position}/{action}")
+@router.post("/v1/projections/{name}/dead-letters/{position}/{action}", response_model=ResolutionOut)
 def post_projection_dead_letter(name: str, position: int, action: Action,
                                 who: Annotated[Caller, Depends(caller)],
                                 db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def post_projection_dead_letter(name: str, position: int, action: Action,
     return asdict(done)
 
 
-@router.get("/v1/ingest/dead-letters")
+@router.get("/v1/ingest/dead-letters", response_model=IngestDeadLettersOut)
 def get_ingest_dead_letters(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                             resolved: bool = False) -> dict[str, Any]:
     _operator(who)
@@ -69,7 +70,7 @@ def get_ingest_dead_letters(who: Annotated[Caller, Depends(caller)], db: Annotat
     return {"dead_letters": [asdict(r) for r in rows]}
 
 
-@router.post("/v1/ingest/dead-letters/{dead_letter_id}/{action}")
+@router.post("/v1/ingest/dead-letters/{dead_letter_id}/{action}", response_model=IngestResolutionOut)
 def post_ingest_dead_letter(dead_letter_id: int, action: Action, who: Annotated[Caller, Depends(caller)],
                             db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
     _operator(who)

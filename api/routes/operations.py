@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import Connection, Engine
 
 from api.context import Caller, caller, engine
+from api.operations_schemas import ProjectionsOut, RebuiltOut
 from domain.errors import NotFound
 from infra.broker import broker
 from infra.db import ping
@@ -32,7 +33,7 @@ def _status_for(conn: Connection, projector: Projector, who: Caller) -> Projecti
     return overall if who.operator else for_tenant(conn, projector, overall, who.tenant)
 
 
-@router.get("/v1/projections")
+@router.get("/v1/projections", response_model=ProjectionsOut)
 def get_projections(who: Annotated[Caller, Depends(caller)],
                     db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
     with db.connect() as conn:
@@ -40,7 +41,7 @@ def get_projections(who: Annotated[Caller, Depends(caller)],
                 "ingest_dead_letters": ingest_dead_letters.parked_count(conn, None if who.operator else who.tenant)}
 
 
-@router.post("/v1/projections/{name}/rebuild")
+@router.post("/v1/projections/{name}/rebuild", response_model=RebuiltOut)
 def post_rebuild(name: str, who: Annotated[Caller, Depends(caller)],
                  db: Annotated[Engine, Depends(engine)]) -> dict[str, Any]:
     if not who.operator:

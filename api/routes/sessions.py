@@ -69,6 +69,67 @@ class BatchIn(BaseModel):
     project: str | None = None
 
 
+class MessagesAppendedOut(BaseModel):
+    session_id: str
+    message_ids: list[str]  # in the append's order (generated where the request named none)
+    position: int  # of the append's SessionMessagesAppended (a resent append: the first one's)
+
+
+class MarkedSentOut(BaseModel):
+    session_id: str
+    message_id: str
+    changed: bool  # False: it was sent already (nothing appended)
+    position: int | None  # of the SessionMessageSent that marked it; None when it was appended sent
+
+
+class SessionListedOut(BaseModel):
+    session_id: str
+    agent_id: str | None
+    project: str | None
+    messages: int
+    sent_messages: int
+    first_at: datetime  # the earliest created_at of its messages
+    last_at: datetime  # the latest
+    last_position: int
+
+
+class SessionsPageOut(BaseModel):
+    sessions: list[SessionListedOut]  # newest (latest message) first
+    next_cursor: str | None  # pass it back as `cursor` for the next page
+
+
+class SessionMessageOut(BaseModel):
+    session_id: str
+    seq: int  # 1, 2, ... in append order
+    message_id: str
+    role: str
+    content: str  # the message's text (content parts' text joined)
+    tool_name: str | None
+    name: str | None
+    tool_call_id: str | None
+    tool_calls: list[dict[str, Any]] | None
+    created_at: datetime
+    sent: bool
+    checkpoint: bool
+    metadata: dict[str, Any]
+
+
+class MessagesPageOut(BaseModel):
+    session_id: str
+    messages: list[SessionMessageOut]
+    next_after_seq: int | None  # pass it back as `after_seq` for the next page
+
+
+class ResumeOut(BaseModel):
+    session_id: str
+    budget_tokens: int
+    tokens: int  # the estimate of `context`'s size (characters / 4, rounded up)
+    items: dict[str, int]  # items kept per section (checkpoint, conclusions, tool results, recent)
+    dropped: int  # items left out to fit the budget
+    last_position: int | None  # of the newest event of the session's log
+    context: str
+
+
 def _reasons(exc: ValidationError, prefix: str = "") -> str:
     return "; ".join(f"{prefix}{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
 
@@ -96,7 +157,7 @@ def _parse(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, str 
     return messages, agent_id, project
 
 
-@router.post("/sessions/{session_id}/messages", status_code=201)
+@router.post("/sessions/{session_id}/messages", status_code=201, response_model=MessagesAppendedOut)
 async def post_messages(session_id: str, body: Annotated[dict[str, Any], Body()],
                         who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)]) -> dict:
     messages, agent_id, project = _parse(body)
@@ -105,7 +166,7 @@ async def post_messages(session_id: str, body: Annotated[dict[str, Any], Body()]
     return {"session_id": done.session_id, "message_ids": done.message_ids, "position": done.position}
 
 
-@router.post("/sessions/{session_id}/messages/{message_id}/sent")
+@router.post("/sessions/{session_id}/messages/{message_id}/sent", response_model=MarkedSentOut)
 def post_sent(session_id: str, message_id: str, who: Annotated[Caller, Depends(caller)],
               db: Annotated[Engine, Depends(engine)]) -> dict:
     with db.connect() as conn:
@@ -115,7 +176,7 @@ def post_sent(session_id: str, message_id: str, who: Annotated[Caller, Depends(c
             "position": done.position}
 
 
-@router.get("/sessions")
+@router.get("/sessions", response_model=SessionsPageOut)
 def get_sessions(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                  agent_id: Annotated[str | None, Query(max_length=128)] = None,
                  project: Annotated[str | None, Query(max_length=128)] = None,
@@ -127,7 +188,7 @@ def get_sessions(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, 
     return {"sessions": sessions, "next_cursor": next_cursor}
 
 
-@router.get("/sessions/{session_id}/messages")
+@router.get("/sessions/{session_id}/messages", response_model=MessagesPageOut)
 def get_messages(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                  after_seq: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
                  limit: Annotated[int, Query(ge=1, le=1000)] = 100, include_unsent: bool = False) -> dict:
@@ -140,7 +201,9 @@ def get_messages(session_id: str, who: Annotated[Caller, Depends(caller)], db: A
     return {"session_id": session_id, "messages": messages, "next_after_seq": next_after}
 
 
-@router.get("/sessions/{session_id}/resume", response_model=None)
+@router.get("/sessions/{session_id}/resume", response_model=ResumeOut,
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                             "description": "the resume context (?format=text: its text alone)"}})
 def get_resume(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                budget_tokens: Annotated[int | None, Query()] = None,
                format: Annotated[str, Query(pattern="^(json|text)$")] = "json") -> dict | PlainTextResponse:

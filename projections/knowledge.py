@@ -43,9 +43,12 @@ from domain.knowledge.handles import LIVE, handle_section
 from domain.knowledge.sections import split_sections
 from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
+from projections.postings import PostingsTables, index
 
 log = structlog.get_logger(__name__)
 KNOWLEDGE = "knowledge"  # the domain's name in hit-log results
+
+SECTION_POSTINGS = PostingsTables("knowledge_postings", "knowledge_terms", "knowledge_stats", "section_id")
 
 _DOCUMENT = text("""
 INSERT INTO knowledge_documents (tenant, document_id, project, path, version, content_hash, title, tags, metadata,
@@ -103,21 +106,6 @@ UPDATE knowledge_sections s SET ref_count = s.ref_count + b.n,
 FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS b(section_id, n)
 WHERE s.tenant = :tenant AND s.section_id = b.section_id
 """)
-_POSTINGS = text("""
-INSERT INTO knowledge_postings (tenant, term, section_id, tf, length)
-SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:ids AS uuid[]), CAST(:tfs AS int[]),
-                              CAST(:lengths AS int[]))
-""")
-_TERMS = text("""
-INSERT INTO knowledge_terms (tenant, term, df)
-SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
-ON CONFLICT (tenant, term) DO UPDATE SET df = knowledge_terms.df + EXCLUDED.df
-""")
-_STATS = text("""
-INSERT INTO knowledge_stats (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
-ON CONFLICT (tenant) DO UPDATE SET n_docs = knowledge_stats.n_docs + EXCLUDED.n_docs,
-                                   total_length = knowledge_stats.total_length + EXCLUDED.total_length
-""")
 
 
 def _on_own_stream(event: RecordedEvent, project: str | None, path: str) -> bool:
@@ -127,25 +115,6 @@ def _on_own_stream(event: RecordedEvent, project: str | None, path: str) -> bool
         return True
     log.warning("knowledge.event_off_stream", position=event.position, stream_id=event.stream_id)
     return False
-
-
-def _index(conn: Connection, tenant: str, rows: list[tuple[Any, Counter[str]]]) -> None:
-    """BM25 postings, document frequencies and corpus statistics for new sections."""
-    postings: dict[str, list] = {"terms": [], "ids": [], "tfs": [], "lengths": []}
-    df: Counter[str] = Counter()
-    total = 0
-    for sid, tfs in rows:
-        length = sum(tfs.values())
-        total += length
-        for term, tf in sorted(tfs.items()):
-            for key, value in (("terms", term), ("ids", sid), ("tfs", tf), ("lengths", length)):
-                postings[key].append(value)
-            df[term] += 1
-    if postings["ids"]:
-        conn.execute(_POSTINGS, {"tenant": tenant, **postings})
-        terms = sorted(df)
-        conn.execute(_TERMS, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
-    conn.execute(_STATS, {"tenant": tenant, "n": len(rows), "total": total})
 
 
 def _put(conn: Connection, event: RecordedEvent, p: DocumentPut) -> None:
@@ -171,7 +140,7 @@ def _put(conn: Connection, event: RecordedEvent, p: DocumentPut) -> None:
         conn.execute(_INSERT, {**doc, "ids": [sid for sid, _ in new], "headings": [s.heading_path for _, s in new],
                                "ordinals": [s.ordinal for _, s in new], "hashes": [s.content_hash for _, s in new],
                                "texts": [s.text for _, s in new], "lengths": [sum(t.values()) for t in tfs]})
-        _index(conn, tenant, [(sid, t) for (sid, _), t in zip(new, tfs, strict=True)])
+        index(conn, SECTION_POSTINGS, tenant, [(sid, t) for (sid, _), t in zip(new, tfs, strict=True)])
     conn.execute(_DOCUMENT, {**doc, "content_hash": p.content_hash, "metadata": json.dumps(p.metadata),
                              "sections": len(sections), "position": event.position})
 

@@ -37,9 +37,12 @@ from domain.transcripts.ids import chunk_id, handle_chunk, transcript_stream
 from domain.transcripts.parse import TranscriptError, Turn, parse_chunk, timestamp_of
 from eventstore.stream import read_stream
 from projections.base import OneByOne, apply_in_order, types_of
+from projections.postings import PostingsTables, index
 
 log = structlog.get_logger(__name__)
 TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results
+
+CHUNK_POSTINGS = PostingsTables("transcript_postings", "transcript_terms", "transcript_stats", "chunk_id")
 
 _TRANSCRIPT = text("""
 INSERT INTO transcripts (tenant, transcript_id, version, content_hash, format, chunks, lines, turns, bytes,
@@ -106,40 +109,6 @@ UPDATE transcript_chunks c SET ref_count = c.ref_count + b.n,
 FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS b(chunk_id, n)
 WHERE c.tenant = :tenant AND c.chunk_id = b.chunk_id
 """)
-_POSTINGS = text("""
-INSERT INTO transcript_postings (tenant, chunk_id, term, tf, length)
-SELECT :tenant, * FROM unnest(CAST(:ids AS uuid[]), CAST(:terms AS text[]), CAST(:tfs AS int[]),
-                              CAST(:lengths AS int[]))
-""")
-_TERMS = text("""
-INSERT INTO transcript_terms (tenant, term, df)
-SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
-ON CONFLICT (tenant, term) DO UPDATE SET df = transcript_terms.df + EXCLUDED.df
-""")
-_STATS = text("""
-INSERT INTO transcript_stats (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
-ON CONFLICT (tenant) DO UPDATE SET n_docs = transcript_stats.n_docs + EXCLUDED.n_docs,
-                                   total_length = transcript_stats.total_length + EXCLUDED.total_length
-""")
-
-
-def _index(conn: Connection, tenant: str, rows: list[tuple[Any, Counter[str]]]) -> None:
-    """BM25 postings, document frequencies and corpus statistics for new chunks."""
-    postings: dict[str, list] = {"ids": [], "terms": [], "tfs": [], "lengths": []}
-    df: Counter[str] = Counter()
-    total = 0
-    for cid, tfs in rows:
-        length = sum(tfs.values())
-        total += length
-        for term, tf in sorted(tfs.items()):
-            for key, value in (("ids", cid), ("terms", term), ("tfs", tf), ("lengths", length)):
-                postings[key].append(value)
-            df[term] += 1
-    if postings["ids"]:
-        conn.execute(_POSTINGS, {"tenant": tenant, **postings})
-        terms = sorted(df)
-        conn.execute(_TERMS, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
-    conn.execute(_STATS, {"tenant": tenant, "n": len(rows), "total": total})
 
 
 def chunk_texts(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut, hashes: set[str]) -> dict[str, str]:
@@ -230,7 +199,7 @@ def _put(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> None
                                "hashes": [r["hash"] for r in new], "texts": [r["text"] for r in new],
                                "lengths": [sum(t.values()) for t in tfs], "starts": [r["start"] for r in new],
                                "ends": [r["end"] for r in new], **{f"{k}s": [r[k] for r in new] for k in _RANGES}})
-        _index(conn, tenant, [(r["id"], t) for r, t in zip(new, tfs, strict=True)])
+        index(conn, CHUNK_POSTINGS, tenant, [(r["id"], t) for r, t in zip(new, tfs, strict=True)])
     starts = [r["start"] for r in rows if r["start"] is not None]
     ends = [r["end"] for r in rows if r["end"] is not None]
     conn.execute(_TRANSCRIPT, {**base, "content_hash": p.content_hash, "format": p.format, "chunks": len(rows),

@@ -205,9 +205,10 @@ def test_postings_are_found_by_memory_and_by_term_through_an_index(engine, tenan
     with engine.connect() as conn:
         conn.execute(text("SET LOCAL enable_seqscan = off"))  # a few rows here: a sequential scan would be as good
         conn.execute(text("SET LOCAL enable_bitmapscan = off"))  # so the plan names the index it walks
-        for statement in (keyword._OLD_POSTINGS, keyword._DROP_POSTINGS):
+        for statement, params in ((keyword._OLD_POSTINGS, {"memory_id": ids[1]}),
+                                  (keyword.MEMORY_POSTINGS.delete_postings, {"ids": [ids[1]]})):
             plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {statement.text}"),
-                                {"tenant": tenant, "memory_id": ids[1]}).scalar_one()
+                                {"tenant": tenant, **params}).scalar_one()
             assert [cols[:2] for cols in _index_columns(conn, plan)] == [["tenant", "memory_id"]], plan
         # Recall's lookup by term has an index led by (tenant, term). Which index the planner walks for this
         # tenant's handful of rows depends on the shared database's statistics (the primary key is as good for a

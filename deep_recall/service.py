@@ -3,7 +3,8 @@
 1. The query cache (deep_recall/cache.py) answers a question asked in the same scope within the hour at once.
 2. The smart shortcut: a quick hybrid recall (recall/multi); when deep_shortcut_hits results score at least
    deep_shortcut_score (the final scores, filtered here after retrieval), they are the answer.
-   With no model configured, the shortcut's results are the answer whatever their scores, and the reason says so.
+   With no model configured, the quick recall's results are the answer whatever their scores (`shortcut` false
+   unless its condition held, stopped "final"), and the reason says so.
 3. Otherwise the loop (deep_recall/loop.py) over the bootstrap snapshot and the live APIs.
 A deep recall with no useful answer registers its question as a blind spot (BlindSpotRegistered). Every deep
 recall, cached and shortcut ones included, is one DeepRecallServed on its recall-<id> stream.
@@ -166,7 +167,8 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
     if hit is not None:
         record.update(cached=True, answer=hit["answer"], stopped="final", shortcut=hit.get("shortcut", False),
                       reason=f"from the query cache (deep recall {hit['recall_id']})")
-        return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0)
+        return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0,
+                       results=hit.get("results", []))
 
     caused = {**metadata, "causation_id": str(recall_id)}  # each search's RecallServed names this deep recall
     quick = recall_multi(engine, embedder, settings,
@@ -177,15 +179,21 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
     high = [r for r in results if r["score"] >= settings.deep_shortcut_score]
     models = configured_models(settings)
     record["shortcut_results"] = results
-    if len(high) >= settings.deep_shortcut_hits or models is None:
-        shown = high if len(high) >= settings.deep_shortcut_hits else results
-        reason = (f"{len(high)} results scored >= {settings.deep_shortcut_score}" if shown is high else
-                  "no model configured (ENGRAMLOG_LLM_MODEL is empty): the quick recall's results as they are")
-        record.update(shortcut=True, answer=_as_answer(shown) or None, stopped="final", reason=reason,
+    fired = len(high) >= settings.deep_shortcut_hits
+    if fired or models is None:
+        # `shortcut` says whether the shortcut's condition held; without a model the quick recall's results are
+        # the answer either way (stopped "final": nothing was cut short), and the reason says which it was.
+        shown = high if fired else results
+        reason = (f"{len(high)} results scored >= {settings.deep_shortcut_score}" if fired else
+                  "no model configured (ENGRAMLOG_LLM_MODEL is empty): the quick recall's results as they are "
+                  f"(the shortcut needs {settings.deep_shortcut_hits} scoring >= {settings.deep_shortcut_score}, "
+                  f"{len(high)} did)")
+        record.update(shortcut=fired, answer=_as_answer(shown) or None, stopped="final", reason=reason,
                       shortcut_results=shown)
         if not shown:
             _blind_spot(engine, settings, tenant, request, recall_id, "no results", metadata)
-        return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0)
+        return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0,
+                       results=shown)
 
     root, sub = models
     record["models"] = {"root": root.model, "sub": sub.model}
@@ -211,8 +219,10 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
 
 
 def _served(engine: Engine, tenant: str, record: dict[str, Any], started: float, metadata: dict[str, Any],
-            iterations: int, sub_calls: int, tokens: dict[str, int], cost_usd: float) -> dict[str, Any]:
-    """Append the deep recall's DeepRecallServed and answer the route's body."""
+            iterations: int, sub_calls: int, tokens: dict[str, int], cost_usd: float,
+            results: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Append the deep recall's DeepRecallServed and answer the route's body (`results`: the quick recall's, when
+    they are the answer)."""
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
     data = validate_payload(DeepRecallServed, {**record, "tokens": tokens, "cost_usd": round(cost_usd, 6),
                                                "latency_ms": latency_ms})
@@ -227,8 +237,8 @@ def _served(engine: Engine, tenant: str, record: dict[str, Any], started: float,
     return {"recall_id": record["recall_id"], "answer": record.get("answer"), "shortcut": record["shortcut"],
             "cached": record.get("cached", False), "iterations": iterations, "sub_calls": sub_calls,
             "cost_usd": round(cost_usd, 6), "tokens": tokens, "stopped": record["stopped"],
-            "reason": record.get("reason"), "results": record.get("shortcut_results", []) if record["shortcut"]
-            else [], "latency_ms": latency_ms, "position": position}
+            "reason": record.get("reason"), "results": results or [], "latency_ms": latency_ms,
+            "position": position}
 
 
 __all__ = ["DeepRequest", "deep_recall"]

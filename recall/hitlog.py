@@ -52,12 +52,14 @@ def served_record(engine: Engine, tenant: str, recall_id: uuid.UUID) -> dict[str
 
 
 def _deep_record(deep: Any) -> dict[str, Any]:
-    """A deep recall in a recall's record shape: its question as the query, the shortcut's results as the results,
-    the whole DeepRecallServed (iterations, code, live calls, sub-calls, costs, answer) as explanation.deep_recall."""
+    """A deep recall in a recall's record shape: its question as the query, the quick recall's results as the
+    results when they were the answer (the shortcut fired, or no model ran: the loop's audit has `models`), the
+    whole DeepRecallServed (iterations, code, live calls, sub-calls, costs, answer) as explanation.deep_recall."""
     d = deep.data
+    answered = d.get("shortcut_results", []) if d.get("shortcut") or not d.get("models") else []
     results = [{"rank": rank, "score": r.get("score", 0.0), "domain": r.get("domain", "memories"),
                 "memory_id": r.get("memory_id"), "handle": r.get("handle"), "drilled": False}
-               for rank, r in enumerate(d.get("shortcut_results", []) if d.get("shortcut") else [], 1)]
+               for rank, r in enumerate(answered, 1)]
     return {"data": {"recall_id": d["recall_id"], "query": d["question"], "k": len(results),
                      "scope": d.get("scope", {}), "results": results, "latency_ms": d.get("latency_ms"),
                      "domains": sorted({r["domain"] for r in results}),

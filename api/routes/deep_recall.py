@@ -54,7 +54,7 @@ class DeepRecallOut(BaseModel):
     tokens: dict[str, int]
     stopped: str  # final | budget | timeout | error
     reason: str | None
-    results: list[dict[str, Any]]  # the shortcut's results
+    results: list[dict[str, Any]]  # the quick recall's, when they are the answer (the shortcut; no model configured)
     latency_ms: float
     position: int
 

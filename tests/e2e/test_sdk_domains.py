@@ -191,10 +191,11 @@ def test_sessions(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped-de
 
 
 def test_deep_recall_without_a_model_and_blind_spots(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped-def]
-    # No model configured and nothing in the scope: the shortcut's (empty) results, and a blind spot registered.
+    # No model configured and nothing in the scope: the quick recall's (empty) results, not the shortcut (it needs
+    # results), and a blind spot registered.
     answer = sdk.deep_recall("what did we decide about the quokka migration?", agent_id="planner",
                              budgets={"iterations": 3})
-    assert isinstance(answer, DeepRecalled) and answer.shortcut is True and answer.results == []
+    assert isinstance(answer, DeepRecalled) and answer.shortcut is False and answer.results == []
     assert answer.reason and "no model" in answer.reason and answer.iterations == 0
     assert projected(engine, "deep_recall", lambda: sdk.blind_spots(agent_id="planner"))
     [spot] = sdk.blind_spots(agent_id="planner")
@@ -238,7 +239,7 @@ async def _async_flow(url: str, key: str, engine) -> None:  # type: ignore[no-un
         assert [s.session_id for s in (await sdk.list_sessions()).sessions] == ["a-weather"]
 
         answer = await sdk.deep_recall("what is the quokka migration's deadline?")
-        assert answer.shortcut and answer.stopped == "final" and answer.results == []
+        assert not answer.shortcut and answer.stopped == "final" and answer.results == []
         for _ in range(480):
             if await sdk.blind_spots():
                 break

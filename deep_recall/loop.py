@@ -29,6 +29,10 @@ CODE_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL)
 PARALLEL = 4  # sub-calls of one llm_query_parallel at a time
 NO_CODE = ("Your turn had no ```python block and did not start with FINAL:. Answer with code, "
            "or with a turn starting with FINAL: and no code.")
+OPEN_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n")
+# A turn cut at max_tokens inside a block: the block is not run (it ends mid-statement); the model is told why.
+CUT_BLOCK = ("Your turn was cut off at the output token limit before its ```python block was closed, so it did "
+             "not run. Write shorter code (one step per turn), or answer with FINAL:.")
 
 
 @dataclass
@@ -218,8 +222,11 @@ class Loop:
                         turn["final"] = short(final)
                         return outcome(final, "final", None)
                     turn["text"] = short(completion.text)
+                    cut = completion.truncated and OPEN_BLOCK.search(completion.text) is not None
+                    if cut:
+                        turn["truncated"] = True
                     messages += [{"role": "assistant", "content": completion.text},
-                                 {"role": "user", "content": NO_CODE}]
+                                 {"role": "user", "content": CUT_BLOCK if cut else NO_CODE}]
                     continue
                 results: list[tuple[str, str | None]] = []
                 for code in blocks:

@@ -39,6 +39,7 @@ class Completion:
     input_tokens: int
     output_tokens: int
     model: str
+    truncated: bool = False  # the model stopped at max_tokens (finish_reason "length", stop_reason "max_tokens")
 
 
 class ChatModel(Protocol):
@@ -70,18 +71,22 @@ class OpenAIChat:
                 raise ModelError(f"{self.url} answered {r.status_code}: {r.text[:500]}")
             data = r.json()
             usage = data.get("usage") or {}
-            text = data["choices"][0]["message"].get("content") or ""
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+            truncated = choice.get("finish_reason") == "length"
         except httpx.TimeoutException:
             raise ModelError(f"{self.url} timed out after {timeout_s:.1f}s") from None
         except httpx.HTTPError as exc:
             raise ModelError(f"{self.url}: {type(exc).__name__}: {exc}") from None
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ModelError(f"{self.url} answered an unreadable completion: {exc!r}") from None
-        return Completion(text, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")), self.model)
+        return Completion(text, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")), self.model,
+                          truncated)
 
     def _streamed(self, body: dict[str, Any], timeout_s: float) -> Completion:
         parts: list[str] = []
         usage: dict[str, Any] = {}
+        truncated = False
         with _client().stream("POST", self.url, json=body, headers=self.headers, timeout=timeout_s) as r:
             if r.status_code != 200:
                 raise ModelError(f"{self.url} answered {r.status_code}: {r.read()[:500]!r}")
@@ -95,8 +100,9 @@ class OpenAIChat:
                 usage = chunk.get("usage") or usage
                 for choice in chunk.get("choices") or ():
                     parts.append((choice.get("delta") or {}).get("content") or "")
+                    truncated = truncated or choice.get("finish_reason") == "length"
         return Completion("".join(parts), _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
-                          self.model)
+                          self.model, truncated)
 
 
 class AnthropicMessages:
@@ -126,7 +132,8 @@ class AnthropicMessages:
             raise ModelError(f"{self.url}: {type(exc).__name__}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"{self.url} answered an unreadable message: {exc!r}") from None
-        return Completion(text, _int(usage.get("input_tokens")), _int(usage.get("output_tokens")), self.model)
+        return Completion(text, _int(usage.get("input_tokens")), _int(usage.get("output_tokens")), self.model,
+                          data.get("stop_reason") == "max_tokens")
 
 
 def model_for(settings: Settings, model: str) -> ChatModel:

@@ -20,6 +20,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
+
+class Cut(str):
+    """A turn the model stopped at max_tokens: answered with finish_reason "length" (stop_reason "max_tokens")."""
+
+
 Turn = str | Callable[[list[dict[str, Any]]], str]
 ROOT, SUB = "root-model", "sub-model"
 
@@ -65,9 +70,10 @@ class ScriptedModels:
         text = await run_in_threadpool(self._next, body)
         usage = {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1],
                  "total_tokens": sum(self.usage)}
+        finish = "length" if isinstance(text, Cut) else "stop"
         if not body.get("stream"):
             return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"],
-                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                 "choices": [{"index": 0, "finish_reason": finish,
                                               "message": {"role": "assistant", "content": text}}],
                                  "usage": usage})
 
@@ -78,6 +84,7 @@ class ScriptedModels:
                 if trickle:
                     time.sleep(trickle)
                 yield "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": text[i:i + 7]}}]}) + "\n\n"
+            yield "data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}) + "\n\n"
             yield "data: " + json.dumps({"choices": [], "usage": usage}) + "\n\n"
             yield "data: [DONE]\n\n"
 
@@ -93,7 +100,8 @@ class ScriptedModels:
         text = await run_in_threadpool(self._next, {**body, "messages": [
             {"role": "system", "content": body.get("system", "")}, *body["messages"]]})
         return JSONResponse({"id": "m", "type": "message", "role": "assistant", "model": body["model"],
-                             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                             "content": [{"type": "text", "text": text}],
+                             "stop_reason": "max_tokens" if isinstance(text, Cut) else "end_turn",
                              "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1]}})
 
 

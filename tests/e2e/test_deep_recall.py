@@ -14,7 +14,7 @@ from infra.settings import get_settings, replace
 from projections.deep_recall import DeepRecallProjector
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector
-from tests.deep_recall_support import ROOT, SUB, code, last_user, start_scripted_models
+from tests.deep_recall_support import ROOT, SUB, Cut, code, last_user, start_scripted_models
 
 FACTS = [("s-march", "We decided to roll the walrus deploy back to v41 on March 12."),
          ("s-march", "The walrus incident was caused by a bad cache key."),
@@ -92,6 +92,23 @@ def test_multi_iteration_searches_then_final(client, engine, deep, stream) -> No
     calls = [c for it in audit["iterations"] for b in it["blocks"] for c in b["live_calls"]]
     assert [c["fn"] for c in calls] == ["search", "list_sessions", "load_transcript"]
     assert "v41" in calls[2]["result"] and "search('walrus deploy'" in audit["iterations"][0]["blocks"][0]["code"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_turn_cut_at_max_tokens_inside_a_block_is_told_so(client, engine, deep, stream) -> None:  # type: ignore[no-untyped-def]
+    seed(client, engine)
+    deep(llm_stream=stream)
+    models = deep.models
+    models.script(ROOT, Cut("Let me search.\n```python\nhits = search('walrus deploy', max_res"),
+                  "```python\nprint('no fence')\n", "FINAL: v41")
+    body = ask(client)
+    assert body["stopped"] == "final" and body["answer"] == "v41" and body["iterations"] == 3
+    second, third = (last_user(r["messages"]) for r in models.of(ROOT)[1:3])
+    assert "cut off at the output token limit" in second  # the cut block was not run, and the model knows why
+    assert "had no ```python block" in third  # an unclosed block that was not cut is no block
+    audit = client.get(f"/v1/recalls/{body['recall_id']}").json()["explanation"]["deep_recall"]
+    assert [it.get("truncated", False) for it in audit["iterations"][:2]] == [True, False]
+    assert all(not it["blocks"] for it in audit["iterations"])
 
 
 def test_a_sub_call_at_depth_1_is_a_plain_completion(client, engine, deep) -> None:  # type: ignore[no-untyped-def]

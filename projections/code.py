@@ -22,7 +22,7 @@ and a rebuild gives the same rows.
 from __future__ import annotations
 
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -43,10 +43,18 @@ from domain.events import (
     code_file_stream,
 )
 from projections.base import apply_in_order, types_of
+from projections.postings import PostingsTables, index, unindex
+from projections.references import ReferencedUnits, string_key
 
 log = structlog.get_logger(__name__)
 CODE = "code"  # the domain's name in hit-log results
 _NAMESPACE = uuid.UUID("5d7b1f0e-2c4a-4e8b-b1d3-7f9a0c6e4b21")
+
+SYMBOL_POSTINGS = PostingsTables("code_postings", "code_terms", "code_stats", "symbol_id")
+# A code handle names its symbol by repo, file and qualified name (code_symbols' repo, path, qualified_name).
+SYMBOL_REFERENCES = ReferencedUnits(CODE, "code_symbols", (("repo", "text"), ("path", "text"),
+                                                           ("qualified_name", "text")),
+                                    string_key("repo", "file", "qualified_name"))
 
 _FILE = text("SELECT content_hash FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = :path")
 _UPSERT_FILE = text("""
@@ -70,12 +78,6 @@ SELECT symbol_id, name, qualified_name, length, ref_count, last_referenced_at, c
 FROM code_symbols
 WHERE tenant = :tenant AND repo = :repo AND path = :path ORDER BY ordinal
 """)
-_DELETE_POSTINGS = text("DELETE FROM code_postings WHERE tenant = :tenant AND symbol_id = ANY(:ids) RETURNING term")
-_UNCOUNT_TERMS = text("""
-UPDATE code_terms t SET df = t.df - b.n FROM unnest(CAST(:terms AS text[]), CAST(:ns AS int[])) AS b(term, n)
-WHERE t.tenant = :tenant AND t.term = b.term
-""")
-_DROP_TERMS = text("DELETE FROM code_terms WHERE tenant = :tenant AND term = ANY(:terms) AND df <= 0")
 _DELETE_SYMBOLS = text("DELETE FROM code_symbols WHERE tenant = :tenant AND repo = :repo AND path = :path")
 _DELETE_CALLS = text("DELETE FROM code_calls WHERE tenant = :tenant AND repo = :repo AND path = :path")
 _DELETE_FILE = text("DELETE FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = :path")
@@ -100,21 +102,6 @@ SELECT :tenant, :repo, :path, * FROM unnest(CAST(:ordinals AS int[]), CAST(:call
        CAST(:classes AS text[]), CAST(:callees AS text[]), CAST(:qualifiers AS text[]), CAST(:lines AS int[]),
        CAST(:targets AS text[]), CAST(:target_names AS text[]))
 """)
-_POSTINGS = text("""
-INSERT INTO code_postings (tenant, symbol_id, term, tf, length)
-SELECT :tenant, * FROM unnest(CAST(:ids AS uuid[]), CAST(:terms AS text[]), CAST(:tfs AS int[]),
-                              CAST(:lengths AS int[]))
-""")
-_TERMS = text("""
-INSERT INTO code_terms (tenant, term, df)
-SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
-ON CONFLICT (tenant, term) DO UPDATE SET df = code_terms.df + EXCLUDED.df
-""")
-_STATS = text("""
-INSERT INTO code_stats (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
-ON CONFLICT (tenant) DO UPDATE SET n_docs = code_stats.n_docs + EXCLUDED.n_docs,
-                                   total_length = code_stats.total_length + EXCLUDED.total_length
-""")
 _CALLS_TO = text("""
 SELECT path, ordinal, caller_class, callee, qualifier, import_target FROM code_calls
 WHERE tenant = :tenant AND repo = :repo AND target_name = ANY(:names)
@@ -134,13 +121,6 @@ UPDATE code_symbols SET status = :to_status,
     status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
     last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
 WHERE tenant = :tenant AND repo = :repo AND path = :path AND qualified_name = :qn AND status = :from_status
-""")
-_REFERENCED = text("""
-UPDATE code_symbols s SET ref_count = s.ref_count + b.n,
-    last_referenced_at = greatest(s.last_referenced_at, CAST(:at AS timestamptz))
-FROM unnest(CAST(:repos AS text[]), CAST(:paths AS text[]), CAST(:qns AS text[]), CAST(:ns AS int[]))
-     AS b(repo, path, qn, n)
-WHERE s.tenant = :tenant AND s.repo = b.repo AND s.path = b.path AND s.qualified_name = b.qn
 """)
 
 Dirty = dict[tuple[str, str], set[str]]  # (tenant, repo) → names whose calls are to be resolved again
@@ -163,12 +143,7 @@ def _drop(conn: Connection, tenant: str, repo: str, path: str) -> list[Any]:
     key = {"tenant": tenant, "repo": repo, "path": path}
     old = conn.execute(_OLD_SYMBOLS, key).all()
     if old:
-        terms = Counter(r.term for r in conn.execute(_DELETE_POSTINGS, {"tenant": tenant,
-                                                                        "ids": [r.symbol_id for r in old]}))
-        names = sorted(terms)
-        conn.execute(_UNCOUNT_TERMS, {"tenant": tenant, "terms": names, "ns": [terms[t] for t in names]})
-        conn.execute(_DROP_TERMS, {"tenant": tenant, "terms": names})
-        conn.execute(_STATS, {"tenant": tenant, "n": -len(old), "total": -sum(r.length for r in old)})
+        unindex(conn, SYMBOL_POSTINGS, tenant, [r.symbol_id for r in old], sum(r.length for r in old))
         conn.execute(_DELETE_SYMBOLS, key)
     conn.execute(_DELETE_CALLS, key)
     return old
@@ -199,7 +174,7 @@ def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -
             "starts": [s.start_line for s in ss], "ends": [s.end_line for s in ss],
             "lengths": [sum(t.values()) for t in tfs],
             **_carried_columns([carried.get(s.qualified_name) for s in ss], event.recorded_at)})
-        _index(conn, tenant, ids, tfs)
+        index(conn, SYMBOL_POSTINGS, tenant, list(zip(ids, tfs, strict=True)))
     if parsed.calls:
         cs = parsed.calls
         sites = [CallSite(p.path, c.caller_class, c.callee, c.qualifier, c.import_target) for c in cs]
@@ -225,22 +200,6 @@ def _carried_columns(previous: list[Any], at: Any) -> dict[str, list[Any]]:
             "statuses": [r.status if r else "active" for r in previous],
             "status_refs": [r.status_ref_count if r else None for r in previous],
             "reactivated": [r.last_reactivated_at if r else None for r in previous]}
-
-
-def _index(conn: Connection, tenant: str, ids: list[uuid.UUID], tfs: list[Counter[str]]) -> None:
-    postings: dict[str, list[Any]] = {"ids": [], "terms": [], "tfs": [], "lengths": []}
-    df: Counter[str] = Counter()
-    for sid, counts in zip(ids, tfs, strict=True):
-        length = sum(counts.values())
-        for term, tf in sorted(counts.items()):
-            for k, v in (("ids", sid), ("terms", term), ("tfs", tf), ("lengths", length)):
-                postings[k].append(v)
-            df[term] += 1
-    if postings["ids"]:
-        conn.execute(_POSTINGS, {"tenant": tenant, **postings})
-        terms = sorted(df)
-        conn.execute(_TERMS, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
-    conn.execute(_STATS, {"tenant": tenant, "n": len(ids), "total": sum(sum(t.values()) for t in tfs)})
 
 
 def _removed(conn: Connection, event: RecordedEvent, p: CodeFileRemoved, dirty: Dirty) -> None:
@@ -277,27 +236,8 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: CodeSymbolStatusC
                            "ref_count": ref_count if isinstance(ref_count, int) else None})
 
 
-def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: Any) -> None:
-    counts = Counter((h["repo"], h["file"], h["qualified_name"]) for h in handles
-                     if isinstance(h, dict) and all(isinstance(h.get(k), str) for k in ("repo", "file",
-                                                                                        "qualified_name")))
-    if counts:
-        keys = sorted(counts)
-        conn.execute(_REFERENCED, {"tenant": tenant, "repos": [k[0] for k in keys], "paths": [k[1] for k in keys],
-                                   "qns": [k[2] for k in keys], "ns": [counts[k] for k in keys], "at": at})
-
-
-def _served(conn: Connection, event: RecordedEvent, p: RecallServed, dirty: Dirty) -> None:
-    _referenced(conn, event.tenant, [r.handle for r in p.results if r.domain == CODE], event.recorded_at)
-
-
-def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled, dirty: Dirty) -> None:
-    if p.domain == CODE:
-        _referenced(conn, event.tenant, [p.handle], event.recorded_at)
-
-
-_HANDLERS = {CodeFilePut: _put, CodeFileRemoved: _removed, CodeSymbolStatusChanged: _status_changed,
-             RecallServed: _served, ResultDrilled: _drilled}
+_FILE_HANDLERS = {CodeFilePut: _put, CodeFileRemoved: _removed, CodeSymbolStatusChanged: _status_changed}
+_HANDLERS = {**_FILE_HANDLERS, RecallServed: SYMBOL_REFERENCES.served, ResultDrilled: SYMBOL_REFERENCES.drilled}
 
 
 class CodeProjector:
@@ -308,7 +248,7 @@ class CodeProjector:
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         dirty: Dirty = defaultdict(set)
-        one_by_one = {cls: partial(h, dirty=dirty) for cls, h in _HANDLERS.items()}
+        one_by_one = {**_HANDLERS, **{cls: partial(h, dirty=dirty) for cls, h in _FILE_HANDLERS.items()}}
         apply_in_order(conn, events, one_by_one)
         _resolve(conn, dirty)
 

@@ -21,10 +21,7 @@ Every time comes from the event (recorded_at, or a decision's clock), so a rebui
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
 
 import structlog
 from sqlalchemy import Connection, text
@@ -44,11 +41,14 @@ from domain.knowledge.sections import split_sections
 from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
+from projections.references import ReferencedUnits, uuid_key
 
 log = structlog.get_logger(__name__)
 KNOWLEDGE = "knowledge"  # the domain's name in hit-log results
 
 SECTION_POSTINGS = PostingsTables("knowledge_postings", "knowledge_terms", "knowledge_stats", "section_id")
+SECTION_REFERENCES = ReferencedUnits(KNOWLEDGE, "knowledge_sections", (("section_id", "uuid"),),
+                                     uuid_key(handle_section))
 
 _DOCUMENT = text("""
 INSERT INTO knowledge_documents (tenant, document_id, project, path, version, content_hash, title, tags, metadata,
@@ -99,12 +99,6 @@ UPDATE knowledge_sections SET status = :to_status, status_changed_at = :clock,
     status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
     last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
 WHERE tenant = :tenant AND section_id = :section_id AND status = :from_status
-""")
-_REFERENCED = text("""
-UPDATE knowledge_sections s SET ref_count = s.ref_count + b.n,
-    last_referenced_at = greatest(s.last_referenced_at, CAST(:at AS timestamptz))
-FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS b(section_id, n)
-WHERE s.tenant = :tenant AND s.section_id = b.section_id
 """)
 
 
@@ -160,24 +154,8 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: SectionStatusChan
                            else None})
 
 
-def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:
-    counts = Counter(str(s) for s in (handle_section(tenant, h) for h in handles) if s is not None)
-    if counts:
-        ids = sorted(counts)
-        conn.execute(_REFERENCED, {"tenant": tenant, "ids": ids, "ns": [counts[i] for i in ids], "at": at})
-
-
-def _served(conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
-    _referenced(conn, event.tenant, [r.handle for r in p.results if r.domain == KNOWLEDGE], event.recorded_at)
-
-
-def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled) -> None:
-    if p.domain == KNOWLEDGE:
-        _referenced(conn, event.tenant, [p.handle], event.recorded_at)
-
-
 _ONE_BY_ONE: OneByOne = {DocumentPut: _put, DocumentRetired: _retired, SectionStatusChanged: _status_changed,
-                         RecallServed: _served, ResultDrilled: _drilled}
+                         RecallServed: SECTION_REFERENCES.served, ResultDrilled: SECTION_REFERENCES.drilled}
 
 
 class KnowledgeProjector:

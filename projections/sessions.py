@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
 
 import structlog
 from sqlalchemy import Connection, text
@@ -45,10 +42,16 @@ from domain.events import (
 from domain.sessions.messages import line_of
 from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
+from projections.postings import PostingsTables, index
+from projections.references import ReferencedUnits, string_key
 
 log = structlog.get_logger(__name__)
 SESSIONS = "sessions"  # the domain's name in hit-log results
 _NAMESPACE = uuid.UUID("2b9d4c61-7a0e-4f3b-8e15-5c2a9d7f0e83")  # engramlog session messages
+
+MESSAGE_POSTINGS = PostingsTables("session_postings", "session_terms", "session_stats", "message_uid")
+MESSAGE_REFERENCES = ReferencedUnits(SESSIONS, "session_messages", (("session_id", "text"), ("message_id", "text")),
+                                     string_key("session_id", "message_id"))
 
 
 def message_uid(tenant: str, session_id: str, message_id: str) -> uuid.UUID:
@@ -100,50 +103,6 @@ UPDATE session_messages SET status = :to_status,
     last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
 WHERE tenant = :tenant AND session_id = :session_id AND message_id = :message_id AND status = :from_status
 """)
-_REFERENCED = text("""
-UPDATE session_messages m SET ref_count = m.ref_count + b.n,
-    last_referenced_at = greatest(m.last_referenced_at, CAST(:at AS timestamptz))
-FROM unnest(CAST(:sessions AS text[]), CAST(:ids AS text[]), CAST(:ns AS int[])) AS b(session_id, message_id, n)
-WHERE m.tenant = :tenant AND m.session_id = b.session_id AND m.message_id = b.message_id
-""")
-_POSTINGS = text("""
-INSERT INTO session_postings (tenant, term, message_uid, tf, length)
-SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:uids AS uuid[]), CAST(:tfs AS int[]),
-                              CAST(:lengths AS int[]))
-""")
-_TERMS = text("""
-INSERT INTO session_terms (tenant, term, df)
-SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
-ON CONFLICT (tenant, term) DO UPDATE SET df = session_terms.df + EXCLUDED.df
-""")
-_STATS = text("""
-INSERT INTO session_stats (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
-ON CONFLICT (tenant) DO UPDATE SET n_docs = session_stats.n_docs + EXCLUDED.n_docs,
-                                   total_length = session_stats.total_length + EXCLUDED.total_length
-""")
-
-
-def _index(conn: Connection, tenant: str, docs: list[tuple[uuid.UUID, Counter[str]]]) -> None:
-    """BM25 postings, document frequencies and corpus statistics for newly sent messages."""
-    if not docs:
-        return
-    postings: dict[str, list] = {"terms": [], "uids": [], "tfs": [], "lengths": []}
-    df: Counter[str] = Counter()
-    total = 0
-    for uid, tfs in sorted(docs, key=lambda d: str(d[0])):
-        length = sum(tfs.values())
-        total += length
-        for term, tf in sorted(tfs.items()):
-            for key, value in (("terms", term), ("uids", uid), ("tfs", tf), ("lengths", length)):
-                postings[key].append(value)
-            df[term] += 1
-    if postings["uids"]:
-        conn.execute(_POSTINGS, {"tenant": tenant, **postings})
-        terms = sorted(df)
-        conn.execute(_TERMS, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
-    conn.execute(_STATS, {"tenant": tenant, "n": len(docs), "total": total})
-
-
 def _on_own_stream(event: RecordedEvent, session_id: str) -> bool:
     """The write path puts a session's events on its stream; one elsewhere (the generic append) is ignored by
     every run alike, as the fold (which reads only the session's stream) ignores it."""
@@ -183,7 +142,7 @@ def _appended(conn: Connection, event: RecordedEvent, p: SessionMessagesAppended
             to_index.append((uid, tfs))
     conn.execute(_INSERT, {**session, **cols, "agent_id": agent_id, "project": project, "position": event.position,
                            "at": event.recorded_at})
-    _index(conn, tenant, to_index)
+    index(conn, MESSAGE_POSTINGS, tenant, to_index)
     conn.execute(_UPSERT_SESSION, {**session, "agent_id": agent_id, "project": project, "n": len(fresh),
                                    "n_sent": len(to_index), "first_at": min(cols["created"]),
                                    "last_at": max(cols["created"]), "position": event.position})
@@ -196,7 +155,7 @@ def _sent(conn: Connection, event: RecordedEvent, p: SessionMessageSent) -> None
     row = conn.execute(_MARK_SENT, {**session, "message_id": p.message_id, "at": event.recorded_at}).first()
     if row is None:  # unknown, or already sent
         return
-    _index(conn, event.tenant, [(row.message_uid, term_frequencies(row.content))])
+    index(conn, MESSAGE_POSTINGS, event.tenant, [(row.message_uid, term_frequencies(row.content))])
     conn.execute(_SENT_COUNT, {**session, "position": event.position})
 
 
@@ -207,27 +166,9 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: SessionMessageSta
                            "ref_count": ref_count if isinstance(ref_count, int) else None})
 
 
-def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:
-    counts = Counter((h["session_id"], h["message_id"]) for h in handles
-                     if isinstance(h, dict) and isinstance(h.get("session_id"), str)
-                     and isinstance(h.get("message_id"), str))
-    if counts:
-        keys = sorted(counts)
-        conn.execute(_REFERENCED, {"tenant": tenant, "sessions": [k[0] for k in keys], "ids": [k[1] for k in keys],
-                                   "ns": [counts[k] for k in keys], "at": at})
-
-
-def _served(conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
-    _referenced(conn, event.tenant, [r.handle for r in p.results if r.domain == SESSIONS], event.recorded_at)
-
-
-def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled) -> None:
-    if p.domain == SESSIONS:
-        _referenced(conn, event.tenant, [p.handle], event.recorded_at)
-
-
 _ONE_BY_ONE: OneByOne = {SessionMessagesAppended: _appended, SessionMessageSent: _sent,
-                         SessionMessageStatusChanged: _status_changed, RecallServed: _served, ResultDrilled: _drilled}
+                         SessionMessageStatusChanged: _status_changed, RecallServed: MESSAGE_REFERENCES.served,
+                         ResultDrilled: MESSAGE_REFERENCES.drilled}
 
 
 class SessionsProjector:

@@ -23,7 +23,6 @@ skipped with a warning by every run alike. Every time comes from the event, so a
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -38,11 +37,14 @@ from domain.transcripts.parse import TranscriptError, Turn, parse_chunk, timesta
 from eventstore.stream import read_stream
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
+from projections.references import ReferencedUnits, uuid_key
 
 log = structlog.get_logger(__name__)
 TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results
 
 CHUNK_POSTINGS = PostingsTables("transcript_postings", "transcript_terms", "transcript_stats", "chunk_id")
+CHUNK_REFERENCES = ReferencedUnits(TRANSCRIPTS, "transcript_chunks", (("chunk_id", "uuid"),),
+                                   uuid_key(handle_chunk))
 
 _TRANSCRIPT = text("""
 INSERT INTO transcripts (tenant, transcript_id, version, content_hash, format, chunks, lines, turns, bytes,
@@ -102,12 +104,6 @@ UPDATE transcript_chunks SET status = :to_status,
     status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
     last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
 WHERE tenant = :tenant AND chunk_id = :chunk_id AND status = :from_status
-""")
-_REFERENCED = text("""
-UPDATE transcript_chunks c SET ref_count = c.ref_count + b.n,
-    last_referenced_at = greatest(c.last_referenced_at, CAST(:at AS timestamptz))
-FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[])) AS b(chunk_id, n)
-WHERE c.tenant = :tenant AND c.chunk_id = b.chunk_id
 """)
 
 
@@ -215,24 +211,8 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: TranscriptChunkSt
                            "ref_count": ref_count if isinstance(ref_count, int) else None})
 
 
-def _referenced(conn: Connection, tenant: str, handles: list[dict[str, Any] | None], at: datetime) -> None:
-    counts = Counter(str(c) for c in (handle_chunk(tenant, h) for h in handles) if c is not None)
-    if counts:
-        ids = sorted(counts)
-        conn.execute(_REFERENCED, {"tenant": tenant, "ids": ids, "ns": [counts[i] for i in ids], "at": at})
-
-
-def _served(conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
-    _referenced(conn, event.tenant, [r.handle for r in p.results if r.domain == TRANSCRIPTS], event.recorded_at)
-
-
-def _drilled(conn: Connection, event: RecordedEvent, p: ResultDrilled) -> None:
-    if p.domain == TRANSCRIPTS:
-        _referenced(conn, event.tenant, [p.handle], event.recorded_at)
-
-
 _ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, TranscriptChunkStatusChanged: _status_changed,
-                         RecallServed: _served, ResultDrilled: _drilled}
+                         RecallServed: CHUNK_REFERENCES.served, ResultDrilled: CHUNK_REFERENCES.drilled}
 
 
 class TranscriptsProjector:

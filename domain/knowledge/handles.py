@@ -10,8 +10,7 @@ from domain.memory_status import RECALLABLE
 
 LIVE = ("active", "dormant", "archived")  # held by its document's current version
 RECALLED = RECALLABLE  # answered by default: the memories' rule (domain/memory_status.py)
-HISTORY = ("replaced", "retired", "archived")  # answered only when history is asked for, scored ×HISTORY_FACTOR
-HISTORY_FACTOR = 0.1
+HISTORY = ("replaced", "retired", "archived")  # answered only when history is asked for, ×recall.hybrid.HISTORY_FACTOR
 
 
 def handle_section(tenant: str, handle: dict[str, Any] | None) -> uuid.UUID | None:
@@ -27,4 +26,4 @@ def handle_section(tenant: str, handle: dict[str, Any] | None) -> uuid.UUID | No
     return section_id(tenant, project, path, heading, hash_)
 
 
-__all__ = ["HISTORY", "HISTORY_FACTOR", "LIVE", "RECALLED", "handle_section"]
+__all__ = ["HISTORY", "LIVE", "RECALLED", "handle_section"]

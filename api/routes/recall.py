@@ -4,7 +4,8 @@ GET /v1/recalls/{recall_id} (what a recall answered and why)."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends
 from sqlalchemy import Engine
@@ -17,19 +18,41 @@ from domain.errors import NotFound
 from domain.privacy import PrivacyPolicy
 from infra.embedding import get_embedder
 from infra.settings import get_settings
-from recall.consistency import await_recallable, refuse_beyond_head
+from recall.consistency import await_recallable, pending, refuse_beyond_head
 from recall.multi import MultiRequest, check, recall_multi
 from recall.privacy import policy_of, visible_recall_record
 from recall.scope import Scope
 from recall.service import RecallRequest, get_recall, recall, validate
 
 router = APIRouter(prefix="/v1", tags=["recall"])
+T = TypeVar("T")
 
 
 def _policy(db: Engine, tenant: str) -> PrivacyPolicy:
     """The tenant's privacy policy, read once per request and handed to every domain."""
     with db.connect() as conn:
         return policy_of(conn, tenant)
+
+
+def _pending_after_head_check(db: Engine, min_position: int) -> list[str]:
+    """min_position beyond the log's head: 422; else the recall read models that have not applied it yet."""
+    refuse_beyond_head(db, min_position, "min_position")
+    return pending(db, min_position)
+
+
+async def _await_min_position(db: Engine, min_position: int | None) -> None:
+    """Read-your-writes before the search. One threadpool hop when the read models have already applied the
+    position (the usual case); the bounded wait on the event loop only when they have not."""
+    if min_position is None:
+        return
+    if await run_in_threadpool(_pending_after_head_check, db, min_position):
+        settings = get_settings()
+        await await_recallable(db, min_position, settings.min_position_wait_s, settings.max_position_waiters)
+
+
+def _under_policy(search: Callable[..., T], db: Engine, tenant: str, *args: Any) -> T:
+    """The tenant's policy read, then the search under it, in one threadpool hop."""
+    return search(db, *args, _policy(db, tenant))
 
 
 @router.post("/recall", response_model=RecallOut)
@@ -42,12 +65,9 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
                             include_history=body.include_history, include_archived=body.include_archived,
                             trace=body.trace)
     validate(request)
-    if body.min_position is not None:
-        await run_in_threadpool(refuse_beyond_head, db, body.min_position, "min_position")
-        await await_recallable(db, body.min_position, settings.min_position_wait_s, settings.max_position_waiters)
-    policy = await run_in_threadpool(_policy, db, who.tenant)
-    answer = await run_in_threadpool(recall, db, get_embedder(settings.embedding_model), settings, request,
-                                     who.metadata(), policy)
+    await _await_min_position(db, body.min_position)
+    answer = await run_in_threadpool(_under_policy, recall, db, who.tenant, get_embedder(settings.embedding_model),
+                                     settings, request, who.metadata())
     return RecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
                      details=answer.details, explanation=answer.explanation, abstained=answer.abstained,
                      results=[RecallResultOut(**r.__dict__) for r in answer.results])
@@ -61,12 +81,9 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
     request = MultiRequest(Scope(who.tenant, body.agent_id, body.project, body.session_id), body.query,
                            tuple(body.domains or ()), body.k, body.include_history)
     check(request)
-    if body.min_position is not None:
-        await run_in_threadpool(refuse_beyond_head, db, body.min_position, "min_position")
-        await await_recallable(db, body.min_position, settings.min_position_wait_s, settings.max_position_waiters)
-    policy = await run_in_threadpool(_policy, db, who.tenant)
-    answer = await run_in_threadpool(recall_multi, db, get_embedder(settings.embedding_model), settings, request,
-                                     who.metadata(), policy)
+    await _await_min_position(db, body.min_position)
+    answer = await run_in_threadpool(_under_policy, recall_multi, db, who.tenant,
+                                     get_embedder(settings.embedding_model), settings, request, who.metadata())
     return MultiRecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
                           buckets=[BucketOut(domain=b.domain, quota=b.quota, reason=b.reason, results=[
                               DomainResultOut(content=h.content, score=h.score, handle=h.handle, legs=h.legs,

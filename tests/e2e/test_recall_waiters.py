@@ -48,3 +48,25 @@ def test_waiting_recalls_hold_no_thread_and_are_capped(client, monkeypatch):
     timed_out = [d for d in done if d[1] == 503 and "have not reached position" in d[2]]
     assert len(capped) == WAITERS - CAP and len(timed_out) == CAP, [d[:2] for d in done]
     assert all('"error"' in d[2] for d in done)  # the JSON error shape
+
+
+def test_a_caught_up_min_position_does_not_take_a_waiter_slot(client, monkeypatch):
+    """A min_position the recall read models have already applied answers at once, without the wait: even with
+    no waiter slot free (max_position_waiters 0), recall and recall/multi answer 200, not 503 'already waiting'.
+    A position beyond the head is still refused first (422)."""
+    import api.routes.recall
+    from infra.settings import get_settings, replace
+
+    settings = replace(get_settings(), max_position_waiters=0)
+    monkeypatch.setattr(api.routes.recall, "get_settings", lambda: settings)
+    written = client.post("/v1/memories", json={"content": "Oskar's bike is the green one", "must_keep": True})
+    assert written.status_code == 201, written.text
+    # Position 0: every read model has applied it (nothing at or below it to apply), whatever the worker does.
+    for path in ("/v1/recall", "/v1/recall/multi"):
+        r = client.post(path, json={"query": "Oskar's bike", "min_position": 0})
+        assert r.status_code == 200, r.text
+        beyond = client.post(path, json={"query": "Oskar's bike", "min_position": 2**62})
+        assert beyond.status_code == 422 and "beyond the log's head" in beyond.text, beyond.text
+    # Not caught up (no worker runs in this module) and no slot: refused at once, as before.
+    waiting = client.post("/v1/recall", json={"query": "Oskar's bike", "min_position": written.json()["position"]})
+    assert waiting.status_code == 503 and "already waiting" in waiting.text, waiting.text

@@ -134,8 +134,11 @@ def _reasons(exc: ValidationError, prefix: str = "") -> str:
     return "; ".join(f"{prefix}{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
 
 
-def _parse(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, str | None]:
-    """(messages, agent_id, project) from a batch body or a single message's."""
+def _parse(body: dict[str, Any] | list[Any]) -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """(messages, agent_id, project) from a batch body, a bare list of messages (an agent forwarding its own chat
+    message list as is) or a single message's."""
+    if isinstance(body, list):
+        body = {"messages": body}
     if "messages" in body:
         try:
             batch = BatchIn.model_validate(body)
@@ -158,7 +161,7 @@ def _parse(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, str 
 
 
 @router.post("/sessions/{session_id}/messages", status_code=201, response_model=MessagesAppendedOut)
-async def post_messages(session_id: str, body: Annotated[dict[str, Any], Body()],
+async def post_messages(session_id: str, body: Annotated[dict[str, Any] | list[Any], Body()],
                         who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)]) -> dict:
     messages, agent_id, project = _parse(body)
     done = await run_in_threadpool(append_messages, db, who.tenant, session_id, messages, who.metadata(),

@@ -48,6 +48,9 @@ def test_append_an_openai_list_as_is_then_page_it(client: TestClient, engine, te
     listing = client.get("/v1/sessions").json()["sessions"]
     assert listing[0]["session_id"] == "s1" and listing[0]["messages"] == 6 and listing[0]["agent_id"] == "deployer"
     assert listing[0]["first_at"] <= listing[0]["last_at"]
+    bare = client.post("/v1/sessions/s2/messages", json=OPENAI)  # the agent's own message list, not wrapped
+    assert bare.status_code == 201, bare.text
+    assert len(bare.json()["message_ids"]) == 5
 
 
 def test_sessions_newest_first_paged(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
@@ -87,6 +90,8 @@ def test_bad_input_is_refused_and_nothing_is_written(client: TestClient, engine,
              ({"messages": [{"role": "user", "content": "ok"}, {"role": "user", "content": huge}]}, 413),
              ({"role": "user", "content": [{"type": "text"}]}, 422),
              ({"messages": []}, 422),
+             ([], 422),
+             ([{"role": "user", "content": "ok"}, "not a message"], 422),
              ({"role": "user", "content": "nul \u0000"}, 422),
              ({"role": "user", "content": "x", "created_at": "3000-01-01T00:00:00Z"}, 422),
              ({"role": "user", "content": "x", "metadata": {"k": "v" * 20000}}, 422),

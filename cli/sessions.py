@@ -13,12 +13,17 @@ import urllib.parse
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from cli import calls
 from cli.output import console, err
 
 sessions_app = typer.Typer(help="Session messages: list, show, append, resume.", no_args_is_help=True)
+
+
+def _minute(at: str | None) -> str:
+    """An ISO time to the minute in UTC as the API gives it ('2026-12-01 16:06'), so the table fits a terminal."""
+    return (at or "")[:16].replace("T", " ")
 
 
 def _session(session_id: str) -> str:
@@ -32,10 +37,11 @@ def list_(agent_id: Annotated[str | None, typer.Option("--agent-id")] = None,
     """Sessions, newest first, with their message counts and date ranges."""
     params = {k: v for k, v in {"agent_id": agent_id, "project": project, "limit": limit}.items() if v is not None}
     out = calls.call("GET", "/v1/sessions", params=params)
-    table = Table("session", "agent", "project", "messages", "sent", "first", "last")
+    table = Table("session", "agent", "project", "messages", "sent", Column("first", no_wrap=True),
+                  Column("last", no_wrap=True))
     for s in out["sessions"]:
         table.add_row(s["session_id"], s["agent_id"] or "", s["project"] or "", str(s["messages"]),
-                      str(s["sent_messages"]), s["first_at"], s["last_at"])
+                      str(s["sent_messages"]), _minute(s["first_at"]), _minute(s["last_at"]))
     console.print(table)
 
 

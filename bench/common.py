@@ -14,6 +14,7 @@ import os
 import platform
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +61,23 @@ def latency_stats(values: Sequence[float]) -> dict[str, float]:
     """p50, p95 and mean of latencies in ms, rounded for the results files."""
     return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2),
             "mean": round(sum(values) / len(values), 2) if values else float("nan")}
+
+
+def wait_projected(client: Any, position: int, names: tuple[str, ...] | None = None, timeout_s: float = 7200,
+                   poll_s: float = 0.5) -> float:
+    """Seconds until the named projections (every one by default) have applied `position`, as GET /v1/projections
+    (the SDK client's `projections()`) reports them; TimeoutError after `timeout_s`, so no run measures a lagging
+    read model. A projection's position is the last event of its own types it applied: no lag left is caught up."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout_s:
+        ps = [p for p in client.projections() if names is None or p.name in names]
+        if ps and all(p.position >= position or p.lag_events == 0 for p in ps):
+            return time.perf_counter() - started
+        time.sleep(poll_s)
+    lagging = {p.name: p.lag_events for p in client.projections()
+               if (names is None or p.name in names) and p.position < position and p.lag_events}
+    raise TimeoutError(f"projections {', '.join(names) if names else 'all'} not at position {position} after "
+                       f"{timeout_s}s (events still to apply: {lagging or 'none listed'})")
 
 
 def wide(console: Any) -> Any:

@@ -149,15 +149,6 @@ def _ingest(client: Any, agent_id: str, conv: Any, must_keep: bool) -> tuple[int
     return last, dia_of
 
 
-def _wait_projected(client: Any, position: int, timeout_s: float = 1800) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if all(p.position >= position or p.lag_events == 0 for p in client.projections()):
-            break
-        time.sleep(0.5)
-    return time.monotonic() - started
-
-
 def shortcut_split(per_question: list[dict[str, Any]]) -> dict[str, Any]:
     """The share of questions the shortcut answered, and the scores of its answers and of the rest."""
     from bench.common import percentile
@@ -183,7 +174,7 @@ def run_locomo(api_url: str, data: Path, convs: list[str], must_keep: bool) -> d
 
     from engramlog_client import Engramlog
 
-    from bench.common import latency_stats, machine
+    from bench.common import latency_stats, machine, wait_projected
     from bench.locomo import ABSTAIN_CATEGORY, SCORED_CATEGORIES, dedupe, load_conversations, score_question
     from infra.settings import get_settings
 
@@ -205,7 +196,7 @@ def run_locomo(api_url: str, data: Path, convs: list[str], must_keep: bool) -> d
             print(f"  ingested {conv.sample_id}: {len(conv.turns)} turns ({time.perf_counter() - started:.0f}s)",
                   flush=True)
         ingest_s = time.perf_counter() - started
-        projected_s = _wait_projected(client, last)
+        projected_s = wait_projected(client, last, timeout_s=1800)
         print(f"ingest {ingest_s:.0f}s, all projected {projected_s:.0f}s later", flush=True)
         asked_from = time.perf_counter()
         mismatched = 0

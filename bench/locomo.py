@@ -38,7 +38,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench.common import RESULTS_DIR, machine, percentile
+from bench.common import RESULTS_DIR, machine, percentile, wait_projected
 from bench.locomo_data import (
     ABSTAIN_CATEGORY,
     CATEGORY_NAMES,
@@ -138,18 +138,6 @@ def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position
                 raise
 
 
-def _wait_projected(client: Any, position: int, timeout_s: float = FIRST_QUERY_DEADLINE_S) -> float:
-    """Seconds until every projection has applied `position`: questions are asked of the whole corpus, vectors
-    included (read-your-writes alone would let the first questions run on the keyword leg)."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        # A projection's position is the last event of its own types it applied: caught up is no lag left.
-        if all(p.position >= position or p.lag_events == 0 for p in client.projections()):
-            break
-        time.sleep(0.2)
-    return time.monotonic() - started
-
-
 def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path | None, api_key: str | None,
                console: Console, attribution: bool = False, gate: bool = False,
                multi: bool = False) -> dict[str, Any]:
@@ -201,7 +189,10 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
                   "evidence_held_active": round(evidence_kept["held"] / max(1, evidence_kept["all"]), 4),
                   "turns_not_kept_active": round(1 - dispositions.get("active", 0) / max(1, total_turns), 4)}
 
-        ingest["all_projected_after_s"] = round(_wait_projected(client, last_position), 3)
+        # Questions are asked of the whole corpus, vectors included (read-your-writes alone would let the first
+        # questions run on the keyword leg).
+        projected_s = wait_projected(client, last_position, timeout_s=FIRST_QUERY_DEADLINE_S, poll_s=0.2)
+        ingest["all_projected_after_s"] = round(projected_s, 3)
 
         # 2. Ask. The first query of each conversation carries min_position = the last write of the run, so
         #    nothing is asked before every projection has applied every memory; those queries are scored but

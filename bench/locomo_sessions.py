@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from engramlog_client import Engramlog
 from rich.console import Console
 
-from bench.common import machine, save_result
+from bench.common import machine, save_result, wait_projected
 from bench.locomo import SCORED_CATEGORIES, aggregate, dedupe, load_conversations, score_question
 
 BATCH = 500
@@ -45,16 +46,6 @@ def _ingest(http: httpx.Client, session_id: str, turns: list[dict[str, Any]]) ->
     return last
 
 
-def _wait_projected(http: httpx.Client, position: int, timeout_s: float = 900) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        projections = http.get("/v1/projections").json()["projections"]
-        if all(p["position"] >= position or p["lag_events"] == 0 for p in projections):
-            break
-        time.sleep(0.2)
-    return time.monotonic() - started
-
-
 def run(api_url: str, data: Path, k: int, console: Console) -> dict[str, Any]:
     conversations = load_conversations(data)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
@@ -66,7 +57,8 @@ def run(api_url: str, data: Path, k: int, console: Console) -> dict[str, Any]:
         for conv in conversations:
             last = max(last, _ingest(http, f"locomo-{run_id}-{conv.sample_id}", conv.turns))
         write_s = time.perf_counter() - started
-        projected_s = _wait_projected(http, last)
+        with Engramlog(api_url, timeout=120.0) as client:  # the projections' progress as the SDK reads it
+            projected_s = wait_projected(client, last, timeout_s=900, poll_s=0.2)
         console.print(f"ingested {sum(len(c.turns) for c in conversations)} turns as session messages in "
                       f"{write_s:.1f}s, projected {projected_s:.1f}s later")
         for conv in conversations:

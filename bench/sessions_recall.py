@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import latency_stats, machine, machine_line, save_result, start_stack
+from bench.common import latency_stats, machine, machine_line, save_result, start_stack, wait_projected
 
 VOCABULARY = [f"term{i}" for i in range(20_000)]
 ZIPF = [1 / (i + 1) for i in range(len(VOCABULARY))]  # word frequencies as in text: a few common, a long tail
@@ -59,18 +59,6 @@ def real_stack() -> Iterator[dict[str, Any]]:
             yield {**where, "api_url": stack.api_url}
         finally:
             stack.stop()
-
-
-def wait_projected(client: Any, position: int, names: tuple[str, ...] | None = None,
-                   timeout_s: float = 7200) -> float:
-    """Seconds until the named projections (every one by default) have applied `position`."""
-    started = time.perf_counter()
-    while time.perf_counter() - started < timeout_s:
-        ps = [p for p in client.projections() if names is None or p.name in names]
-        if ps and all(p.position >= position or p.lag_events == 0 for p in ps):
-            return time.perf_counter() - started
-        time.sleep(0.5)
-    raise TimeoutError(f"projections {names or 'all'} not at {position} after {timeout_s}s")
 
 
 def session_batch(rng: random.Random, n: int, created: datetime) -> list[dict[str, Any]]:

@@ -8,13 +8,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-import api.routes.deep_recall as route
 from deep_recall.store import forget_process_state
-from infra.settings import get_settings, replace
 from projections.deep_recall import DeepRecallProjector
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector
-from tests.deep_recall_support import ROOT, SUB, Cut, code, last_user, start_scripted_models
+from tests.deep_recall_support import ROOT, SUB, Cut, code, last_user, point_route_at
 
 FACTS = [("s-march", "We decided to roll the walrus deploy back to v41 on March 12."),
          ("s-march", "The walrus incident was caused by a bad cache key."),
@@ -23,25 +21,10 @@ FACTS = [("s-march", "We decided to roll the walrus deploy back to v41 on March 
          ("s-june", "In June the walrus dashboard got an error budget panel.")]
 
 
-@pytest.fixture(scope="module")
-def models():  # type: ignore[no-untyped-def]
-    scripted, server, thread = start_scripted_models()
-    yield scripted
-    server.should_exit = True
-    thread.join(10)
-
-
 @pytest.fixture
 def deep(models, monkeypatch):  # type: ignore[no-untyped-def]
     """The route's settings pointed at the scripted models (the shortcut off unless a test turns it on)."""
-    models.reset()
-    state = {"settings": replace(get_settings(), llm_model=ROOT, llm_sub_model=SUB, llm_base_url=models.url,
-                                 deep_shortcut_hits=1000, llm_prices='{"*": [3.0, 15.0]}')}
-    monkeypatch.setattr(route, "get_settings", lambda: state["settings"])
-
-    def configure(**changes):  # type: ignore[no-untyped-def]
-        state["settings"] = replace(state["settings"], **changes)
-
+    configure = point_route_at(models, monkeypatch)
     configure.models = models  # type: ignore[attr-defined]
     return configure
 

@@ -7,17 +7,7 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
-from tests.deep_recall_support import ROOT, SUB, code, point_route_at, start_scripted_models
-
-
-@pytest.fixture(scope="module")
-def models():  # type: ignore[no-untyped-def]
-    scripted, server, thread = start_scripted_models()
-    yield scripted
-    server.should_exit = True
-    thread.join(10)
+from tests.deep_recall_support import ROOT, SUB, code, point_route_at
 
 
 def _ask(client, question: str, timeout_s: float) -> dict:  # type: ignore[no-untyped-def,type-arg]

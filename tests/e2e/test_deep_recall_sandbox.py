@@ -3,14 +3,12 @@ comes back to the model as a clear error, and the loop goes on to its FINAL."""
 
 from __future__ import annotations
 
-import pytest
-
 import api.routes.deep_recall as route
 from infra.settings import get_settings, replace
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector
 from services.privacy import set_privacy_policy
-from tests.deep_recall_support import ROOT, last_user, start_scripted_models
+from tests.deep_recall_support import ROOT, last_user
 
 # (code, what the model must be told), one block each, all in one turn.
 ESCAPES = [
@@ -35,14 +33,6 @@ ESCAPES = [
     ("load_transcript('s-other-tenant')", "LookupError: no session 's-other-tenant' in this scope"),
     ("print(search.__globals__)", "AttributeError"),
 ]
-
-
-@pytest.fixture(scope="module")
-def models():  # type: ignore[no-untyped-def]
-    scripted, server, thread = start_scripted_models()
-    yield scripted
-    server.should_exit = True
-    thread.join(10)
 
 
 def test_every_escape_is_contained_and_told_to_the_model(client, engine, tenant, models, monkeypatch) -> None:  # type: ignore[no-untyped-def]

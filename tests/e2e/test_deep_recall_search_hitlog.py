@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from sqlalchemy import text
 
 from projections.knowledge import KnowledgeProjector
 from projections.runner import catch_up
-from tests.deep_recall_support import ROOT, code, point_route_at, start_scripted_models
+from tests.deep_recall_support import ROOT, code, point_route_at
 
 DOC = ("# Zoo\n\n## Walrus pool\nThe walrus pool is cleaned on Mondays.\n\n"
        "## Penguin colony\nThe penguin colony moved to the north enclosure in April.\n")
-
-
-@pytest.fixture(scope="module")
-def models():  # type: ignore[no-untyped-def]
-    scripted, server, thread = start_scripted_models()
-    yield scripted
-    server.should_exit = True
-    thread.join(10)
 
 
 def _ref_count(engine, tenant: str, heading: str) -> int:  # type: ignore[no-untyped-def]

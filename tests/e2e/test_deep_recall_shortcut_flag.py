@@ -13,18 +13,10 @@ from sqlalchemy import text
 
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector
-from tests.deep_recall_support import ROOT, point_route_at, start_scripted_models
+from tests.deep_recall_support import ROOT, point_route_at
 
 FACTS = ["We decided to roll the walrus deploy back to v41 on March 12.",
          "In April we moved the walrus service to the new cluster."]
-
-
-@pytest.fixture(scope="module")
-def models():  # type: ignore[no-untyped-def]
-    scripted, server, thread = start_scripted_models()
-    yield scripted
-    server.should_exit = True
-    thread.join(10)
 
 
 @pytest.fixture

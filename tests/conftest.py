@@ -207,3 +207,14 @@ def wait_until(predicate, timeout: float = 60.0, interval: float = 0.1) -> bool:
             return True
         time.sleep(interval)
     return predicate()
+
+
+@pytest.fixture(scope="module")
+def models():  # type: ignore[no-untyped-def]
+    """The deep-recall tests' scripted model server on loopback (tests/deep_recall_support.py), one per module."""
+    from tests.deep_recall_support import start_scripted_models
+
+    scripted, server, thread = start_scripted_models()
+    yield scripted
+    server.should_exit = True
+    thread.join(10)

@@ -7,18 +7,18 @@ is 0700 and the socket itself 0700: only the user running the stack (and root) c
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 import shutil
-import stat
 import subprocess
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import structlog
+
+from stack.private_dir import ensure_private_dir, fallback_dir
+from stack.search_grant import grant_search
 
 log = structlog.get_logger(__name__)
 
@@ -51,17 +51,7 @@ def _socket_dir(pgdata: Path) -> Path:
     candidate = pgdata.parent / "run"
     if len(str(candidate / ".s.PGSQL.5432")) <= SOCKET_MAX:
         return candidate
-    digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"engramlog-{digest}"
-
-
-def _make_traversable(path: Path) -> None:
-    """Root demotes the server to RUN_AS, which must traverse to its files: search (x) only, never listing."""
-    for parent in [path, *path.parents]:
-        mode = parent.stat().st_mode
-        if mode & 0o001 != 0o001:
-            parent.chmod(mode | 0o001)
-            log.warning("postgres.made_traversable", path=str(parent), mode=oct((mode | 0o001) & 0o7777))
+    return fallback_dir("pg", pgdata)
 
 
 class EmbeddedPostgres:
@@ -87,14 +77,8 @@ class EmbeddedPostgres:
 
     def _private_socket_dir(self) -> None:
         """0700, owned by the server's user: refuse one that someone else made (the fallback lives in /tmp)."""
-        self.socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(self.socket_dir)
-        owners = {os.geteuid(), *([self._ids[0]] if self._ids else [])}
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners:
-            raise RuntimeError(f"{self.socket_dir} is not a directory of this user (uid {st.st_uid}); "
-                               "refusing to put PostgreSQL's trusted socket there")
+        ensure_private_dir(self.socket_dir, "PostgreSQL's trusted socket", owners=[self._ids[0]] if self._ids else [])
         self._chown(self.socket_dir)
-        os.chmod(self.socket_dir, 0o700)
 
     def _run(self, tool: str, *args: str) -> None:
         subprocess.run([str(_bin_dir() / tool), *args], check=True, capture_output=True,
@@ -102,9 +86,9 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-        if self._ids:
-            _make_traversable(_bin_dir())
-            _make_traversable(self.pgdata.parent)
+        if self._ids:  # the demoted server must reach its binaries and files; only it is let through
+            grant_search(_bin_dir(), *self._ids)
+            grant_search(self.pgdata.parent, *self._ids)
         self._private_socket_dir()
         if not (self.pgdata / "PG_VERSION").exists():
             self.pgdata.mkdir(mode=0o700, exist_ok=True)

@@ -1,7 +1,8 @@
 """A real redis-server as a child process, on a unix socket inside the data dir (no TCP port).
 
-Redis has no password here, so the socket is 0700 in a 0700 directory, created under umask 077 (no moment at
-which another user could connect).
+Redis has no password here, so the socket is 0700 in a 0700 directory of this user, created under umask 077 (no
+moment at which another user could connect). A data dir too long for a socket path puts the socket in a directory
+of the temp dir instead, held to the same rule: one someone else made first is refused (stack/private_dir.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import redis
 import structlog
+
+from stack.private_dir import ensure_private_dir, fallback_dir
 
 log = structlog.get_logger(__name__)
 
@@ -43,8 +46,8 @@ class EmbeddedRedis:
     def __init__(self, data_dir: Path) -> None:
         self.dir = (data_dir / "redis").resolve()
         self.socket = self.dir / "redis.sock"
-        if len(str(self.socket)) > 100:
-            self.socket = Path("/tmp") / f"engramlog-redis-{os.getpid()}.sock"
+        if len(str(self.socket)) > 100:  # unix socket paths are limited to ~107 bytes
+            self.socket = fallback_dir("redis", self.dir) / "redis.sock"
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -52,8 +55,8 @@ class EmbeddedRedis:
         return f"unix://{self.socket}"
 
     def start(self) -> str:
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.dir, 0o700)
+        ensure_private_dir(self.dir, "Redis's data")
+        ensure_private_dir(self.socket.parent, "Redis's password-less socket")
         logfile = open(self.dir / "redis.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             [find_redis_server(), "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",

@@ -3,7 +3,9 @@
 Every MemoryRecorded is decided by the governor (services/governance.py) inside the one transaction, under its
 per-scope locks, and its decision events are appended in that same transaction right after it. Decisions are
 the system's: a producer cannot append them itself (a SystemEvent, domain/events/base.py, is refused unless the
-metadata's actor is a system actor).
+metadata's actor is a system actor). A producer appends MemoryRecorded only: every other producer type has its
+own route, which checks what the projectors and the read routes rely on beyond the payload (a transcript's chunks
+against its log, a session's message ids, a document's version), so a forged one is refused here with that route.
 """
 
 from __future__ import annotations
@@ -27,10 +29,9 @@ from domain.events import (
     is_system_event,
     memory_stream,
     occurred_in_range,
-    own_code_stream,
-    own_document_stream,
     validate_payload,
 )
+from domain.events.producers import producer_refusal
 from domain.text import has_nul
 from eventstore.append import append, existing_positions
 from infra.settings import get_settings
@@ -71,6 +72,9 @@ def _check_keys(item: EventInput, batch_key: str | None) -> None:
 def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEvent:
     if is_operator_event(item.type):  # an OperatorEvent has its own route, which checks the operator key
         raise InvalidPayload(f"{item.type}: set by an operator through its own route, not appended as an event")
+    refusal = producer_refusal(item.type)  # a producer type with its own route (domain/events/producers.py)
+    if refusal:
+        raise InvalidPayload(refusal)
     _check_keys(item, batch_key)
     if has_lone_surrogate([item.data, item.stream_id, item.idempotency_key, batch_key]):
         raise InvalidPayload(f"{item.type}: text must be valid Unicode (a lone surrogate \\ud800-\\udfff is not)")
@@ -91,11 +95,6 @@ def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEven
             raise InvalidPayload(f"MemoryRecorded starts its memory's stream, at version 0 (expected_version 0 or "
                                  f"absent), not {expected}: a memory is recorded once")
         stream_id, expected = own, 0
-    # A document's or a source file's events go on its own stream (versions, one winner), which the projectors key by.
-    own = own_document_stream(item.type, data) or own_code_stream(item.type, data)
-    if own is not None and stream_id not in (None, own):
-        raise InvalidPayload(f"{item.type} belongs on stream {own!r}, not {stream_id!r}")
-    stream_id = own or stream_id
     if not stream_id:
         raise InvalidPayload(f"{item.type}: stream_id is required")
     key = item.idempotency_key or (f"{batch_key}:{index}" if batch_key else None)

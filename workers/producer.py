@@ -16,6 +16,7 @@ from typing import Any
 
 from domain.errors import InvalidPayload
 from domain.events import has_lone_surrogate, is_operator_event, is_system_event, validate_payload
+from domain.events.producers import producer_refusal
 
 MAX_TENANT_CHARS = 128
 _EVENT_FIELDS = frozenset({"type", "data", "stream_id", "schema_version", "expected_version", "idempotency_key",
@@ -44,6 +45,9 @@ def check_message(tenant: object, events: object, metadata: object) -> None:
         if is_operator_event(event["type"]):
             raise InvalidPayload(f"{event['type']}: set by an operator through its own route, not appended as an "
                                  "event")
+        refusal = producer_refusal(event["type"])
+        if refusal:
+            raise InvalidPayload(refusal)
 
 
 def enqueue_events(tenant: str, events: list[dict[str, Any]], *, correlation_id: str | None = None,

@@ -1,21 +1,83 @@
-"""The generic event API keeps a document's and a source file's events on their own streams (the projectors key
-by them): sent with another stream, refused with the stream they belong on; sent with none, put there."""
+"""The generic append paths (POST /v1/events, the ingest queue) take what producers may append there:
+MemoryRecorded. Every other producer type (a document's, a source file's, a session's, a transcript's put) is a
+422 naming the route that appends it, with nothing written: a forged TranscriptChunksPut whose chunks its log
+lacks used to be accepted and then turned GET /v1/transcripts/{id} into a 500."""
 
 from __future__ import annotations
 
 import hashlib
+import uuid
+
+import pytest
+from sqlalchemy import text
+
+from domain.errors import InvalidPayload
 
 
-def test_a_code_file_put_through_the_event_api_goes_on_its_files_stream(client):
-    from domain.events import code_file_stream
+def _sha(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
 
-    content = "def hello():\n    return 1\n"
-    data = {"repo": "demo", "path": "hello.py", "content": content, "language": "python",
-            "content_hash": hashlib.sha256(content.encode()).hexdigest()}
-    wrong = client.post("/v1/events", json={"events": [{"type": "CodeFilePut", "stream_id": "elsewhere",
-                                                         "data": data}]})
-    assert wrong.status_code == 422 and code_file_stream("demo", "hello.py") in wrong.text, wrong.text
-    right = client.post("/v1/events", json={"events": [{"type": "CodeFilePut", "data": data}]})
-    assert right.status_code in (200, 201), right.text
-    page = client.get("/v1/events", params={"type": "CodeFilePut"}).json()
-    assert [e["stream_id"] for e in page["events"]] == [code_file_stream("demo", "hello.py")]
+
+def _forged() -> dict[str, dict]:
+    code = "def hello():\n    return 1\n"
+    doc = "# Title\n\nbody\n"
+    return {
+        "CodeFilePut": {"repo": "demo", "path": "hello.py", "content": code, "language": "python",
+                        "content_hash": _sha(code)},
+        "CodeFileRemoved": {"repo": "demo", "path": "hello.py"},
+        "DocumentPut": {"path": "notes/a.md", "content": doc, "content_hash": _sha(doc)},
+        "DocumentRetired": {"path": "notes/a.md"},
+        "SessionMessagesAppended": {"session_id": "s-1", "messages": [{"message_id": "m1", "role": "user",
+                                                                        "content": "hi"}]},
+        "SessionMessageSent": {"session_id": "s-1", "message_id": "m1"},
+        # A put naming a chunk its log never carried: what made the transcript read a 500.
+        "TranscriptChunksPut": {"transcript_id": "forged", "format": "text", "content_hash": _sha("x"),
+                                "chunk_hashes": [_sha("never carried")], "chunks": [], "turns": 1},
+    }
+
+
+def _count(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
+
+
+ROUTES = {"CodeFilePut": "/v1/code/", "CodeFileRemoved": "/v1/code/", "DocumentPut": "PUT /v1/knowledge/",
+          "DocumentRetired": "DELETE /v1/knowledge/", "SessionMessagesAppended": "/v1/sessions/",
+          "SessionMessageSent": "/sent", "TranscriptChunksPut": "PUT /v1/transcripts/"}
+
+
+@pytest.mark.parametrize("type_name", sorted(ROUTES))
+def test_a_producer_type_with_its_own_route_is_refused_naming_it(client, engine, tenant, type_name):
+    before = _count(engine, tenant)
+    data = _forged()[type_name]
+    for batch in ([{"type": type_name, "data": data}],
+                  [{"type": "MemoryRecorded", "data": {"memory_id": str(uuid.uuid4()), "content": "fine"}},
+                   {"type": type_name, "data": data}]):
+        r = client.post("/v1/events", json={"events": batch})
+        assert r.status_code == 422, r.text
+        assert type_name in r.json()["detail"] and ROUTES[type_name] in r.json()["detail"], r.text
+        assert "MemoryRecorded only" in r.json()["detail"], r.text
+    assert _count(engine, tenant) == before  # the valid batch-mate is not written either
+
+    from workers.producer import enqueue_events
+
+    with pytest.raises(InvalidPayload, match=type_name):
+        enqueue_events(tenant, [{"type": type_name, "data": data}])
+
+
+def test_a_forged_transcript_put_leaves_the_transcript_unknown_not_a_500(client, engine, tenant):
+    r = client.post("/v1/events", json={"events": [{"type": "TranscriptChunksPut",
+                                                    "data": _forged()["TranscriptChunksPut"]}]})
+    assert r.status_code == 422, r.text
+    for route in ("/v1/transcripts/forged", "/v1/transcripts/forged/lines"):
+        got = client.get(route)
+        assert got.status_code == 404, (route, got.status_code, got.text)
+
+
+def test_memories_are_still_appended_on_their_own_stream(client):
+    memory_id = str(uuid.uuid4())
+    r = client.post("/v1/events", json={"events": [{"type": "MemoryRecorded",
+                                                    "data": {"memory_id": memory_id, "content": "kept"}}]})
+    assert r.status_code == 201, r.text
+    page = client.get("/v1/events", params={"type": "MemoryRecorded"}).json()
+    assert [e["stream_id"] for e in page["events"]] == [f"memory-{memory_id}"]

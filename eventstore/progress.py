@@ -41,7 +41,7 @@ FROM c
 """)
 # A position stands for its whole transaction: a write's governance decisions are appended after it in the
 # same transaction, and reading the write back must see them applied too.
-_CAUGHT_UP = text("""
+_CAUGHT_UP = """
 WITH target AS (
   SELECT greatest(CAST(:position AS bigint),
                   (SELECT max(t.position) FROM events p JOIN events t ON t.tx_id = p.tx_id
@@ -49,9 +49,12 @@ WITH target AS (
 SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
    AND NOT EXISTS (
   SELECT 1 FROM target, events e LEFT JOIN projection_checkpoints c ON c.name = :name
-  WHERE e.position <= target.position AND e.type = ANY(:types)
+  WHERE e.position <= target.position AND e.type = ANY(:types){tenant}
     AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0)))
-""")
+"""
+# A tenant's read waits for its own events only: another tenant's backlog is not what it reads.
+_CAUGHT_UP_ANY = text(_CAUGHT_UP.format(tenant=""))
+_CAUGHT_UP_TENANT = text(_CAUGHT_UP.format(tenant=" AND e.tenant = :tenant"))
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,13 @@ def progress(conn: Connection, name: str, types: Sequence[str], tenant: str | No
     return Progress(row.position, row.head, row.lag_events, float(row.lag_seconds or 0.0), row.updated_at)
 
 
-def has_reached(conn: Connection, name: str, types: Sequence[str], position: int) -> bool:
+def has_reached(conn: Connection, name: str, types: Sequence[str], position: int, tenant: str | None = None) -> bool:
     """True when the log holds `position` and the reader has applied every event of its types at or below it (and
-    in the rest of its transaction)."""
-    return bool(conn.execute(_CAUGHT_UP, {"name": name, "position": position, "types": list(types)}).scalar_one())
+    in the rest of its transaction); with `tenant`, every such event of that tenant."""
+    params = {"name": name, "position": position, "types": list(types)}
+    if tenant is None:
+        return bool(conn.execute(_CAUGHT_UP_ANY, params).scalar_one())
+    return bool(conn.execute(_CAUGHT_UP_TENANT, {**params, "tenant": tenant}).scalar_one())
 
 
 def count_of(conn: Connection, types: Sequence[str], until: Checkpoint | None = None) -> int:

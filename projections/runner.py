@@ -100,8 +100,8 @@ def status(conn: Connection, projector: Projector, dead_letters_of: str | None =
     )
 
 
-def has_reached(conn: Connection, projector: Projector, position: int) -> bool:
+def has_reached(conn: Connection, projector: Projector, position: int, tenant: str | None = None) -> bool:
     """True when the log holds `position` and every event of the projector's types at or below it (and in the
-    rest of its transaction) has been applied. A position the log has not reached yet is not reached, however
-    caught up the projection is."""
-    return log_reached(conn, projector.name, projector.types, position)
+    rest of its transaction; with `tenant`, of that tenant) has been applied. A position the log has not reached
+    yet is not reached, however caught up the projection is."""
+    return log_reached(conn, projector.name, projector.types, position, tenant)

@@ -1,4 +1,5 @@
-"""Read-your-writes: whether the read models that decide what recall can return have applied a position.
+"""Read-your-writes: whether the read models a read depends on have applied a position (the one mechanism every
+read route's `min_position` goes through: api/read_your_writes.py names each route's read models).
 
 Recall waits for `memories` (status, scope) and `keyword` (BM25 postings) only. A memory whose vector is not
 projected yet is scored on its keyword leg renormalised to weight 1 (domain/ranking.py) and its result says so,
@@ -22,10 +23,12 @@ READ_MODELS = ("memories", "keyword")
 _POLL_S = 0.05
 
 
-def pending(engine: Engine, position: int, names: tuple[str, ...] = READ_MODELS) -> list[str]:
-    """The read models among `names` that have not applied `position` yet."""
+def pending(engine: Engine, position: int, names: tuple[str, ...] = READ_MODELS,
+            tenant: str | None = None) -> list[str]:
+    """The read models among `names` that have not applied `position` yet (with `tenant`: that tenant's events
+    up to it)."""
     with engine.connect() as conn:
-        return [name for name in names if not has_reached(conn, PROJECTORS[name], position)]
+        return [name for name in names if not has_reached(conn, PROJECTORS[name], position, tenant)]
 
 
 def refuse_beyond_head(engine: Engine, position: int, name: str = "position") -> None:
@@ -54,7 +57,8 @@ def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
 _waiting = 0  # requests of this process now waiting for a position (one event loop: no lock needed)
 
 
-async def await_position(engine: Engine, position: int, timeout_s: float, max_waiters: int) -> list[str]:
+async def await_position(engine: Engine, position: int, timeout_s: float, max_waiters: int,
+                         names: tuple[str, ...] = READ_MODELS, tenant: str | None = None) -> list[str]:
     """Like wait_for_position, but sleeps on the event loop, holding no thread (a thousand waiters do not starve
     the threadpool that sync routes, /healthz among them, run on); answers what is still pending (empty once
     recallable) instead of raising. More than `max_waiters` at once: NotCaughtUp (503) at once."""
@@ -64,8 +68,7 @@ async def await_position(engine: Engine, position: int, timeout_s: float, max_wa
     _waiting += 1
     try:
         deadline = time.monotonic() + timeout_s
-        names = READ_MODELS
-        while names := tuple(await run_in_threadpool(pending, engine, position, names)):
+        while names := tuple(await run_in_threadpool(pending, engine, position, names, tenant)):
             if time.monotonic() >= deadline:
                 return list(names)
             await asyncio.sleep(_POLL_S)
@@ -74,9 +77,10 @@ async def await_position(engine: Engine, position: int, timeout_s: float, max_wa
         _waiting -= 1
 
 
-async def await_recallable(engine: Engine, position: int, timeout_s: float, max_waiters: int) -> None:
-    """await_position for recall's min_position: NotCaughtUp (503) when the wait runs out."""
-    still = await await_position(engine, position, timeout_s, max_waiters)
+async def await_recallable(engine: Engine, position: int, timeout_s: float, max_waiters: int,
+                           names: tuple[str, ...] = READ_MODELS, tenant: str | None = None) -> None:
+    """await_position for a read's min_position: NotCaughtUp (503) when the wait runs out."""
+    still = await await_position(engine, position, timeout_s, max_waiters, names, tenant)
     if still:
         raise _not_caught_up(still, position, timeout_s)
 

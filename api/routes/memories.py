@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends
 from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
+from api.read_your_writes import reads
 from api.schemas import (
     GovernedMemoryOut,
     HistoryMemoryOut,
@@ -57,7 +58,7 @@ def post_memories(body: MemoriesIn, who: Annotated[Caller, Depends(caller)],
     return RememberedManyOut(memories=[_out(d) for d in done])
 
 
-@router.get("/{memory_id}", response_model=GovernedMemoryOut)
+@router.get("/{memory_id}", response_model=GovernedMemoryOut, dependencies=[reads("memories")])
 def get_memory(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)]) -> GovernedMemoryOut:
     with db.connect() as conn:
@@ -106,7 +107,7 @@ def post_supersede(memory_id: uuid.UUID, body: SupersedeIn, who: Annotated[Calle
     return SupersededOut(memory_id=done.memory_id, position=done.position, supersedes=memory_id)
 
 
-@router.get("/{memory_id}/history", response_model=HistoryOut)
+@router.get("/{memory_id}/history", response_model=HistoryOut, dependencies=[reads("memories")])
 def get_history(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                 db: Annotated[Engine, Depends(engine)]) -> HistoryOut:
     """The whole supersede chain through this memory, oldest → newest: when, why and by whom each step."""

@@ -12,13 +12,15 @@ from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
+from api.read_your_writes import await_read_models, read_models_of
 from api.recall_schemas import BucketOut, DomainResultOut, MultiRecallIn, MultiRecallOut
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
 from domain.errors import NotFound
 from domain.privacy import PrivacyPolicy
 from infra.embedding import get_embedder
 from infra.settings import get_settings
-from recall.consistency import await_recallable, pending, refuse_beyond_head
+from recall.consistency import READ_MODELS
+from recall.domains.registry import DOMAINS
 from recall.multi import MultiRequest, check, recall_multi
 from recall.privacy import policy_of, visible_recall_record
 from recall.scope import Scope
@@ -32,22 +34,6 @@ def _policy(db: Engine, tenant: str) -> PrivacyPolicy:
     """The tenant's privacy policy, read once per request and handed to every domain."""
     with db.connect() as conn:
         return policy_of(conn, tenant)
-
-
-def _pending_after_head_check(db: Engine, min_position: int) -> list[str]:
-    """min_position beyond the log's head: 422; else the recall read models that have not applied it yet."""
-    refuse_beyond_head(db, min_position, "min_position")
-    return pending(db, min_position)
-
-
-async def _await_min_position(db: Engine, min_position: int | None) -> None:
-    """Read-your-writes before the search. One threadpool hop when the read models have already applied the
-    position (the usual case); the bounded wait on the event loop only when they have not."""
-    if min_position is None:
-        return
-    if await run_in_threadpool(_pending_after_head_check, db, min_position):
-        settings = get_settings()
-        await await_recallable(db, min_position, settings.min_position_wait_s, settings.max_position_waiters)
 
 
 def _under_policy(search: Callable[..., T], db: Engine, tenant: str, *args: Any) -> T:
@@ -65,7 +51,7 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
                             include_history=body.include_history, include_archived=body.include_archived,
                             trace=body.trace)
     validate(request)
-    await _await_min_position(db, body.min_position)
+    await await_read_models(db, who.tenant, body.min_position, READ_MODELS)
     answer = await run_in_threadpool(_under_policy, recall, db, who.tenant, get_embedder(settings.embedding_model),
                                      settings, request, who.metadata())
     return RecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
@@ -81,7 +67,8 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
     request = MultiRequest(Scope(who.tenant, body.agent_id, body.project, body.session_id), body.query,
                            tuple(body.domains or ()), body.k, body.include_history)
     check(request)
-    await _await_min_position(db, body.min_position)
+    # read-your-writes for every domain asked (the default fan-out: every domain, known only after the search)
+    await await_read_models(db, who.tenant, body.min_position, read_models_of(request.domains or DOMAINS))
     answer = await run_in_threadpool(_under_policy, recall_multi, db, who.tenant,
                                      get_embedder(settings.embedding_model), settings, request, who.metadata())
     return MultiRecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,

@@ -58,6 +58,7 @@ class DomainAnswer:
 
 class RecallDomain(Protocol):
     name: str
+    read_models: tuple[str, ...]  # the projections its reads wait for to honour a min_position
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         """Whether the scope holds anything this domain could answer (the default fan-out asks only these)."""

@@ -41,6 +41,7 @@ _HAS_DATA = text("SELECT EXISTS (SELECT 1 FROM code_symbols WHERE tenant = :tena
 
 class CodeDomain:
     name = CODE
+    read_models = ("code",)  # what a read of it waits for (min_position)
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant, "statuses": list(RECALLED)}).scalar_one())

@@ -81,6 +81,7 @@ def section_out(row: Any) -> dict[str, Any]:
 
 class KnowledgeDomain:
     name = KNOWLEDGE
+    read_models = ("knowledge",)  # what a read of it waits for (min_position); section vectors come lazily
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant, "statuses": list(RECALLED),

@@ -13,6 +13,7 @@ from domain.privacy import PrivacyPolicy
 from infra.embedding import Embedder, get_embedder
 from infra.settings import Settings, get_settings
 from recall import queries
+from recall.consistency import READ_MODELS
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.scope import Scope
 from recall.service import RecallRequest, RecallResult, search
@@ -28,6 +29,7 @@ def hit(r: RecallResult) -> DomainHit:
 
 class MemoryDomain:
     name = "memories"
+    read_models = READ_MODELS  # what a read of it waits for (min_position); a vector may follow
 
     def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
         self._settings, self._embedder = settings, embedder

@@ -77,6 +77,7 @@ def _history_scored(ranked: list[MixRanked], status: dict[tuple[str, int], str])
 
 class SessionsDomain:
     name = SESSIONS
+    read_models = ("sessions",)  # what a read of it waits for (min_position)
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         where, params = _scope(scope, scope.policy).where("s")

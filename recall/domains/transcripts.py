@@ -74,6 +74,7 @@ def chunk_out(row: Any) -> dict[str, Any]:
 
 class TranscriptsDomain:
     name = TRANSCRIPTS
+    read_models = ("transcripts",)  # what a read of it waits for (min_position); chunk vectors lazily
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant, "statuses": list(RECALLED)}).scalar_one())

@@ -353,11 +353,11 @@ def test_projections_status_metrics_and_health(client, http, engine, tenant, war
 def test_min_position_beyond_the_log_is_refused_at_once(client, engine, monkeypatch, warm_worker):
     """Even with every projection caught up, a position the log has not reached yet cannot be served: no write
     answered it, so it is a 422 at once, not a wait and a 503."""
-    import api.routes.recall
+    import api.read_your_writes
     from infra.settings import get_settings, replace
 
     short = replace(get_settings(), min_position_wait_s=0.3)
-    monkeypatch.setattr(api.routes.recall, "get_settings", lambda: short)
+    monkeypatch.setattr(api.read_your_writes, "get_settings", lambda: short)
     with engine.connect() as conn:
         head = conn.execute(text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()
     wait_projected(engine, head)

@@ -14,11 +14,11 @@ CAP = 30
 
 
 def test_waiting_recalls_hold_no_thread_and_are_capped(client, monkeypatch):
-    import api.routes.recall
+    import api.read_your_writes
     from infra.settings import get_settings, replace
 
     settings = replace(get_settings(), min_position_wait_s=3.0, max_position_waiters=CAP)
-    monkeypatch.setattr(api.routes.recall, "get_settings", lambda: settings)
+    monkeypatch.setattr(api.read_your_writes, "get_settings", lambda: settings)
     written = client.post("/v1/memories", json={"content": "Ivy's locker is number 314", "must_keep": True})
     assert written.status_code == 201, written.text
     position = written.json()["position"]
@@ -54,11 +54,11 @@ def test_a_caught_up_min_position_does_not_take_a_waiter_slot(client, monkeypatc
     """A min_position the recall read models have already applied answers at once, without the wait: even with
     no waiter slot free (max_position_waiters 0), recall and recall/multi answer 200, not 503 'already waiting'.
     A position beyond the head is still refused first (422)."""
-    import api.routes.recall
+    import api.read_your_writes
     from infra.settings import get_settings, replace
 
     settings = replace(get_settings(), max_position_waiters=0)
-    monkeypatch.setattr(api.routes.recall, "get_settings", lambda: settings)
+    monkeypatch.setattr(api.read_your_writes, "get_settings", lambda: settings)
     written = client.post("/v1/memories", json={"content": "Oskar's bike is the green one", "must_keep": True})
     assert written.status_code == 201, written.text
     # Position 0: every read model has applied it (nothing at or below it to apply), whatever the worker does.

@@ -25,8 +25,9 @@ Outcome = httpx.Response | httpx.TransportError
 
 class ClientBase:
     """Causal consistency, as database client sessions give it: the client remembers the highest position it has
-    written (`last_position`) and sends it as `min_position` on its next recall, so a recall sees this client's
-    own writes. Pass `min_position=` to choose another, or `consistent=False` not to wait at all."""
+    written (`last_position`) and sends it as `min_position` on every read (recalls, drills, documents, session
+    and transcript pages, code files and symbols, memories), so a read sees this client's own writes. Pass
+    `min_position=` to a recall to choose another, or `consistent=False` (recalls, `send`) not to wait at all."""
 
     def __init__(self, api_key: str | None, retry: Retry | None) -> None:
         self.api_key = api_key
@@ -62,12 +63,18 @@ class ClientBase:
                 "content": call.content, "headers": headers}
 
     def _prepared(self, call: Call[T], consistent: bool = True) -> Call[T]:
-        if not (call.reads_own_writes and consistent and self.last_position and call.json is not None):
+        """A read sends the last written position as min_position: in its JSON body (the recalls), else as a
+        query parameter (every GET of a domain's read models). One given already is kept."""
+        if not (call.reads_own_writes and consistent and self.last_position):
             return call
-        if call.json.get("min_position") is not None:
+        carrier = call.json if call.json is not None else call.params or {}
+        if carrier.get("min_position") is not None:
             return call
         call = copy.copy(call)
-        call.json = {**(call.json or {}), "min_position": self.last_position}
+        if call.json is not None:
+            call.json = {**call.json, "min_position": self.last_position}
+        else:
+            call.params = {**(call.params or {}), "min_position": self.last_position}
         return call
 
     def _answer(self, call: Call[T], response: httpx.Response) -> T:

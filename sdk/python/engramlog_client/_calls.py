@@ -61,7 +61,7 @@ class Call(Generic[T]):
     content: str | bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     wrote: Callable[[T], Iterable[int | None]] | None = None  # the log positions this call's answer says it wrote
-    reads_own_writes: bool = False  # a recall: send the client's last written position as min_position
+    reads_own_writes: bool = False  # a read: send the client's last written position as min_position
     retried: bool = True
     # False: the server has no idempotency for this write, so it is retried only when it cannot have landed (the
     # connection was never made, or a 503: refused before anything was written).
@@ -112,7 +112,7 @@ def remember_many(memories: Sequence[MemoryIn | Mapping[str, Any]]) -> Call[Reme
 
 
 def memory(memory_id: uuid.UUID | str) -> Call[Memory]:
-    return Call("GET", f"/v1/memories/{segment(memory_id)}", model(Memory))
+    return Call("GET", f"/v1/memories/{segment(memory_id)}", model(Memory), reads_own_writes=True)
 
 
 def supersede(memory_id: uuid.UUID | str, body: SupersedeIn) -> Call[Superseded]:
@@ -123,7 +123,7 @@ def supersede(memory_id: uuid.UUID | str, body: SupersedeIn) -> Call[Superseded]
 
 
 def history(memory_id: uuid.UUID | str) -> Call[History]:
-    return Call("GET", f"/v1/memories/{segment(memory_id)}/history", model(History))
+    return Call("GET", f"/v1/memories/{segment(memory_id)}/history", model(History), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ the log

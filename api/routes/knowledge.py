@@ -36,6 +36,7 @@ from api.knowledge_schemas import (
     DrillOut,
     SectionOut,
 )
+from api.read_your_writes import reads
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import PrivacyPolicy
 from recall.knowledge_documents import list_documents
@@ -84,7 +85,7 @@ async def _document(request: Request, path: str, project: str | None, title: str
     return DocumentInput(path, body.content, body.title, list(body.tags), body.metadata, body.project)
 
 
-@router.get("/knowledge", response_model=DocumentsListOut)
+@router.get("/knowledge", response_model=DocumentsListOut, dependencies=[reads("knowledge")])
 def get_documents(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                   project: str | None = None, prefix: Annotated[str | None, Query(max_length=512)] = None,
                   after: Annotated[str, Query(max_length=512)] = "",
@@ -112,7 +113,7 @@ async def put_knowledge(path: str, request: Request, who: Annotated[Caller, Depe
     return DocumentWrittenOut(**done.__dict__)
 
 
-@router.get("/knowledge/{path:path}", response_model=DocumentOut)
+@router.get("/knowledge/{path:path}", response_model=DocumentOut, dependencies=[reads("knowledge")])
 def get_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                   project: str | None = None, version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
                   ) -> DocumentOut:
@@ -129,7 +130,7 @@ def delete_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Ann
     return DocumentWrittenOut(**retire_document(db, who.tenant, path, project, who.metadata()).__dict__)
 
 
-@router.get("/knowledge-sections", response_model=DrillOut)
+@router.get("/knowledge-sections", response_model=DrillOut, dependencies=[reads("knowledge")])
 def get_section(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                 path: Annotated[str, Query(max_length=512)], heading_path: Annotated[str, Query(max_length=4096)],
                 project: str | None = None, content_hash: Annotated[str | None, Query(max_length=64)] = None,

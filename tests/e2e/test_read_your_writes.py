@@ -64,3 +64,38 @@ def test_memories_http(raw: httpx.Client) -> None:
         got = ok(raw.get(f"/v1/memories/{done['memory_id']}", params={"min_position": done["position"]}))
         assert got["content"] == f"Crew {tag} sails at {i}"
     rounds(trip)
+
+
+# ------------------------------------------------------------------------------------------------ knowledge
+
+
+def _doc(tag: str, i: int) -> str:
+    return f"# Runbook {tag}\n\n## Rollback\nRun make rollback-{tag} then wait {i} minutes.\n"
+
+
+def test_knowledge_sdk(sdk: Engramlog) -> None:
+    def trip(i: int, tag: str) -> None:
+        path = f"ops/{tag}.md"
+        sdk.put_document(path, _doc(tag, i), project="ops")  # the SDK README's path: put, then the drill
+        section = sdk.get_section(path, f"Runbook {tag} > Rollback", project="ops")
+        assert f"rollback-{tag} then wait {i} minutes" in section.section.text
+        assert sdk.get_document(path, project="ops").content == _doc(tag, i)
+        assert path in [d.path for d in sdk.list_documents(project="ops", prefix=path).documents]
+        found = sdk.recall_multi(f"rollback-{tag}", domains=["knowledge"], project="ops")
+        assert [r.handle["path"] for r in found.buckets[0].results][:1] == [path], found.buckets[0]
+    rounds(trip)
+
+
+def test_knowledge_http(raw: httpx.Client) -> None:
+    def trip(i: int, tag: str) -> None:
+        path = f"ops/{tag}.md"
+        at = ok(raw.put(f"/v1/knowledge/{path}", json={"content": _doc(tag, i), "project": "ops"}))["position"]
+        section = ok(raw.get("/v1/knowledge-sections", params={
+            "path": path, "heading_path": f"Runbook {tag} > Rollback", "project": "ops", "min_position": at}))
+        assert f"rollback-{tag} then wait {i} minutes" in section["section"]["text"]
+        listed = ok(raw.get("/v1/knowledge", params={"project": "ops", "prefix": path, "min_position": at}))
+        assert [d["path"] for d in listed["documents"]] == [path]
+        found = ok(raw.post("/v1/recall/multi", json={"query": f"rollback-{tag}", "domains": ["knowledge"],
+                                                      "project": "ops", "min_position": at}))
+        assert [r["handle"]["path"] for r in found["buckets"][0]["results"]][:1] == [path], found["buckets"]
+    rounds(trip)

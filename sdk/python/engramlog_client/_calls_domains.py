@@ -65,7 +65,7 @@ def put_document(path: str, content: str, title: str | None = None, tags: Sequen
 
 def get_document(path: str, project: str | None, version: int | None) -> Call[Document]:
     return Call("GET", f"/v1/knowledge/{_doc_path(path)}", model(Document),
-                params=query_params(project=project, version=version))
+                params=query_params(project=project, version=version), reads_own_writes=True)
 
 
 def delete_document(path: str, project: str | None) -> Call[DocumentWritten]:
@@ -82,14 +82,14 @@ def put_documents(documents: Sequence[BatchDocumentIn | Mapping[str, Any]]) -> C
 def list_documents(project: str | None, prefix: str | None, after: str | None,
                    limit: int | None) -> Call[DocumentsList]:
     return Call("GET", "/v1/knowledge", model(DocumentsList),
-                params=query_params(project=project, prefix=prefix, after=after, limit=limit))
+                params=query_params(project=project, prefix=prefix, after=after, limit=limit), reads_own_writes=True)
 
 
 def get_section(path: str, heading_path: str, project: str | None, content_hash: str | None, version: int | None,
                 recall_id: uuid.UUID | str | None) -> Call[Drilled]:
     return Call("GET", "/v1/knowledge-sections", model(Drilled), params=query_params(
         path=path, heading_path=heading_path, project=project, content_hash=content_hash, version=version,
-        recall_id=recall_id))
+        recall_id=recall_id), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ transcripts
@@ -103,7 +103,8 @@ def put_transcript(transcript_id: str, text: str | bytes, format: str | None) ->
 
 
 def list_transcripts(after: str | None, limit: int | None) -> Call[TranscriptsList]:
-    return Call("GET", "/v1/transcripts", model(TranscriptsList), params=query_params(after=after, limit=limit))
+    return Call("GET", "/v1/transcripts", model(TranscriptsList), params=query_params(after=after, limit=limit),
+                reads_own_writes=True)
 
 
 def transcript(transcript_id: str) -> Call[TranscriptText]:
@@ -114,18 +115,18 @@ def transcript(transcript_id: str) -> Call[TranscriptText]:
             "content_hash": h.get("x-content-hash"), "format": h.get("x-transcript-format"),
             "text": response.content.decode("utf-8")})  # the bytes as put: never re-guessed from the headers
 
-    return Call("GET", f"/v1/transcripts/{segment(transcript_id)}", parse)
+    return Call("GET", f"/v1/transcripts/{segment(transcript_id)}", parse, reads_own_writes=True)
 
 
 def transcript_lines(transcript_id: str, first: int | None, last: int | None) -> Call[TranscriptLines]:
     return Call("GET", f"/v1/transcripts/{segment(transcript_id)}/lines", model(TranscriptLines),
-                params=query_params(**{"from": first, "to": last}))
+                params=query_params(**{"from": first, "to": last}), reads_own_writes=True)
 
 
 def transcript_chunk(transcript_id: str, ord_: int, content_hash: str | None,
                      recall_id: uuid.UUID | str | None) -> Call[ChunkDrilled]:
     return Call("GET", f"/v1/transcripts/{segment(transcript_id)}/chunks/{int(ord_)}", model(ChunkDrilled),
-                params=query_params(content_hash=content_hash, recall_id=recall_id))
+                params=query_params(content_hash=content_hash, recall_id=recall_id), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ code
@@ -142,17 +143,18 @@ def put_code_files(repo: str, files: Sequence[CodeFileIn | Mapping[str, Any]]) -
 
 
 def code_files(repo: str, after: str | None, limit: int | None) -> Call[CodeFilesList]:
-    return Call("GET", f"{_repo(repo)}/files", model(CodeFilesList), params=query_params(after=after, limit=limit))
+    return Call("GET", f"{_repo(repo)}/files", model(CodeFilesList), params=query_params(after=after, limit=limit),
+                reads_own_writes=True)
 
 
 def search_symbols(repo: str, query: str, k: int | None, callees: bool) -> Call[SymbolSearch]:
     return Call("GET", f"{_repo(repo)}/symbols", model(SymbolSearch),
-                params=query_params(q=query, k=k, callees=callees or None))
+                params=query_params(q=query, k=k, callees=callees or None), reads_own_writes=True)
 
 
 def symbol(repo: str, qualified_name: str, file: str | None) -> Call[Symbol]:
     return Call("GET", f"{_repo(repo)}/symbols/{quote(qualified_name, safe='')}", model(Symbol),
-                params=query_params(file=file))
+                params=query_params(file=file), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ sessions
@@ -180,18 +182,19 @@ def mark_sent(session_id: str, message_id: str) -> Call[MarkedSent]:
 def list_sessions(agent_id: str | None, project: str | None, cursor: str | None,
                   limit: int | None) -> Call[SessionsPage]:
     return Call("GET", "/v1/sessions", model(SessionsPage),
-                params=query_params(agent_id=agent_id, project=project, cursor=cursor, limit=limit))
+                params=query_params(agent_id=agent_id, project=project, cursor=cursor, limit=limit),
+                reads_own_writes=True)
 
 
 def session_messages(session_id: str, after_seq: int | None, limit: int | None,
                      include_unsent: bool) -> Call[MessagesPage]:
     return Call("GET", f"{_session(session_id)}/messages", model(MessagesPage), params=query_params(
-        after_seq=after_seq, limit=limit, include_unsent=include_unsent or None))
+        after_seq=after_seq, limit=limit, include_unsent=include_unsent or None), reads_own_writes=True)
 
 
 def resume_context(session_id: str, budget_tokens: int | None) -> Call[ResumeContext]:
     return Call("GET", f"{_session(session_id)}/resume", model(ResumeContext),
-                params=query_params(budget_tokens=budget_tokens))
+                params=query_params(budget_tokens=budget_tokens), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ deep recall

@@ -23,50 +23,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import PlainTextResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
+from api.read_your_writes import reads
+from api.sessions_schemas import BatchIn, BudgetTokens, MessageIn
 from domain.errors import InvalidPayload, NotFound
 from recall.privacy import policy_of
 from recall.session_queries import list_sessions, session_messages
 from services.sessions import append_messages, mark_sent, resume_context
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
-_OWN = ("message_id", "role", "content", "name", "tool_call_id", "tool_calls", "tool_name", "created_at", "sent",
-        "checkpoint", "metadata")
-
-
-class MessageIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    message_id: str | None = None
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-    name: str | None = None
-    tool_call_id: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_name: str | None = None
-    created_at: datetime | None = None
-    sent: bool = True
-    checkpoint: bool = False
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    def as_message(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in _OWN}
-        extra = {k: v for k, v in (self.model_extra or {}).items() if v not in (None, "", [], {})}
-        if extra:
-            out["metadata"] = {**self.metadata, "openai": extra}
-        return out
-
-
-class BatchIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    messages: list[dict[str, Any]]
-    agent_id: str | None = None
-    project: str | None = None
 
 
 class MessagesAppendedOut(BaseModel):
@@ -179,7 +148,7 @@ def post_sent(session_id: str, message_id: str, who: Annotated[Caller, Depends(c
             "position": done.position}
 
 
-@router.get("/sessions", response_model=SessionsPageOut)
+@router.get("/sessions", response_model=SessionsPageOut, dependencies=[reads("sessions")])
 def get_sessions(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                  agent_id: Annotated[str | None, Query(max_length=128)] = None,
                  project: Annotated[str | None, Query(max_length=128)] = None,
@@ -191,7 +160,7 @@ def get_sessions(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, 
     return {"sessions": sessions, "next_cursor": next_cursor}
 
 
-@router.get("/sessions/{session_id}/messages", response_model=MessagesPageOut)
+@router.get("/sessions/{session_id}/messages", response_model=MessagesPageOut, dependencies=[reads("sessions")])
 def get_messages(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                  after_seq: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
                  limit: Annotated[int, Query(ge=1, le=1000)] = 100, include_unsent: bool = False) -> dict:
@@ -204,11 +173,11 @@ def get_messages(session_id: str, who: Annotated[Caller, Depends(caller)], db: A
     return {"session_id": session_id, "messages": messages, "next_after_seq": next_after}
 
 
-@router.get("/sessions/{session_id}/resume", response_model=ResumeOut,
+@router.get("/sessions/{session_id}/resume", response_model=ResumeOut, dependencies=[reads("sessions")],
             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
                              "description": "the resume context (?format=text: its text alone)"}})
 def get_resume(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
-               budget_tokens: Annotated[int | None, Query()] = None,
+               budget_tokens: BudgetTokens = None,
                format: Annotated[str, Query(pattern="^(json|text)$")] = "json") -> dict | PlainTextResponse:
     with db.connect() as conn:
         log, ctx = resume_context(conn, who.tenant, session_id, budget_tokens, policy_of(conn, who.tenant))

@@ -99,3 +99,97 @@ def test_knowledge_http(raw: httpx.Client) -> None:
                                                       "project": "ops", "min_position": at}))
         assert [r["handle"]["path"] for r in found["buckets"][0]["results"]][:1] == [path], found["buckets"]
     rounds(trip)
+
+
+# ------------------------------------------------------------------------------------------------ sessions
+
+
+def test_sessions_sdk(sdk: Engramlog) -> None:
+    def trip(i: int, tag: str) -> None:
+        sid = f"s-{tag}"
+        sdk.append_messages(sid, [{"role": "user", "content": f"pack the {tag} tent, {i} pegs"}], agent_id=tag)
+        page = sdk.session_messages(sid)  # a new session: a 404 while the read model lagged
+        assert [m.content for m in page.messages] == [f"pack the {tag} tent, {i} pegs"]
+        assert [s.session_id for s in sdk.list_sessions(agent_id=tag).sessions] == [sid]
+        assert f"{tag} tent" in sdk.resume_context(sid).context
+    rounds(trip)
+
+
+def test_sessions_http(raw: httpx.Client) -> None:
+    def trip(i: int, tag: str) -> None:
+        sid = f"s-{tag}"
+        at = ok(raw.post(f"/v1/sessions/{sid}/messages", json={"role": "user", "content": f"{tag} at {i}"}),
+                201)["position"]
+        page = ok(raw.get(f"/v1/sessions/{sid}/messages", params={"min_position": at}))
+        assert [m["content"] for m in page["messages"]] == [f"{tag} at {i}"]
+        pending = ok(raw.post(f"/v1/sessions/{sid}/messages", json={"role": "assistant", "content": f"ok {tag}",
+                                                                     "message_id": f"m-{tag}", "sent": False}), 201)
+        marked = ok(raw.post(f"/v1/sessions/{sid}/messages/m-{tag}/sent", params={}))
+        assert marked["changed"] and marked["position"] > pending["position"]
+        page = ok(raw.get(f"/v1/sessions/{sid}/messages", params={"min_position": marked["position"]}))
+        assert [(m["content"], m["sent"]) for m in page["messages"]] == [(f"{tag} at {i}", True),
+                                                                         (f"ok {tag}", True)]
+    rounds(trip)
+
+
+# ------------------------------------------------------------------------------------------------ transcripts
+
+
+def _transcript(tag: str, i: int) -> str:
+    return f"[2026-02-01T09:00:00Z] USER: where is the {tag} kayak?\n[2026-02-01T09:00:05Z] ASSISTANT: dock {i}\n"
+
+
+def test_transcripts_sdk(sdk: Engramlog) -> None:
+    def trip(i: int, tag: str) -> None:
+        tid = f"t-{tag}"
+        sdk.put_transcript(tid, _transcript(tag, i))
+        chunk = sdk.transcript_chunk(tid, 0)  # the drill reads the transcripts read model
+        assert f"{tag} kayak" in chunk.chunk.text and f"dock {i}" in chunk.chunk.text
+        assert sdk.transcript(tid).text == _transcript(tag, i)
+        assert sdk.transcript_lines(tid, 2).text == _transcript(tag, i).splitlines(keepends=True)[1]
+        assert tid in [t.transcript_id for t in sdk.list_transcripts(after=f"t-{tag[:-1]}").transcripts]
+    rounds(trip)
+
+
+def test_transcripts_http(raw: httpx.Client) -> None:
+    def trip(i: int, tag: str) -> None:
+        tid = f"t-{tag}"
+        at = ok(raw.put(f"/v1/transcripts/{tid}", content=_transcript(tag, i).encode()))["position"]
+        chunk = ok(raw.get(f"/v1/transcripts/{tid}/chunks/0", params={"min_position": at}))
+        assert f"{tag} kayak" in chunk["chunk"]["text"] and f"dock {i}" in chunk["chunk"]["text"]
+        listed = ok(raw.get("/v1/transcripts", params={"after": f"t-{tag[:-1]}", "limit": 1, "min_position": at}))
+        assert [t["transcript_id"] for t in listed["transcripts"]] == [tid]
+    rounds(trip)
+
+
+# ------------------------------------------------------------------------------------------------ code
+
+
+def _module(tag: str, i: int) -> str:
+    return f"def fetch_{tag}(url):\n    \"\"\"Fetch {tag}.\"\"\"\n    return helper_{tag}(url) + {i}\n\n\n" \
+           f"def helper_{tag}(url):\n    return len(url)\n"
+
+
+def test_code_sdk(sdk: Engramlog) -> None:
+    def trip(i: int, tag: str) -> None:
+        path = f"pkg/m{tag}.py"
+        sdk.put_code_files("rw", [{"path": path, "content": _module(tag, i)}])
+        symbol = sdk.symbol("rw", f"pkg.m{tag}.fetch_{tag}")
+        assert symbol.source.startswith(f"def fetch_{tag}(url):") and f"+ {i}" in symbol.source
+        assert path in [f.path for f in sdk.code_files("rw", after=f"pkg/m{tag[:-1]}").files]
+        found = sdk.search_symbols("rw", f"fetch_{tag}", k=3)
+        assert found.symbols and found.symbols[0].symbol == f"pkg.m{tag}.fetch_{tag}"
+    rounds(trip)
+
+
+def test_code_http(raw: httpx.Client) -> None:
+    def trip(i: int, tag: str) -> None:
+        path = f"pkg/h{tag}.py"
+        written = ok(raw.post("/v1/code/rwh/files", json={"files": [{"path": path, "content": _module(tag, i)}]}))
+        at = written["files"][0]["position"]
+        symbol = ok(raw.get(f"/v1/code/rwh/symbols/pkg.h{tag}.helper_{tag}", params={"min_position": at}))
+        assert [c["symbol"] for c in symbol["callers"]] == [f"pkg.h{tag}.fetch_{tag}"]
+        files = ok(raw.get("/v1/code/rwh/files", params={"after": f"pkg/h{tag[:-1]}", "limit": 1,
+                                                        "min_position": at}))
+        assert [f["path"] for f in files["files"]] == [path]
+    rounds(trip)

@@ -31,6 +31,7 @@ from sqlalchemy import Connection, Engine
 from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
+from api.read_your_writes import reads
 from domain.errors import NotFound
 from recall.privacy import policy_of
 from recall.transcript_drill import drill_chunk
@@ -118,7 +119,7 @@ async def put(transcript_id: str, request: Request, who: Annotated[Caller, Depen
     return TranscriptWrittenOut(**done.__dict__)
 
 
-@router.get("/transcripts", response_model=TranscriptsListOut)
+@router.get("/transcripts", response_model=TranscriptsListOut, dependencies=[reads("transcripts")])
 def get_list(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
              after: Annotated[str, Query(max_length=256)] = "",
              limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> TranscriptsListOut:
@@ -127,7 +128,7 @@ def get_list(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depe
     return TranscriptsListOut(transcripts=[TranscriptListedOut(**r) for r in rows], next_after=next_after)
 
 
-@router.get("/transcripts/{transcript_id}", response_class=Response)
+@router.get("/transcripts/{transcript_id}", response_class=Response, dependencies=[reads("transcripts")])
 def get_text(transcript_id: str, who: Annotated[Caller, Depends(caller)],
              db: Annotated[Engine, Depends(engine)]) -> Response:
     with db.connect() as conn:
@@ -138,7 +139,7 @@ def get_text(transcript_id: str, who: Annotated[Caller, Depends(caller)],
                              "X-Transcript-Format": t.format})
 
 
-@router.get("/transcripts/{transcript_id}/lines", response_model=LinesOut)
+@router.get("/transcripts/{transcript_id}/lines", response_model=LinesOut, dependencies=[reads("transcripts")])
 def get_lines(transcript_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
               first: Annotated[int, Query(alias="from", ge=1, le=2**31 - 1)] = 1,
               last: Annotated[int | None, Query(alias="to", ge=1, le=2**31 - 1)] = None) -> LinesOut:
@@ -148,7 +149,8 @@ def get_lines(transcript_id: str, who: Annotated[Caller, Depends(caller)], db: A
     return LinesOut(**s.__dict__)
 
 
-@router.get("/transcripts/{transcript_id}/chunks/{ord_}", response_model=ChunkDrillOut)
+@router.get("/transcripts/{transcript_id}/chunks/{ord_}", response_model=ChunkDrillOut,
+            dependencies=[reads("transcripts")])
 def get_chunk(transcript_id: str, ord_: int, who: Annotated[Caller, Depends(caller)],
               db: Annotated[Engine, Depends(engine)],
               content_hash: Annotated[str | None, Query(max_length=64)] = None,

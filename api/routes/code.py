@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
+from api.read_your_writes import reads
 from api.schemas import Body
 from domain.code.languages import repo_problem
 from domain.errors import InvalidPayload, NotFound
@@ -171,7 +172,7 @@ def post_files(repo: str, body: FilesIn, who: Annotated[Caller, Depends(caller)]
                            written=sum(1 for d in done if d.action in ("put", "removed")))
 
 
-@router.get("/{repo}/files", response_model=CodeFilesOut)
+@router.get("/{repo}/files", response_model=CodeFilesOut, dependencies=[reads("code")])
 def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
               after: Annotated[str, Query(max_length=MAX_PATH_CHARS)] = "",
               limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> dict[str, Any]:
@@ -182,7 +183,8 @@ def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[
 
 
 # exclude_unset: a search answers callees only when asked (absent, not an empty list, otherwise)
-@router.get("/{repo}/symbols", response_model=SymbolSearchOut, response_model_exclude_unset=True)
+@router.get("/{repo}/symbols", response_model=SymbolSearchOut, response_model_exclude_unset=True,
+            dependencies=[reads("code")])
 def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                    q: Annotated[str, Query(min_length=1, max_length=2000)],
                    k: Annotated[int, Query(ge=1, le=100)] = 10, callees: bool = False) -> dict[str, Any]:
@@ -197,7 +199,7 @@ def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annot
                         for h in answer.results]}
 
 
-@router.get("/{repo}/symbols/{qualified_name:path}", response_model=SymbolOut)
+@router.get("/{repo}/symbols/{qualified_name:path}", response_model=SymbolOut, dependencies=[reads("code")])
 def get_symbol(repo: str, qualified_name: str, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)],
                file: Annotated[str | None, Query(max_length=MAX_PATH_CHARS)] = None) -> dict[str, Any]:

@@ -175,7 +175,7 @@ def prune(nodes: Sequence[Node], threshold: float, block_entries: int = PRUNE_BL
                 continue
             free[i] = False
             candidates = np.flatnonzero(free & (block[r] > threshold - _PRUNE_MARGIN) & (kinds == kinds[i]))
-            hits = [(int(j), c) for j in candidates if (c := cosine(nodes[i], nodes[j])) > threshold]
+            hits = [(j, c) for j in map(int, candidates) if (c := cosine(nodes[i], nodes[j])) > threshold]
             if not hits:
                 continue
             hits.sort(key=lambda h: rank[h[0]])  # in keep-priority order

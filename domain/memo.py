@@ -17,10 +17,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import wraps
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
-_ALL: list[Memo[object]] = []  # every memo made, for clear_all
+_ALL: list[Memo[Any]] = []  # every memo made, for clear_all
 
 
 def digest(texts: Sequence[str]) -> bytes:
@@ -81,7 +81,7 @@ def per_text(maxsize: int = 8192, max_chars: int = 2_000_000) -> Callable[[Calla
         def wrapper(text: str) -> T:
             return memo.get((text,), lambda: fn(text))
 
-        wrapper.memo = memo  # type: ignore[attr-defined]
+        wrapper.memo = memo  # type: ignore[attr-defined]  # a function attribute: Callable declares none
         return wrapper
 
     return decorate

@@ -222,8 +222,8 @@ def correction_signal(text: str, producer: dict[str, Any] | None) -> Correction:
     if given is not None:
         return Correction(bool(given), "producer")
     found = [m.group(1) for m in _CORRECTION.finditer(text)]
-    if _UPDATE_PREFIX.search(text):
-        found.insert(0, _UPDATE_PREFIX.search(text).group(1))  # type: ignore[union-attr]
+    if update := _UPDATE_PREFIX.search(text):
+        found.insert(0, update.group(1))
     evidence = _distinct(found)
     return Correction(bool(evidence), "heuristic", evidence)
 

@@ -5,6 +5,7 @@ Adding an event type: declare its class in its domain's module and add one `_cur
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -170,7 +171,7 @@ class NewEvent:
         (the payload was validated when it was built; its JSON form is what is stored)."""
         return cls(payload.type_name(), stream_id, payload.model_dump(mode="json"), **fields)
 
-    def is_a(self, schema: type[EventSchema]) -> bool:
+    def is_a(self, schema: builtins.type[EventSchema]) -> bool:  # builtins: the field `type` shadows it here
         return self.type == schema.type_name()
 
     @property
@@ -196,6 +197,6 @@ class RecordedEvent:
     def payload(self) -> EventSchema:
         return parse(self.type, self.schema_version, self.data)
 
-    def is_a(self, schema: type[EventSchema]) -> bool:
+    def is_a(self, schema: builtins.type[EventSchema]) -> bool:  # builtins: the field `type` shadows it here
         return self.type == schema.type_name()
 

@@ -37,7 +37,7 @@ def tool_calls_text(tool_calls: list[dict[str, Any]] | None) -> list[str]:
     """One line per tool call: `name(arguments)` as the OpenAI shape holds them."""
     lines = []
     for call in tool_calls or []:
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = f if isinstance(f := call.get("function"), dict) else {}
         lines.append(f"{fn.get('name') or call.get('name') or '?'}({fn.get('arguments') or ''})")
     return lines
 
@@ -50,7 +50,7 @@ def resolve_tool_names(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any
     out = []
     for m in messages:
         for call in m.get("tool_calls") or []:
-            fn = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else {}
+            fn = f if isinstance(call, dict) and isinstance(f := call.get("function"), dict) else {}
             if isinstance(call, dict) and isinstance(call.get("id"), str) and isinstance(fn.get("name"), str):
                 calls[call["id"]] = fn["name"]
         if m.get("role") == "tool" and not m.get("tool_name"):

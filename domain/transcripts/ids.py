@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Any, TypeGuard
 
 MAX_TRANSCRIPT_ID_CHARS = 200
 MAX_TRANSCRIPT_BYTES = 16 * 1024 * 1024  # one put's UTF-8 body; the whole text is kept in the log
@@ -26,7 +26,7 @@ def transcript_id_problem(transcript_id: object) -> str | None:
     return None
 
 
-def is_content_hash(value: object) -> bool:
+def is_content_hash(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(_HASH.match(value))
 
 
@@ -46,10 +46,10 @@ def handle_chunk(tenant: str, handle: dict[str, Any] | None) -> uuid.UUID | None
     if not isinstance(handle, dict):
         return None
     tid, ord_, hash_ = handle.get("transcript_id"), handle.get("ord"), handle.get("content_hash")
-    if transcript_id_problem(tid) or not isinstance(ord_, int) or isinstance(ord_, bool) or ord_ < 0 \
-            or not is_content_hash(hash_):
+    if not isinstance(tid, str) or transcript_id_problem(tid) or not isinstance(ord_, int) \
+            or isinstance(ord_, bool) or ord_ < 0 or not is_content_hash(hash_):
         return None
-    return chunk_id(tenant, tid, ord_, hash_)  # type: ignore[arg-type]
+    return chunk_id(tenant, tid, ord_, hash_)
 
 
 __all__ = ["MAX_TRANSCRIPT_BYTES", "MAX_TRANSCRIPT_ID_CHARS", "MAX_TRANSCRIPT_LINES", "chunk_id", "handle_chunk",

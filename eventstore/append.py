@@ -61,15 +61,15 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
         return []
     keys = [e.idempotency_key for e in events if e.idempotency_key]
     if keys:
-        existing = dict(conn.execute(_EXISTING_KEYS, {"tenant": tenant, "keys": keys}).all())
+        existing: dict[str, int] = dict(conn.execute(_EXISTING_KEYS, {"tenant": tenant, "keys": keys}).all())
         if existing:
             if len(existing) == len(keys) == len(events):
-                return [existing[e.idempotency_key] for e in events]  # type: ignore[index]
+                return [existing[k] for k in keys]  # every event has a key: keys are the events' in order
             raise ConcurrencyConflict(
                 f"{len(existing)} of {len(events)} idempotency keys were already appended in another batch")
 
     streams = sorted({e.stream_id for e in events})
-    heads = dict(conn.execute(_STREAM_HEADS, {"tenant": tenant, "streams": streams}).all())
+    heads: dict[str, int] = dict(conn.execute(_STREAM_HEADS, {"tenant": tenant, "streams": streams}).all())
     versions: list[int] = []
     next_version = dict(heads)
     for e in events:
@@ -105,7 +105,7 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
             # A concurrent producer appended the same keys first: answer its positions.
             existing = dict(conn.execute(_EXISTING_KEYS, {"tenant": tenant, "keys": keys}).all())
             if len(existing) == len(events):
-                return [existing[e.idempotency_key] for e in events]  # type: ignore[index]
+                return [existing[k] for k in keys]  # as many distinct keys as events: one per event, in order
         if constraint in ("events_stream_version", "events_idempotency"):
             raise RetryableConflict(f"a concurrent append won the race ({constraint}); retry") from None
         raise

@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import Connection, TextClause, text
+from sqlalchemy import Connection, Row, TextClause, text
 
 from domain.events import RecordedEvent
 
@@ -55,8 +56,8 @@ ORDER BY e.tx_id, e.position
 """)
 
 
-def row_to_event(row: object) -> RecordedEvent:
-    m = row._mapping  # type: ignore[attr-defined]
+def row_to_event(row: Row[Any]) -> RecordedEvent:
+    m = row._mapping
     return RecordedEvent(**{k: m[k] for k in RecordedEvent.__dataclass_fields__})
 
 

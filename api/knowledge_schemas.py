@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
+from annotated_types import Ge, Le, MaxLen
 from pydantic import BaseModel, Field, field_validator
 
 from api.schemas import Body
 from domain.events import MAX_TAGS, ScopeText, Tag, check_metadata
 from domain.knowledge.paths import MAX_PATH_CHARS, MAX_TITLE_CHARS
+
+# The drill's query (GET /v1/knowledge-sections), and the MCP get_section tool's inputs derived from it.
+DrillPath = Annotated[str, MaxLen(512)]
+HeadingPath = Annotated[str, MaxLen(4096)]
+ContentHash = Annotated[str, MaxLen(64)] | None
+SectionVersion = Annotated[int, Ge(1), Le(2**31 - 1)] | None
 
 
 class DocumentIn(Body):

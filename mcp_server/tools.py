@@ -1,17 +1,24 @@
 """The MCP tools, each a thin call of the SDK's AsyncEngramlog: the same validation, auth, privacy gate and errors
-as the HTTP API (a refusal comes back as an MCP tool error carrying the service's status and reason)."""
+as the HTTP API (a refusal comes back as an MCP tool error carrying the service's status and reason). Each tool's
+inputs are derived from its route's own declarations (mcp_server/inputs.py), so the two cannot disagree."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from engramlog_client import AsyncEngramlog, EngramlogError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+
+from api.deep_recall_schemas import DeepRecallIn
+from api.knowledge_schemas import ContentHash, DrillPath, HeadingPath, SectionVersion
+from api.recall_schemas import MultiRecallIn
+from api.schemas import FeedbackIn, MemoryIn, RecallIn, SupersedeIn
+from api.sessions_schemas import BatchIn, BudgetTokens, MessageIn
+from mcp_server.inputs import inputs, part_of
 
 # How a tool gets its client: the stdio server has one for the process; the mounted one makes one per call that
 # speaks to the app in-process with the caller's own bearer key.
@@ -23,19 +30,13 @@ to search memories, knowledge documents and sessions at once, then `get_section`
 full; `supersede` a memory that became wrong; `feedback` on the results you used; `history` for how a memory
 changed; `sessions_append` and `resume_context` to keep and resume a conversation."""
 
-AgentId = Annotated[str | None, Field(description="The agent whose memory this is (e.g. 'assistant')",
-                                      max_length=128)]
-Project = Annotated[str | None, Field(description="The project the memory belongs to", max_length=128)]
-SessionId = Annotated[str | None, Field(description="The conversation (session) id, to scope to one session",
-                                        max_length=128)]
-MemoryId = Annotated[uuid.UUID, Field(description="A memory_id, as remember or recall answered it")]
-
-
-class ChatMessage(BaseModel):
-    role: Annotated[Literal["system", "user", "assistant", "tool", "developer"], Field(description="Who said it")]
-    content: Annotated[str, Field(description="What was said (text)")]
-    name: Annotated[str | None, Field(description="The speaker's or tool's name, if any")] = None
-    tool_call_id: Annotated[str | None, Field(description="For a tool result: the call it answers")] = None
+AGENT = "The agent whose memory this is (e.g. 'assistant')"
+PROJECT = "The project the memory belongs to"
+SESSION = "The conversation (session) id, to scope to one session"
+MEMORY = "A memory_id, as remember or recall answered it"
+ChatMessage = part_of(MessageIn, "ChatMessage", {
+    "role": "Who said it", "content": "What was said (text)", "name": "The speaker's or tool's name, if any",
+    "tool_call_id": "For a tool result: the call it answers"})
 
 
 def _refusal(exc: EngramlogError) -> ToolError:
@@ -63,56 +64,42 @@ def build_server(client_for: ClientFor) -> MCPServer:
                 raise _refusal(exc) from None
 
     @server.tool()
-    async def remember(content: Annotated[str, Field(description="The memory, as one self-contained statement")],
-                       ctx: Context, agent_id: AgentId = None, project: Project = None, session_id: SessionId = None,
-                       kind: Annotated[str, Field(description="observation, decision, preference, fact, ...")]
-                       = "observation",
-                       tags: Annotated[list[str] | None, Field(description="Labels to filter by later")] = None,
-                       must_keep: Annotated[bool, Field(description="Keep it even if the salience gate would "
-                                                                    "not (an explicit instruction to remember)")]
-                       = False) -> dict[str, Any]:
+    @inputs({"content": "The memory, as one self-contained statement", "agent_id": AGENT, "project": PROJECT,
+             "session_id": SESSION, "kind": "observation, decision, preference, fact, ...",
+             "tags": "Labels to filter by later",
+             "must_keep": "Keep it even if the salience gate would not (an explicit instruction to remember)"},
+            MemoryIn)
+    async def remember(ctx: Context, **args: Any) -> dict[str, Any]:
         """Record a memory. Answers its memory_id, log position and the governor's disposition (active, staging,
         or discard for filler; `reinforced` when it repeats a memory already held)."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            out = await c.remember(content, agent_id=agent_id, project=project, session_id=session_id, kind=kind,
-                                   tags=tags or [], must_keep=must_keep or None)  # type: ignore[arg-type]
+            out = await c.remember(args.pop("content"), **{**args, "must_keep": args["must_keep"] or None})
             return out.model_dump(mode="json", exclude_none=True)
         return await call(ctx, run)
 
     @server.tool()
-    async def recall(query: Annotated[str, Field(description="What to look for, in natural language")],
-                     ctx: Context, agent_id: AgentId = None, project: Project = None, session_id: SessionId = None,
-                     k: Annotated[int, Field(ge=1, le=100, description="How many results at most")] = 10,
-                     kinds: Annotated[list[str] | None, Field(description="Only memories of these kinds")] = None,
-                     min_position: Annotated[int | None, Field(ge=0, description="Wait until this log position "
-                                                                                 "is recallable (a write's position)")]
-                     = None) -> dict[str, Any]:
+    @inputs({"query": "What to look for, in natural language", "agent_id": AGENT, "project": PROJECT,
+             "session_id": SESSION, "k": "How many results at most", "kinds": "Only memories of these kinds",
+             "min_position": "Wait until this log position is recallable (a write's position)"}, RecallIn)
+    async def recall(ctx: Context, **args: Any) -> dict[str, Any]:
         """Search memories (hybrid keyword + vector, ranked). Sees this connection's own earlier writes. Answers
         recall_id (for feedback) and results (memory_id, content, score); `abstained` when nothing is relevant."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            out = await c.recall(query, k=k, agent_id=agent_id, project=project, session_id=session_id,
-                                 kinds=kinds or [], min_position=min_position)  # type: ignore[arg-type]
+            out = await c.recall(args.pop("query"), **args)
             return {"recall_id": str(out.recall_id), "results": _results(out), "abstained": out.abstained}
         return await call(ctx, run)
 
     @server.tool()
-    async def recall_multi(query: Annotated[str, Field(description="What to look for, in natural language")],
-                           ctx: Context, agent_id: AgentId = None, project: Project = None,
-                           session_id: SessionId = None,
-                           domains: Annotated[list[str] | None, Field(description="Domains to search, in order "
-                                                                                  "(memories, knowledge, ...); "
-                                                                                  "default: every one with data")]
-                           = None,
-                           k: Annotated[int | None, Field(ge=1, le=100, description="Results shared by all "
-                                                                                    "buckets")] = None,
-                           min_position: Annotated[int | None, Field(ge=0, description="Wait until this log "
-                                                                                       "position is recallable")]
-                           = None) -> dict[str, Any]:
+    @inputs({"query": "What to look for, in natural language", "agent_id": AGENT, "project": PROJECT,
+             "session_id": SESSION,
+             "domains": "Domains to search, in order (memories, knowledge, ...); default: every one with data",
+             "k": "Results shared by all buckets", "min_position": "Wait until this log position is recallable"},
+            MultiRecallIn)
+    async def recall_multi(ctx: Context, **args: Any) -> dict[str, Any]:
         """Search several domains at once: one bucket per domain (scores compare within a bucket only). A
         knowledge result's `handle` names its section: pass path and heading_path to get_section to read it."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            out = await c.recall_multi(query, domains=domains, k=k, agent_id=agent_id, project=project,
-                                       session_id=session_id, min_position=min_position)
+            out = await c.recall_multi(args.pop("query"), **args)
             return {"recall_id": str(out.recall_id), "buckets": [
                 {"domain": b.domain, "reason": b.reason, "results": [
                     {"content": r.content, "score": round(r.score, 4), "handle": r.handle,
@@ -121,93 +108,84 @@ def build_server(client_for: ClientFor) -> MCPServer:
         return await call(ctx, run)
 
     @server.tool()
-    async def deep_recall(question: Annotated[str, Field(description="A question one search cannot answer "
-                                                                      "(across sessions, periods, documents)")],
-                          ctx: Context, agent_id: AgentId = None, project: Project = None,
-                          session_id: SessionId = None,
-                          max_depth: Annotated[int, Field(ge=1, le=3, description="1: plain sub-queries; up to "
-                                                                                  "3: nested search loops")] = 1
-                          ) -> dict[str, Any]:
+    @inputs({"question": "A question one search cannot answer (across sessions, periods, documents)",
+             "agent_id": AGENT, "project": PROJECT, "session_id": SESSION,
+             "max_depth": "1: plain sub-queries; up to 3: nested search loops"}, DeepRecallIn)
+    async def deep_recall(ctx: Context, **args: Any) -> dict[str, Any]:
         """Deep recall: the service's model searches memory in several steps and answers (a quick search answers
         directly when it is confident: `shortcut`). Slower and costlier than recall; use it for hard questions."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            out = await c.deep_recall(question, agent_id=agent_id, project=project, session_id=session_id,
-                                      max_depth=max_depth)
-            return out.model_dump(mode="json")
+            return (await c.deep_recall(args.pop("question"), **args)).model_dump(mode="json")
         return await call(ctx, run)
 
     @server.tool()
-    async def get_section(path: Annotated[str, Field(description="The document path of a knowledge result's "
-                                                                 "handle")],
-                          heading_path: Annotated[str, Field(description="The handle's heading_path (e.g. "
-                                                                         "'Deploys > Rollback')")],
-                          ctx: Context, project: Project = None,
-                          content_hash: Annotated[str | None, Field(description="The handle's content_hash: that "
-                                                                                "exact version of the section")]
-                          = None,
-                          recall_id: Annotated[str | None, Field(description="The recall that returned it")] = None
-                          ) -> dict[str, Any]:
+    @inputs({"path": "The document path of a knowledge result's handle",
+             "heading_path": "The handle's heading_path (e.g. 'Deploys > Rollback')", "project": PROJECT,
+             "content_hash": "The handle's content_hash: that exact version of the section",
+             "version": "Or the document version to read it at", "recall_id": "The recall that returned it"},
+            path=DrillPath, heading_path=HeadingPath, project=(str | None, None), content_hash=(ContentHash, None),
+            version=(SectionVersion, None), recall_id=(uuid.UUID | None, None))
+    async def get_section(ctx: Context, **args: Any) -> dict[str, Any]:
         """Read a knowledge section in full (the drill): its exact text, and whether the document changed since."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            out = await c.get_section(path, heading_path, project=project, content_hash=content_hash,
-                                      recall_id=recall_id)
+            out = await c.get_section(args.pop("path"), args.pop("heading_path"), **args)
             return {"text": out.section.text, "path": out.section.path, "heading_path": out.section.heading_path,
                     "version": out.section.version, "current_differs": out.current_differs,
                     "current_text": out.current.text if out.current and out.current_differs else None}
         return await call(ctx, run)
 
     @server.tool()
-    async def supersede(memory_id: MemoryId,
-                        content: Annotated[str, Field(description="The corrected memory")],
-                        reason: Annotated[str, Field(description="Why the old one is wrong or outdated")],
-                        ctx: Context) -> dict[str, Any]:
+    @inputs({"memory_id": MEMORY, "content": "The corrected memory",
+             "reason": "Why the old one is wrong or outdated"}, SupersedeIn, memory_id=uuid.UUID)
+    async def supersede(ctx: Context, **args: Any) -> dict[str, Any]:
         """Replace a memory that became wrong; the old one stays in its history. Fails if it was already
         superseded (supersede its successor: see history)."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            return (await c.supersede(memory_id, content, reason)).model_dump(mode="json")
+            return (await c.supersede(args["memory_id"], args["content"], args["reason"])).model_dump(mode="json")
         return await call(ctx, run)
 
     @server.tool()
-    async def feedback(recall_id: Annotated[str, Field(description="The recall_id of a recall")], ctx: Context,
-                       used: Annotated[list[uuid.UUID], Field(description="memory_ids of results you used")] = [],  # noqa: B006
-                       not_useful: Annotated[list[uuid.UUID], Field(description="memory_ids of results that were "
-                                                                                "not useful")] = []  # noqa: B006
-                       ) -> dict[str, Any]:
+    @inputs({"recall_id": "The recall_id of a recall",
+             "items": "Each result you judged: its memory_id and verdict `used` or `not_useful`"},
+            FeedbackIn, recall_id=uuid.UUID)
+    async def feedback(ctx: Context, **args: Any) -> dict[str, Any]:
         """Say which results of a recall you used or found not useful: it tunes what recall ranks first."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            return (await c.feedback(recall_id, used=used, not_useful=not_useful)).model_dump(mode="json")
+            items = args["items"]
+            used = [i.memory_id for i in items if i.verdict == "used"]
+            not_useful = [i.memory_id for i in items if i.verdict == "not_useful"]
+            return (await c.feedback(args["recall_id"], used=used, not_useful=not_useful)).model_dump(mode="json")
         return await call(ctx, run)
 
     @server.tool()
-    async def history(memory_id: MemoryId, ctx: Context) -> dict[str, Any]:
+    @inputs({"memory_id": MEMORY}, memory_id=uuid.UUID)
+    async def history(ctx: Context, **args: Any) -> dict[str, Any]:
         """How a memory changed: the supersede chain (oldest → newest), with when, why and by whom."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            return (await c.history(memory_id)).model_dump(mode="json")
+            return (await c.history(args["memory_id"])).model_dump(mode="json")
         return await call(ctx, run)
 
     @server.tool()
-    async def sessions_append(session_id: Annotated[str, Field(description="The conversation's id",
-                                                               max_length=128)],
-                              messages: Annotated[list[ChatMessage], Field(description="Messages, in order")],
-                              ctx: Context, agent_id: AgentId = None, project: Project = None) -> dict[str, Any]:
+    @inputs({"session_id": "The conversation's id", "messages": "Messages, in order", "agent_id": AGENT,
+             "project": PROJECT}, BatchIn, session_id=str, messages=list[ChatMessage])  # type: ignore[valid-type]
+    async def sessions_append(ctx: Context, **args: Any) -> dict[str, Any]:
         """Append messages to a conversation's transcript, so it can be resumed later (resume_context)."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            out = await c.append_messages(session_id, [m.model_dump(exclude_none=True) for m in messages],
-                                          agent_id=agent_id, project=project)
+            messages = [m.model_dump(exclude_none=True) for m in args["messages"]]
+            out = await c.append_messages(args["session_id"], messages, agent_id=args["agent_id"],
+                                          project=args["project"])
             return out.model_dump(mode="json")
         return await call(ctx, run)
 
     @server.tool()
-    async def resume_context(session_id: Annotated[str, Field(description="The conversation's id",
-                                                              max_length=128)],
-                             ctx: Context,
-                             budget_tokens: Annotated[int | None, Field(ge=1, description="Token budget of the "
-                                                                                          "context")] = None
-                             ) -> dict[str, Any]:
+    @inputs({"session_id": "The conversation's id",
+             "budget_tokens": "Token budget of the context (default: the service's)"},
+            session_id=str, budget_tokens=(BudgetTokens, None))
+    async def resume_context(ctx: Context, **args: Any) -> dict[str, Any]:
         """What to put in front of the model to resume a conversation: its recent messages and checkpoints
         within the budget, as text (`context`)."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            out = await c.resume_context(session_id, budget_tokens)
+            out = await c.resume_context(args["session_id"], args["budget_tokens"])
             return {"session_id": out.session_id, "context": out.context, "tokens": out.tokens}
         return await call(ctx, run)
 

@@ -100,10 +100,12 @@ def write_files(engine: Engine, tenant: str, repo: str, files: Sequence[FileInpu
             last = last_event(conn, tenant, stream)
             head = last.stream_version if last is not None else 0
             current = last.data["content_hash"] if last is not None and last.is_a(CodeFilePut) else None
+            # Nothing appended: the position of the write that made the file what it is (read-your-writes).
+            was = last.position if last is not None else None
             if type_ == CodeFilePut.type_name() and current == data["content_hash"]:
-                plans.append((None, FileWritten(data["path"], "unchanged", current, head)))
+                plans.append((None, FileWritten(data["path"], "unchanged", current, head, was)))
             elif type_ == CodeFileRemoved.type_name() and current is None:
-                plans.append((None, FileWritten(data["path"], "absent", None, head)))
+                plans.append((None, FileWritten(data["path"], "absent", None, head, was)))
             else:
                 put = type_ == CodeFilePut.type_name()
                 plans.append((NewEvent(type_, stream, data, expected_version=head),

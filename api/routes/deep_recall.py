@@ -8,39 +8,19 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
-from api.schemas import Body
+from api.deep_recall_schemas import DeepRecallIn
 from deep_recall import blind_spots
 from deep_recall.service import DeepRequest, deep_recall
-from domain.events import ScopeText
-from domain.events.deep_recall import MAX_QUESTION_CHARS
 from infra.embedding import get_embedder
 from infra.settings import get_settings
 from recall.privacy import policy_of
 
 router = APIRouter(prefix="/v1", tags=["deep recall"])
-
-
-class BudgetsIn(Body):
-    """Per-request budgets; each within the operator's maximum (ENGRAMLOG_DEEP_CAP_*)."""
-
-    iterations: int | None = None
-    sub_calls: int | None = None
-    cost_usd: float | None = None
-    timeout_s: float | None = None
-
-
-class DeepRecallIn(Body):
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
-    agent_id: ScopeText | None = None
-    project: ScopeText | None = None
-    session_id: ScopeText | None = None
-    max_depth: int = Field(default=1, ge=1, le=3)
-    budgets: BudgetsIn = Field(default_factory=BudgetsIn)
 
 
 class DeepRecallOut(BaseModel):

@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.knowledge_schemas import (
+    ContentHash,
     DocumentIn,
     DocumentListedOut,
     DocumentOut,
@@ -34,7 +35,10 @@ from api.knowledge_schemas import (
     DocumentsWrittenOut,
     DocumentWrittenOut,
     DrillOut,
+    DrillPath,
+    HeadingPath,
     SectionOut,
+    SectionVersion,
 )
 from api.read_your_writes import reads
 from domain.errors import InvalidPayload, NotFound
@@ -132,9 +136,8 @@ def delete_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Ann
 
 @router.get("/knowledge-sections", response_model=DrillOut, dependencies=[reads("knowledge")])
 def get_section(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
-                path: Annotated[str, Query(max_length=512)], heading_path: Annotated[str, Query(max_length=4096)],
-                project: str | None = None, content_hash: Annotated[str | None, Query(max_length=64)] = None,
-                version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+                path: DrillPath, heading_path: HeadingPath, project: str | None = None,
+                content_hash: ContentHash = None, version: SectionVersion = None,
                 recall_id: uuid.UUID | None = None) -> DrillOut:
     with db.connect() as conn:
         policy = _policy(conn, who.tenant)

@@ -66,7 +66,8 @@ async def _exercise(transport: AbstractAsyncContextManager[Any], tagged: str, st
         wait = {} if stdio else {"min_position": written["position"]}
         found = await _call(session, "recall", query="what is Mara's locker code?", agent_id=agent, **wait)
         assert found["results"][0]["memory_id"] == written["memory_id"]
-        given = await _call(session, "feedback", recall_id=found["recall_id"], used=[written["memory_id"]])
+        given = await _call(session, "feedback", recall_id=found["recall_id"],
+                            items=[{"memory_id": written["memory_id"], "verdict": "used"}])
         assert given["items"] == 1
         newer = await _call(session, "supersede", memory_id=written["memory_id"],
                             content=f"Mara's locker code is 9020 ({tagged})", reason="she changed it")
@@ -99,6 +100,12 @@ async def _exercise(transport: AbstractAsyncContextManager[Any], tagged: str, st
         assert "HTTP 422" in too_long and "query" in too_long
         unknown = await _refused(session, "history", memory_id=str(uuid.uuid4()))
         assert "HTTP 404" in unknown and "no memory" in unknown
+        # The tools' schemas are the routes': what the API refuses, the tool refuses before calling it.
+        developer = await _refused(session, "sessions_append", session_id=session_id,
+                                   messages=[{"role": "developer", "content": "hi"}])
+        assert "role" in developer and "HTTP" not in developer
+        small = await _refused(session, "resume_context", session_id=session_id, budget_tokens=1)
+        assert "budget_tokens" in small and "20000" in small and "HTTP" not in small
 
 
 async def _drilled(session: ClientSession, tagged: str) -> dict[str, Any]:
@@ -148,3 +155,102 @@ def test_mcp_refuses_a_wrong_key(live_server, tenant_key) -> None:  # type: igno
     with pytest.raises(BaseException) as failed:  # the SDK's client fails to initialise on the 401
         asyncio.run(asyncio.wait_for(connect(), 60))
     assert "MCPError" in repr(failed.value) and "Server returned an error response" in repr(failed.value)
+
+
+# The route each tool calls (method, OpenAPI path), and for a route that parses its body by hand, the models it
+# parses with (the body's top level, then each of its `messages`).
+ROUTES = {
+    "remember": ("post", "/v1/memories"),
+    "recall": ("post", "/v1/recall"),
+    "recall_multi": ("post", "/v1/recall/multi"),
+    "deep_recall": ("post", "/v1/deep_recall"),
+    "get_section": ("get", "/v1/knowledge-sections"),
+    "supersede": ("post", "/v1/memories/{memory_id}/supersede"),
+    "feedback": ("post", "/v1/recalls/{recall_id}/feedback"),
+    "history": ("get", "/v1/memories/{memory_id}/history"),
+    "sessions_append": ("post", "/v1/sessions/{session_id}/messages"),
+    "resume_context": ("get", "/v1/sessions/{session_id}/resume"),
+}
+_WORDS = ("title", "description", "default")
+
+
+def _resolved(schema: Any, refs: dict[str, Any]) -> Any:
+    """The schema with every $ref replaced by what it names (`refs`: "#/..." → schema)."""
+    if isinstance(schema, list):
+        return [_resolved(s, refs) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        return _resolved(refs[schema["$ref"]], refs)
+    return {k: _resolved(v, refs) for k, v in schema.items()}
+
+
+def _route_inputs(openapi: dict[str, Any], tool: str) -> dict[str, Any]:
+    """The route's inputs as one object schema: its path and query parameters and its JSON body's fields."""
+    from api.sessions_schemas import BatchIn, MessageIn
+
+    method, path = ROUTES[tool]
+    operation = openapi["paths"][path][method]
+    refs = {f"#/components/schemas/{k}": v for k, v in openapi["components"]["schemas"].items()}
+    properties = {p["name"]: p["schema"] for p in operation.get("parameters", [])}
+    required = [p["name"] for p in operation.get("parameters", []) if p.get("required")]
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if tool == "sessions_append":  # the body is a batch, a list or one message, each parsed with these models
+        batch = BatchIn.model_json_schema()
+        batch["properties"]["messages"]["items"] = MessageIn.model_json_schema()
+        body = batch
+    if body is not None:
+        body = _resolved(body, refs)
+        properties |= body["properties"]
+        required += body.get("required", [])
+    return _resolved({"type": "object", "properties": properties, "required": required}, refs)
+
+
+def _conforms(tool: Any, route: Any, where: str) -> None:
+    """The tool's schema is the route's, on every input it offers (bounds, enums, formats, nullability,
+    required-ness and defaults); it may offer fewer inputs, never one the route lacks or leaves required."""
+    if isinstance(tool, dict) and "properties" in tool:
+        offered, known = tool["properties"], route["properties"]
+        for name, sub in offered.items():
+            assert name in known, f"{where}.{name}: not an input of the route"
+            if "default" in known[name]:
+                assert sub.get("default") == known[name]["default"], f"{where}.{name}: default"
+            _conforms(sub, known[name], f"{where}.{name}")
+        wanted = set(route.get("required", []))
+        assert wanted <= set(offered), f"{where}: the route requires {wanted - set(offered)}"
+        assert set(tool.get("required", [])) == wanted, f"{where}: required"
+        return
+    if isinstance(tool, list):
+        assert len(tool) == len(route), where
+        for i, (t, r) in enumerate(zip(tool, route, strict=True)):
+            _conforms(t, r, f"{where}[{i}]")
+        return
+    if isinstance(tool, int | float) and not isinstance(tool, bool):
+        assert float(tool) == float(route), where  # the OpenAPI document writes 2**63 - 1 as a float
+        return
+    if not isinstance(tool, dict):
+        assert tool == route, where
+        return
+    keys = set(tool) - set(_WORDS)
+    assert keys == set(route) - set(_WORDS), f"{where}: {sorted(keys)} vs {sorted(set(route) - set(_WORDS))}"
+    for key in keys:
+        _conforms(tool[key], route[key], f"{where}.{key}")
+
+
+def test_every_tool_takes_its_routes_inputs(app) -> None:  # type: ignore[no-untyped-def]
+    """Listed over MCP and compared with the app's OpenAPI: one source of truth for both (mcp_server/inputs.py)."""
+    from mcp_server.tools import build_server
+
+    listed = asyncio.run(build_server(lambda ctx: None).list_tools())  # type: ignore[arg-type, return-value]
+    assert {t.name for t in listed} == set(ROUTES) == set(TOOL_NAMES)
+    openapi = app.openapi()
+    for tool in listed:
+        schema = tool.input_schema
+        refs = {f"#/$defs/{k}": v for k, v in schema.get("$defs", {}).items()}
+        _conforms(_resolved({k: v for k, v in schema.items() if k != "$defs"}, refs),
+                  _route_inputs(openapi, tool.name), tool.name)
+    by_name = {t.name: t.input_schema for t in listed}
+    role = by_name["sessions_append"]["$defs"]["ChatMessage"]["properties"]["role"]
+    assert "developer" not in role["enum"]
+    budget = by_name["resume_context"]["properties"]["budget_tokens"]["anyOf"][0]
+    assert (budget["minimum"], budget["maximum"]) == (20_000, 150_000)

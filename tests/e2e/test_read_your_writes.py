@@ -187,6 +187,8 @@ def test_code_http(raw: httpx.Client) -> None:
         path = f"pkg/h{tag}.py"
         written = ok(raw.post("/v1/code/rwh/files", json={"files": [{"path": path, "content": _module(tag, i)}]}))
         at = written["files"][0]["position"]
+        again = ok(raw.post("/v1/code/rwh/files", json={"files": [{"path": path, "content": _module(tag, i)}]}))
+        assert again["files"][0]["action"] == "unchanged" and again["files"][0]["position"] == at  # what made it
         symbol = ok(raw.get(f"/v1/code/rwh/symbols/pkg.h{tag}.helper_{tag}", params={"min_position": at}))
         assert [c["symbol"] for c in symbol["callers"]] == [f"pkg.h{tag}.fetch_{tag}"]
         files = ok(raw.get("/v1/code/rwh/files", params={"after": f"pkg/h{tag[:-1]}", "limit": 1,

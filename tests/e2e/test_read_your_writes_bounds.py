@@ -1,0 +1,79 @@
+"""min_position on the read routes is bounded like recall's: a position the read models have not applied is a 503
+after ENGRAMLOG_MIN_POSITION_WAIT_S, one beyond the log's head a 422 at once, and a read waits only for its own
+tenant's events in its own domain's read models (another tenant's backlog never holds it).
+
+No worker runs in this module: a fresh write stays unprojected until the test projects it itself.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from fastapi.testclient import TestClient
+
+from projections.registry import PROJECTORS
+from projections.runner import catch_up
+
+
+@pytest.fixture
+def two(app, monkeypatch):  # type: ignore[no-untyped-def]
+    """Clients of two fresh tenants, with a short read-your-writes wait and no waiter slot free: a read that is
+    caught up answers without taking one, any other is refused (503) at once."""
+    import api.context
+    import api.read_your_writes
+    from infra.settings import get_settings, replace
+
+    tag = uuid.uuid4().hex[:8]
+    keys = {f"key-a-{tag}": f"tenant-a-{tag}", f"key-b-{tag}": f"tenant-b-{tag}"}
+    settings = replace(get_settings(), api_keys=keys, min_position_wait_s=0.3)
+    monkeypatch.setattr(api.context, "get_settings", lambda: settings)
+    monkeypatch.setattr(api.read_your_writes, "get_settings", lambda: settings)
+    clients = [TestClient(app, headers={"Authorization": f"Bearer {key}"}) for key in keys]
+    yield clients
+    for c in clients:
+        c.close()
+
+
+def test_unapplied_is_503_after_the_wait_then_200_once_projected(two, engine) -> None:  # type: ignore[no-untyped-def]
+    a, _ = two
+    at = a.post("/v1/sessions/s-1/messages", json={"role": "user", "content": "the red tent"})
+    assert at.status_code == 201, at.text
+    position = at.json()["position"]
+    late = a.get("/v1/sessions/s-1/messages", params={"min_position": position})
+    assert late.status_code == 503 and "sessions" in late.text and "have not reached" in late.text, late.text
+    assert "error" in late.json()
+    catch_up(engine, PROJECTORS["sessions"], 1000, max_seconds=60)
+    page = a.get("/v1/sessions/s-1/messages", params={"min_position": position})
+    assert page.status_code == 200 and [m["content"] for m in page.json()["messages"]] == ["the red tent"]
+
+
+@pytest.mark.parametrize("path", ["/v1/memories/00000000-0000-0000-0000-000000000001", "/v1/knowledge",
+                                  "/v1/sessions", "/v1/transcripts", "/v1/code/repo/files",
+                                  "/v1/knowledge-sections?path=a.md&heading_path=A"])
+def test_beyond_the_head_and_negative_are_422(two, path) -> None:  # type: ignore[no-untyped-def]
+    a, _ = two
+    beyond = a.get(path, params={"min_position": 2**62})
+    assert beyond.status_code == 422 and "min_position" in beyond.text, beyond.text
+    negative = a.get(path, params={"min_position": -1})
+    assert negative.status_code == 422 and "min_position" in negative.text, negative.text
+
+
+def test_another_tenants_backlog_does_not_hold_a_read(two, app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A's session message is unprojected; B then writes a memory (a later position). B's sessions read at its
+    own position waits for nothing: none of B's events there is unapplied (no waiter slot needed), while A's read
+    at its own position still is refused."""
+    import api.read_your_writes
+    from infra.settings import replace
+
+    a, b = two
+    settings = replace(api.read_your_writes.get_settings(), max_position_waiters=0)
+    monkeypatch.setattr(api.read_your_writes, "get_settings", lambda: settings)
+    first = a.post(f"/v1/sessions/s-{uuid.uuid4().hex[:6]}/messages", json={"role": "user", "content": "mine"})
+    assert first.status_code == 201, first.text
+    later = b.post("/v1/memories", json={"content": "B's canoe is blue", "must_keep": True})
+    assert later.status_code == 201 and later.json()["position"] > first.json()["position"], later.text
+    own = b.get("/v1/sessions", params={"min_position": later.json()["position"]})
+    assert own.status_code == 200 and own.json()["sessions"] == [], own.text
+    held = a.get("/v1/sessions", params={"min_position": first.json()["position"]})
+    assert held.status_code == 503 and "already waiting" in held.text, held.text

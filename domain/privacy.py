@@ -94,4 +94,45 @@ class PrivacyPolicy:
 
 NO_POLICY = PrivacyPolicy()
 
-__all__ = ["NO_POLICY", "POLICY_FIELDS", "PrivacyPolicy", "path_matches"]
+
+# Each domain's item identity: the one rule its routes, its recall domain and the event export all ask.
+def memory_excluded(policy: PrivacyPolicy, recorded: dict[str, Any]) -> bool:
+    """A memory, by its recording (a memory row or its MemoryRecorded): agent, project, session, tags."""
+    return policy.excludes_record({k: recorded.get(k) for k in ("agent_id", "project", "session_id", "tags")})
+
+
+def document_excluded(policy: PrivacyPolicy, path: str, tags: Iterable[str] = (), project: str | None = None) -> bool:
+    """A knowledge document (and each of its sections): its path, its current version's tags, its project."""
+    return policy.excludes(path=path, tags=tags, project=project)
+
+
+def session_excluded(policy: PrivacyPolicy, session_id: str, agent_id: str | None = None,
+                     project: str | None = None) -> bool:
+    """A session (and each of its messages): its id, and its agent and project (its first append's)."""
+    return policy.excludes(session_id=session_id, agent_id=agent_id, project=project)
+
+
+def transcript_excluded(policy: PrivacyPolicy, transcript_id: str) -> bool:
+    """A transcript (and each of its chunks): its id, which exclude_sessions names."""
+    return policy.excludes(session_id=transcript_id)
+
+
+def code_file_excluded(policy: PrivacyPolicy, repo: str, path: str) -> bool:
+    """A repository's source file (and each of its symbols): the path `<repo>/<file path>`."""
+    return policy.excludes(path=f"{repo}/{path}")
+
+
+def scope_excluded(policy: PrivacyPolicy, scope: dict[str, Any]) -> bool:
+    """A recall's or a deep recall's scope (agent, project, session): one naming an excluded one is hidden whole."""
+    return policy.excludes(**{k: v for k in ("agent_id", "project", "session_id")
+                              if isinstance(v := scope.get(k), str)})
+
+
+def loosened_or_same(now: PrivacyPolicy, then: PrivacyPolicy) -> bool:
+    """Whether `now` excludes nothing `then` did not (each of its entries is one of then's): what was answered
+    under `then` holds nothing `now` hides."""
+    return all(set(getattr(now, f)) <= set(getattr(then, f)) for f in POLICY_FIELDS)
+
+__all__ = ["NO_POLICY", "POLICY_FIELDS", "PrivacyPolicy", "code_file_excluded", "document_excluded",
+           "loosened_or_same", "memory_excluded", "path_matches", "scope_excluded", "session_excluded",
+           "transcript_excluded"]

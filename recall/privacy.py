@@ -22,8 +22,9 @@ from typing import Any
 from sqlalchemy import Connection
 
 from domain.events import PRIVACY_STREAM, MemoryRecorded, RecordedEvent, memory_stream
-from domain.privacy import NO_POLICY, PrivacyPolicy
+from domain.privacy import NO_POLICY, PrivacyPolicy, memory_excluded, scope_excluded
 from eventstore.stream import last_event, read_streams
+from recall.event_privacy import Gate, deep_recall_served, event_hidden, names_excluded
 from recall.queries import History
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -62,19 +63,9 @@ def _records(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def _names_excluded(policy: PrivacyPolicy, data: dict[str, Any]) -> bool:
-    """Whether any object in an event's data is an excluded item by its own fields (a MemoryRecorded, a
-    document's put, a section handle's path, a recall's scope, a transcript's put or chunk handle by its id)."""
-    for record in _records(data):
-        tags = record.get("tags")
-        fields = {**record, "tags": tags if isinstance(tags, list) else ()}
-        for key in ("path", "agent_id", "project", "session_id"):
-            if not isinstance(fields.get(key), str):
-                fields.pop(key, None)
-        if isinstance(record.get("transcript_id"), str) and "session_id" not in fields:
-            fields["session_id"] = record["transcript_id"]  # a transcript is gated by its id (exclude_sessions)
-        if policy.excludes_record(fields):
-            return True
-    return False
+    """For an event type without content of its own (a memory's decisions, a consolidation's report): whether any
+    object in its data holds an excluded item's fields."""
+    return names_excluded(policy, data)
 
 
 def _uuids(value: Any) -> Iterator[str]:
@@ -105,7 +96,7 @@ def hidden_memories(conn: Connection, tenant: str, policy: PrivacyPolicy, ids: I
     recorded: dict[str, dict[str, Any]] = {}
     for event in read_streams(conn, tenant, streams, (MemoryRecorded,)):
         recorded.setdefault(event.stream_id, event.data)  # oldest first: a memory is recorded once
-    return {stream[len(_MEMORY_STREAM):] for stream, data in recorded.items() if _names_excluded(policy, data)}
+    return {stream[len(_MEMORY_STREAM):] for stream, data in recorded.items() if memory_excluded(policy, data)}
 
 
 def memory_hidden(conn: Connection, tenant: str, policy: PrivacyPolicy, memory_id: uuid.UUID) -> bool:
@@ -123,9 +114,12 @@ def visible_events(conn: Connection, tenant: str, policy: PrivacyPolicy,
         return list(events)
     named = {e.event_id: _named_ids(e) for e in events}
     hidden = hidden_memories(conn, tenant, policy, set().union(*named.values()))
+    gate = Gate(conn, tenant, policy, hidden)
     out = []
     for e in events:
-        if _names_excluded(policy, e.data):
+        # Each content-bearing type by its domain's own item identity (recall/event_privacy.py), the others by
+        # the fields their data holds; every one also by the memories it names.
+        if event_hidden(gate, e) if gate.decides(e) else _names_excluded(policy, e.data):
             continue
         if e.is_a(MemoryRecorded) and str(e.data.get("supersedes")) in hidden:
             # A visible memory's own recording stays, without the excluded memory it replaced (as GET by id).
@@ -167,30 +161,34 @@ def visible_recall_record(conn: Connection, tenant: str, policy: PrivacyPolicy,
                           record: dict[str, Any]) -> dict[str, Any] | None:
     """A recall's record (recall/service.py get_recall) as a caller may see it under the policy in force now (the
     recall may have been served before it): None (answered 404) when the recall was scoped to excluded items;
-    else without the results naming an excluded item: a memory by its recording, another domain's by its handle
+    else without the results naming an excluded item: each by its domain's identity (recall/event_privacy.py)
     and, where the domain is registered, by its own fetch. When a result was dropped the funnel's explanation
-    and the per-result stages go too: they may quote what the dropped results held (terms, entities)."""
+    and the per-result stages go too: they may quote what the dropped results held (terms, entities). A deep
+    recall's audit (explanation.deep_recall: its code, printed output, live calls, sub-calls, answer) goes when it
+    touched an item hidden now (recall/event_privacy.py deep_recall_served)."""
     if policy.empty:
         return record
-    if _names_excluded(policy, {"scope": record.get("scope") or {}}):
+    if scope_excluded(policy, record.get("scope") or {}):
         return None
     from recall.domains.registry import DOMAINS  # the seam's registry imports the funnel: only when needed
     from recall.scope import Scope
 
     results = record.get("results") or []
     hidden = hidden_memories(conn, tenant, policy, [r["memory_id"] for r in results if r.get("memory_id")])
+    gate = Gate(conn, tenant, policy, hidden)
 
     def shown(r: dict[str, Any]) -> bool:
-        if r.get("memory_id") is not None:
-            return str(r["memory_id"]) not in hidden
-        handle = r.get("handle") or {}
-        if _names_excluded(policy, handle):
+        if gate.result_hidden(r.get("domain") or "memories", r.get("handle"), r.get("memory_id")):
             return False
+        if r.get("memory_id") is not None:
+            return True
         domain = DOMAINS.get(r.get("domain") or "")
-        return domain is None or domain.fetch(conn, Scope(tenant), handle, policy) is not None
+        return domain is None or domain.fetch(conn, Scope(tenant), r.get("handle") or {}, policy) is not None
 
     kept = [r for r in results if shown(r)]
-    if len(kept) == len(results):
+    deep = (record.get("explanation") or {}).get("deep_recall")
+    deep_hidden = isinstance(deep, dict) and deep_recall_served(gate, deep, record.get("position") or 0)
+    if len(kept) == len(results) and not deep_hidden:
         return record
     return {**record, "results": [{**r, "stages": {}} for r in kept], "explanation": {}}
 

@@ -105,3 +105,19 @@ def all_events(client: TestClient, **params: Any) -> list[dict[str, Any]]:
         cursor = r.json()["next_cursor"]
         if cursor is None:
             return out
+
+
+def privacy_clients(app: Any, tenant: str, monkeypatch: Any) -> PrivacyWorld:
+    """A PrivacyWorld's keys and clients (the tenant's operator and reader keys, another tenant's operator), with
+    nothing written: build_privacy_world writes its memories."""
+    import api.context
+    from infra.settings import get_settings, replace
+
+    other = f"{tenant}-other"
+    keys = {w: f"k{w}-{uuid.uuid4().hex}" for w in ("ops", "reader", "other_ops")}
+    settings = replace(get_settings(), api_keys={keys["ops"]: tenant, keys["reader"]: tenant,
+                                                 keys["other_ops"]: other},
+                       operator_keys=(keys["ops"], keys["other_ops"]))
+    monkeypatch.setattr(api.context, "get_settings", lambda: settings)
+    clients = {w: TestClient(app, headers={"Authorization": f"Bearer {k}"}) for w, k in keys.items()}
+    return PrivacyWorld(tenant, clients["ops"], clients["reader"], clients["other_ops"], other)

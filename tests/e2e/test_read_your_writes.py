@@ -8,13 +8,15 @@ The read models are the worker's alone here: nothing in this module catches them
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 import sdk_support
-from engramlog_client import Engramlog
+from engramlog_client import AsyncEngramlog, Engramlog
 
 api_keys, tenant_key = sdk_support.api_keys, sdk_support.tenant_key
 live_server, module_worker = sdk_support.live_server, sdk_support.module_worker
@@ -195,3 +197,47 @@ def test_code_http(raw: httpx.Client) -> None:
                                                         "min_position": at}))
         assert [f["path"] for f in files["files"]] == [path]
     rounds(trip)
+
+
+# ------------------------------------------------------------------------------------------------ the SDK's part
+
+
+def test_the_sdk_sends_its_last_written_position_on_every_read(sdk: Engramlog) -> None:
+    """Every domain read the SDK makes carries min_position = its last written position (a query parameter on
+    GETs, the body on recalls), and the routes take it (no 422: each names min_position)."""
+    sent: list[httpx.Request] = []
+    sdk.http.event_hooks["request"] = [sent.append]
+    tag = uuid.uuid4().hex[:8]
+    memory = sdk.remember(f"the {tag} canoe is green", must_keep=True)
+    sdk.put_document(f"d/{tag}.md", f"# D {tag}\n\n## A\ntext {tag}\n")
+    sdk.put_transcript(f"t-{tag}", _transcript(tag, 1))
+    sdk.put_code_files("sent", [{"path": f"p/m{tag}.py", "content": _module(tag, 1)}])
+    sdk.append_messages(f"s-{tag}", [{"role": "user", "content": f"hi {tag}"}])
+    last = sdk.last_position
+    reads = [lambda: sdk.memory(memory.memory_id), lambda: sdk.history(memory.memory_id),
+             lambda: sdk.get_document(f"d/{tag}.md"), lambda: sdk.list_documents(),
+             lambda: sdk.get_section(f"d/{tag}.md", f"D {tag} > A"), lambda: sdk.transcript(f"t-{tag}"),
+             lambda: sdk.transcript_lines(f"t-{tag}", 1), lambda: sdk.list_transcripts(),
+             lambda: sdk.transcript_chunk(f"t-{tag}", 0), lambda: sdk.code_files("sent"),
+             lambda: sdk.search_symbols("sent", f"fetch_{tag}"), lambda: sdk.symbol("sent", f"p.m{tag}.fetch_{tag}"),
+             lambda: sdk.list_sessions(), lambda: sdk.session_messages(f"s-{tag}"),
+             lambda: sdk.resume_context(f"s-{tag}")]
+    for read in reads:
+        sent.clear()
+        read()
+        assert sent[-1].url.params.get("min_position") == str(last), sent[-1].url
+    sent.clear()
+    sdk.recall_multi(f"{tag} canoe")
+    assert json.loads(sent[-1].content)["min_position"] == last
+    assert sdk.last_position == last  # reads (drills and recalls append hit-log events) do not move it
+
+
+def test_the_async_sdk_reads_its_own_writes(live_server, tenant_key, module_worker) -> None:  # type: ignore[no-untyped-def]
+    async def run() -> None:
+        async with AsyncEngramlog(live_server.url, api_key=tenant_key, timeout=60) as client:
+            for i in range(ROUNDS):
+                tag = uuid.uuid4().hex[:10]
+                await client.append_messages(f"s-{tag}", [{"role": "user", "content": f"async {tag} {i}"}])
+                page = await client.session_messages(f"s-{tag}")
+                assert [m.content for m in page.messages] == [f"async {tag} {i}"]
+    asyncio.run(run())

@@ -21,6 +21,8 @@ from api.routes import deep_recall as deep_recall_routes
 from api.routes import knowledge as knowledge_routes
 from api.routes import sessions as session_routes
 from api.routes import transcripts as transcript_routes
+from deep_recall import sandbox
+from deep_recall.deadline import stop_on_signals
 from domain.errors import DomainError
 from infra.db_errors import is_unavailable
 from infra.embedding import get_embedder
@@ -60,7 +62,9 @@ def create_app() -> FastAPI:
         # Load (and on first start export) the query-time models before the first recall, not during it.
         get_embedder(settings.embedding_model).warm()
         rerank.warm(settings)
+        stop_on_signals()  # a stop ends running deep recalls at once (deep_recall/deadline.py)
         yield
+        sandbox.close()  # the sandbox workers stopped and reaped
 
     # max_body_size: a body over the limit is refused while it arrives (chunked too), not by Content-Length alone.
     app = FastAPI(title="Engramlog", version="0.1.0", lifespan=lifespan, max_body_size=MAX_BODY_BYTES,

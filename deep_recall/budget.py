@@ -9,6 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from deep_recall.deadline import left_s
 from domain.errors import InvalidPayload
 from infra.settings import Settings
 
@@ -75,7 +76,7 @@ class Tracker:
         return self.started + self.limits.timeout_s
 
     def remaining_s(self) -> float:
-        return self.deadline - time.monotonic()
+        return left_s(self.deadline)  # none once the API is stopping
 
     def charge(self, model: str, input_tokens: int, output_tokens: int) -> None:
         with self._lock:

@@ -22,7 +22,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from deep_recall.deadline import HardTimeout, call_within
+from deep_recall import capacity
+from deep_recall.deadline import HardTimeout, call_within, left_s
 from domain.errors import InvalidPayload
 from domain.privacy import PrivacyPolicy
 from domain.sessions.messages import message_text
@@ -102,7 +103,7 @@ class LiveAPIs:
 
     # -- guards ---------------------------------------------------------------------------------------------
     def check_time(self) -> None:
-        if time.monotonic() >= self.deadline:
+        if left_s(self.deadline) <= 0:
             raise HardTimeout("the deep recall's hard timeout has passed: no more live calls; call FINAL now")
 
     def _narrowed(self, name: str, asked: str | None, fixed: str | None) -> str | None:
@@ -150,9 +151,10 @@ class LiveAPIs:
 
         def run(record: dict[str, Any]) -> list[dict[str, Any]]:
             try:
-                answer = recall_multi(self.engine, self.embedder, self.settings,
-                                      MultiRequest(scope, query, tuple(domains or ()), max_results),
-                                      self.caller.metadata, self.caller.policy)
+                with capacity.searching(self.settings, self.deadline):  # deep recall's searches take turns
+                    answer = recall_multi(self.engine, self.embedder, self.settings,
+                                          MultiRequest(scope, query, tuple(domains or ()), max_results),
+                                          self.caller.metadata, self.caller.policy)
             except InvalidPayload as exc:
                 raise ValueError(str(exc)) from None
             self.search_recall_ids.append(str(answer.recall_id))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 import structlog
 
 from deep_recall.budget import BudgetSpent, Tracker
-from deep_recall.deadline import call_within
+from deep_recall.capacity import Reservation
+from deep_recall.deadline import HardTimeout, call_within
 from deep_recall.live import LiveAPIs, short
 from deep_recall.models import ChatModel, Completion, Message, ModelError
 from deep_recall.prompts import NESTED, SYSTEM, first_message
@@ -44,6 +46,7 @@ class Env:
     store: Store | None
     tracker: Tracker
     sub_model: ChatModel
+    reservation: Reservation  # the sandbox workers reserved for this deep recall, one per nesting level
     sub_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -70,8 +73,9 @@ def _answer_text(value: Any) -> str:
 
 
 class Loop:
-    def __init__(self, env: Env, model: ChatModel, depth: int, max_iterations: int, nested: bool) -> None:
-        self.env, self.model, self.depth = env, model, depth
+    def __init__(self, env: Env, model: ChatModel, depth: int, max_iterations: int, nested: bool,
+                 level: int = 0) -> None:
+        self.env, self.model, self.depth, self.level = env, model, depth, level  # level: how deep it is nested
         self.max_iterations, self.nested = max_iterations, nested
         self.final: str | None = None
         self.cost_usd = 0.0
@@ -104,7 +108,7 @@ class Loop:
         try:
             if self.depth >= 2:  # a nested mini-loop on the sub-model, its own sub-calls one level shallower
                 inner = Loop(self.env, self.env.sub_model, self.depth - 1, self.env.settings.deep_nested_iterations,
-                             nested=True)
+                             nested=True, level=self.level + 1)
                 outcome = inner.run(prompt, prompt)
                 record.update(kind="loop", iterations=len(outcome.iterations), stopped=outcome.stopped,
                               cost_usd=round(outcome.cost_usd, 6), trace=outcome.iterations)
@@ -192,65 +196,74 @@ class Loop:
         def outcome(answer: str | None, stopped: str, reason: str | None) -> Outcome:
             return Outcome(answer, stopped, reason, audit, self.cost_usd)
 
-        with Sandbox(settings, {"context": context}, self.externals(), block_timeout) as sandbox:
-            turns = 0
-            while True:
-                if turns >= self.max_iterations:
-                    return outcome(None, "budget", f"iteration budget spent ({self.max_iterations})")
-                if tracker.over_cost():
-                    return outcome(None, "budget", f"dollar budget spent (${tracker.limits.cost_usd:.2f})")
-                asked = time.perf_counter()
-                try:
-                    completion = self._complete(self.model, messages)
-                except TimeoutError:
-                    return outcome(None, "timeout", f"hard timeout ({tracker.limits.timeout_s:.0f}s)")
-                except ModelError as exc:
-                    if tracker.remaining_s() <= 0:
-                        return outcome(None, "timeout", f"hard timeout ({tracker.limits.timeout_s:.0f}s)")
-                    return outcome(None, "error", f"model error: {exc}")
-                turns += 1
-                if not self.nested:
-                    tracker.iterations += 1
-                blocks = code_blocks(completion.text)
-                turn: dict[str, Any] = {"turn": turns, "tokens": {"input": completion.input_tokens,
-                                                                  "output": completion.output_tokens},
-                                        "model_ms": round((time.perf_counter() - asked) * 1000, 2), "blocks": []}
-                audit.append(turn)
-                if not blocks:
-                    final = text_final(completion.text)
-                    if final is not None:
-                        turn["final"] = short(final)
-                        return outcome(final, "final", None)
-                    turn["text"] = short(completion.text)
-                    cut = completion.truncated and OPEN_BLOCK.search(completion.text) is not None
-                    if cut:
-                        turn["truncated"] = True
-                    messages += [{"role": "assistant", "content": completion.text},
-                                 {"role": "user", "content": CUT_BLOCK if cut else NO_CODE}]
-                    continue
-                results: list[tuple[str, str | None]] = []
-                for code in blocks:
-                    live, saved, calls = self.env.live, self.env.live.calls, []
-                    live.calls = calls  # this block's live calls (a nested loop keeps its own, then restores)
-                    ran = time.perf_counter()
-                    try:
-                        result = sandbox.run(code, tracker.deadline)
-                    finally:
-                        live.calls = saved
-                    results.append((result.output, result.error))
-                    turn["blocks"].append({"code": short(code), "output": short(result.output),
-                                           "error": result.error and short(result.error), "live_calls": calls,
-                                           "ms": round((time.perf_counter() - ran) * 1000, 2),
-                                           **({"stopped": "timeout"} if result.at_deadline else {})})
-                    if self.final is not None or tracker.remaining_s() <= 0:
-                        break
-                if self.final is not None:
-                    turn["final"] = short(self.final)
-                    return outcome(self.final, "final", None)
+        try:
+            with self.env.reservation.slot(self.level), \
+                    Sandbox(settings, {"context": context}, self.externals(), block_timeout) as sandbox:
+                return self._turns(sandbox, messages, audit, outcome)
+        except HardTimeout as exc:  # no worker free for it before the deadline
+            return outcome(None, "timeout", str(exc))
+
+    def _turns(self, sandbox: Sandbox, messages: list[Message], audit: list[dict[str, Any]],
+               outcome: Callable[[str | None, str, str | None], Outcome]) -> Outcome:
+        tracker = self.env.tracker
+        turns = 0
+        while True:
+            if turns >= self.max_iterations:
+                return outcome(None, "budget", f"iteration budget spent ({self.max_iterations})")
+            if tracker.over_cost():
+                return outcome(None, "budget", f"dollar budget spent (${tracker.limits.cost_usd:.2f})")
+            asked = time.perf_counter()
+            try:
+                completion = self._complete(self.model, messages)
+            except TimeoutError:
+                return outcome(None, "timeout", f"hard timeout ({tracker.limits.timeout_s:.0f}s)")
+            except ModelError as exc:
                 if tracker.remaining_s() <= 0:
                     return outcome(None, "timeout", f"hard timeout ({tracker.limits.timeout_s:.0f}s)")
+                return outcome(None, "error", f"model error: {exc}")
+            turns += 1
+            if not self.nested:
+                tracker.iterations += 1
+            blocks = code_blocks(completion.text)
+            turn: dict[str, Any] = {"turn": turns, "tokens": {"input": completion.input_tokens,
+                                                              "output": completion.output_tokens},
+                                    "model_ms": round((time.perf_counter() - asked) * 1000, 2), "blocks": []}
+            audit.append(turn)
+            if not blocks:
+                final = text_final(completion.text)
+                if final is not None:
+                    turn["final"] = short(final)
+                    return outcome(final, "final", None)
+                turn["text"] = short(completion.text)
+                cut = completion.truncated and OPEN_BLOCK.search(completion.text) is not None
+                if cut:
+                    turn["truncated"] = True
                 messages += [{"role": "assistant", "content": completion.text},
-                             {"role": "user", "content": self._feedback(results)}]
+                             {"role": "user", "content": CUT_BLOCK if cut else NO_CODE}]
+                continue
+            results: list[tuple[str, str | None]] = []
+            for code in blocks:
+                live, saved, calls = self.env.live, self.env.live.calls, []
+                live.calls = calls  # this block's live calls (a nested loop keeps its own, then restores)
+                ran = time.perf_counter()
+                try:
+                    result = sandbox.run(code, tracker.deadline)
+                finally:
+                    live.calls = saved
+                results.append((result.output, result.error))
+                turn["blocks"].append({"code": short(code), "output": short(result.output),
+                                       "error": result.error and short(result.error), "live_calls": calls,
+                                       "ms": round((time.perf_counter() - ran) * 1000, 2),
+                                       **({"stopped": "timeout"} if result.at_deadline else {})})
+                if self.final is not None or tracker.remaining_s() <= 0:
+                    break
+            if self.final is not None:
+                turn["final"] = short(self.final)
+                return outcome(self.final, "final", None)
+            if tracker.remaining_s() <= 0:
+                return outcome(None, "timeout", f"hard timeout ({tracker.limits.timeout_s:.0f}s)")
+            messages += [{"role": "assistant", "content": completion.text},
+                         {"role": "user", "content": self._feedback(results)}]
 
 
 __all__ = ["Env", "Loop", "Outcome", "code_blocks", "text_final"]

@@ -5,9 +5,10 @@ host functions the sandbox calls by name (external functions); their exceptions 
 exceptions the code may catch, and an uncaught one ends the block with its message, never the loop.
 
 A deep recall checks out one session (one worker, its variables kept from block to block) and gives it back at
-the end; a nested mini-loop checks out its own. Each block runs under two clocks: its own execution-time limit
-(monty's max_feed_duration_secs, a TimeoutError the session survives) and the deep recall's hard deadline (the
-worker is killed when it passes: deep_recall/deadline.py), so a block ends at min(its limit, the time left).
+the end; a nested mini-loop checks out its own. A loop checks out only with a worker reserved for it
+(deep_recall/capacity.py), so a checkout never waits on the pool. Each block runs under two clocks: its own
+execution-time limit (monty's max_feed_duration_secs) and the deep recall's hard deadline (the worker is killed
+when it passes: deep_recall/deadline.py), so a block ends at min(its limit, the time left).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from deep_recall.deadline import WorkerWatchdog
 from infra.settings import Settings
 
 log = structlog.get_logger(__name__)
-MAX_WORKERS = 8  # concurrent sessions: deep recalls, their nested mini-loops, parallel sub-calls
+CHECKOUT_WAIT_S = 5.0  # a backstop only: a checkout comes with a reserved worker (deep_recall/capacity.py)
 _pool: Monty | None = None
 _pool_lock = threading.Lock()
 
@@ -65,11 +66,18 @@ def pool(settings: Settings) -> Monty:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = Monty(min_processes=1, max_processes=MAX_WORKERS,
-                          request_timeout=settings.deep_block_timeout_s + 10)
+            _pool = Monty(min_processes=1, max_processes=settings.deep_sandbox_workers,
+                          checkout_timeout=CHECKOUT_WAIT_S, request_timeout=settings.deep_block_timeout_s + 10)
             _pool.__enter__()
             atexit.register(_close)
         return _pool
+
+
+def close() -> None:
+    """Stop the pool's workers and reap them (the API's shutdown; at exit)."""
+    global _pool
+    with _pool_lock:
+        _close()
 
 
 def _close() -> None:
@@ -159,4 +167,4 @@ class Sandbox:
             return BlockResult(out.output, _error_text(exc))
 
 
-__all__ = ["PRELUDE", "BlockResult", "Sandbox", "pool"]
+__all__ = ["PRELUDE", "BlockResult", "Sandbox", "close", "pool"]

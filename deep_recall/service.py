@@ -21,10 +21,11 @@ from typing import Any
 import structlog
 from sqlalchemy import Engine
 
-from deep_recall import cache
+from deep_recall import cache, capacity
 from deep_recall.budget import Limits, Prices, Tracker
+from deep_recall.deadline import HardTimeout
 from deep_recall.live import Caller, LiveAPIs, cap, plain
-from deep_recall.loop import Env, Loop
+from deep_recall.loop import Env, Loop, Outcome
 from deep_recall.models import configured_models
 from deep_recall.store import Store
 from domain.errors import InvalidPayload
@@ -171,9 +172,14 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
                        results=hit.get("results", []))
 
     caused = {**metadata, "causation_id": str(recall_id)}  # each search's RecallServed names this deep recall
-    quick = recall_multi(engine, embedder, settings,
-                         MultiRequest(Scope(tenant, request.agent_id, request.project), request.question),
-                         caused, policy)
+    try:
+        with capacity.searching(settings, deadline_from + limits.timeout_s):  # deep recall's searches take turns
+            quick = recall_multi(engine, embedder, settings,
+                                 MultiRequest(Scope(tenant, request.agent_id, request.project), request.question),
+                                 caused, policy)
+    except HardTimeout as exc:  # its turn to search did not come before the deadline (or the API is stopping)
+        record.update(answer=None, stopped="timeout", reason=str(exc))
+        return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0)
     results = _flat(quick)
     record["shortcut_recall_id"] = str(quick.recall_id)
     high = [r for r in results if r["score"] >= settings.deep_shortcut_score]
@@ -203,10 +209,17 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
                     tracker.deadline)
     store = Store(engine, tenant, request.agent_id, request.session_id, request.project, recall_id, metadata)
     context = store.bootstrap(settings.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings))
-    env = Env(settings, live, store, tracker, sub)
-    outcome = Loop(env, root, request.max_depth, limits.iterations, nested=False).run(request.question, context)
+    sub_calls: list[dict[str, Any]] = []
+    try:
+        # One sandbox worker per nesting level, waited for until the deadline at the latest (deep_recall/capacity.py).
+        with capacity.reserve(settings, request.max_depth, tracker.deadline) as reservation:
+            env = Env(settings, live, store, tracker, sub, reservation, sub_calls)
+            outcome = Loop(env, root, request.max_depth, limits.iterations, nested=False).run(request.question,
+                                                                                            context)
+    except HardTimeout as exc:  # no loop ran
+        outcome = Outcome(None, "timeout", str(exc), [])
     record.update(answer=outcome.answer, stopped=outcome.stopped, reason=outcome.reason,
-                  iterations=outcome.iterations, sub_calls=env.sub_calls,
+                  iterations=outcome.iterations, sub_calls=sub_calls,
                   search_recall_ids=list(live.search_recall_ids)[:MAX_AUDIT_SEARCHES])
     if not _useful(outcome.answer):
         _blind_spot(engine, settings, tenant, request, recall_id,

@@ -57,3 +57,9 @@ class FeedbackAlreadyGiven(DomainError):
     """A memory of a recall was already judged with another verdict: feedback counts once per (recall, memory)."""
 
     status_code = 409
+
+
+class TooManyRequests(DomainError):
+    """The caller already runs as much of this kind of work at once as it may: retry when some has answered."""
+
+    status_code = 429

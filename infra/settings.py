@@ -47,6 +47,13 @@ def _positive(name: str, default: str) -> float:
     return value
 
 
+def _at_least(name: str, default: str, least: int) -> int:
+    value = int(_positive(name, default))
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value}")
+    return value
+
+
 def _choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
     value = _env(name, default).strip().lower()
     if value not in allowed:
@@ -288,6 +295,16 @@ class Settings:
     deep_max_context_tokens: int = field(
         default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_MAX_CONTEXT_TOKENS", "500000")))
     deep_bootstrap_ttl_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_BOOTSTRAP_TTL_S", "900"))
+    # Capacity, per API process: sandbox workers (a deep recall of max_depth d reserves d, one per nesting level,
+    # so at least the deepest max_depth, 3), deep recalls running at once per tenant and in all (beyond: 429).
+    deep_sandbox_workers: int = field(default_factory=lambda: _at_least("ENGRAMLOG_DEEP_SANDBOX_WORKERS", "8", 3))
+    deep_tenant_concurrent: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_TENANT_CONCURRENT", "4")))
+    deep_concurrent: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_CONCURRENT", "16")))
+    # Deep recall's own searches (its quick recall, the snapshot's seeds, the model's search()) running at once,
+    # per process: a burst of deep recalls leaves the CPU to the other routes' recalls.
+    deep_search_concurrent: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_SEARCH_CONCURRENT", "2")))
     # The smart shortcut: this many results at or above this final score answer without the loop.
     deep_shortcut_score: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_SHORTCUT_SCORE", "0.8"))
     deep_shortcut_hits: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_SHORTCUT_HITS", "3")))

@@ -10,11 +10,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 from sqlalchemy import Engine
-from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.deep_recall_schemas import DeepRecallIn
 from deep_recall import blind_spots
+from deep_recall.capacity import run_admitted
 from deep_recall.service import DeepRequest, deep_recall
 from infra.embedding import get_embedder
 from infra.settings import get_settings
@@ -67,7 +67,8 @@ async def post_deep_recall(body: DeepRecallIn, who: Annotated[Caller, Depends(ca
                            db: Annotated[Engine, Depends(engine)]) -> DeepRecallOut:
     request = DeepRequest(body.question, body.agent_id, body.project, body.session_id, body.max_depth,
                           body.budgets.model_dump())
-    return DeepRecallOut(**await run_in_threadpool(_run, db, who, request))
+    # Its own threads and a per-tenant limit (429 beyond it): deep recalls never hold the shared threadpool.
+    return DeepRecallOut(**await run_admitted(get_settings(), who.tenant, lambda: _run(db, who, request)))
 
 
 @router.get("/blind_spots", response_model=BlindSpotsOut)

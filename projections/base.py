@@ -16,10 +16,17 @@ from domain.events import EventSchema, MemoryRecorded, RecordedEvent
 
 
 class Projector(Protocol):
-    name: str
-    # Tables this projector owns; rebuild and verify work on exactly these.
-    tables: tuple[str, ...]
-    types: tuple[str, ...]
+    # Read-only members (properties here): a class attribute, or one of a narrower tuple type, satisfies them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """Tables this projector owns; rebuild and verify work on exactly these."""
+        ...
+
+    @property
+    def types(self) -> tuple[str, ...]: ...
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         """Apply a batch in the caller's transaction. Unqualified table names: rebuilds redirect them."""
@@ -48,7 +55,8 @@ def apply_in_order(conn: Connection, events: Sequence[RecordedEvent], one_by_one
         p = event.payload()
         collect = in_run.get(type(p)) if in_run else None
         if collect is not None:
-            collect(run, conn, event, p)  # type: ignore[arg-type]
+            assert run is not None, "in_run handlers collect into a run"
+            collect(run, conn, event, p)
             continue
         handler = one_by_one.get(type(p))
         if handler is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -37,12 +37,13 @@ from domain.events import (
     CodeFilePut,
     CodeFileRemoved,
     CodeSymbolStatusChanged,
+    EventSchema,
     RecallServed,
     RecordedEvent,
     ResultDrilled,
     code_file_stream,
 )
-from projections.base import apply_in_order, types_of
+from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index, unindex
 from projections.references import ReferencedUnits, string_key
 
@@ -138,7 +139,7 @@ def _on_own_stream(event: RecordedEvent, repo: str, path: str) -> bool:
     return False
 
 
-def _drop(conn: Connection, tenant: str, repo: str, path: str) -> list[Any]:
+def _drop(conn: Connection, tenant: str, repo: str, path: str) -> Sequence[Any]:
     """Delete a file's symbols, postings and calls; answers its old symbol rows."""
     key = {"tenant": tenant, "repo": repo, "path": path}
     old = conn.execute(_OLD_SYMBOLS, key).all()
@@ -236,8 +237,11 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: CodeSymbolStatusC
                            "ref_count": ref_count if isinstance(ref_count, int) else None})
 
 
-_FILE_HANDLERS = {CodeFilePut: _put, CodeFileRemoved: _removed, CodeSymbolStatusChanged: _status_changed}
-_HANDLERS = {**_FILE_HANDLERS, RecallServed: SYMBOL_REFERENCES.served, ResultDrilled: SYMBOL_REFERENCES.drilled}
+# The file handlers take the batch's Dirty as a keyword too (bound in apply).
+_FILE_HANDLERS: dict[type[EventSchema], Callable[..., None]] = {
+    CodeFilePut: _put, CodeFileRemoved: _removed, CodeSymbolStatusChanged: _status_changed}
+_HANDLERS: dict[type[EventSchema], Callable[..., None]] = {
+    **_FILE_HANDLERS, RecallServed: SYMBOL_REFERENCES.served, ResultDrilled: SYMBOL_REFERENCES.drilled}
 
 
 class CodeProjector:
@@ -248,7 +252,7 @@ class CodeProjector:
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         dirty: Dirty = defaultdict(set)
-        one_by_one = {**_HANDLERS, **{cls: partial(h, dirty=dirty) for cls, h in _FILE_HANDLERS.items()}}
+        one_by_one: OneByOne = {**_HANDLERS, **{cls: partial(h, dirty=dirty) for cls, h in _FILE_HANDLERS.items()}}
         apply_in_order(conn, events, one_by_one)
         _resolve(conn, dirty)
 

@@ -42,7 +42,7 @@ def reindex(conn: Connection, tenant: str, memory_id: object, content: str) -> b
     old_length = conn.execute(_OLD_LENGTH, {"tenant": tenant, "memory_id": memory_id}).scalar_one_or_none()
     if old_length is None:
         return False
-    old = dict(conn.execute(_OLD_POSTINGS, {"tenant": tenant, "memory_id": memory_id}).all())
+    old: dict[str, int] = dict(conn.execute(_OLD_POSTINGS, {"tenant": tenant, "memory_id": memory_id}).all())
     tfs = term_frequencies(content)
     if old == dict(tfs):
         return False

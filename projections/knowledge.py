@@ -21,6 +21,7 @@ Every time comes from the event (recorded_at, or a decision's clock), so a rebui
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 
 import structlog
@@ -119,8 +120,8 @@ def _put(conn: Connection, event: RecordedEvent, p: DocumentPut) -> None:
     ids = [section_id(tenant, p.project, p.path, s.heading_path, s.content_hash) for s in sections]
     doc = {"tenant": tenant, "document_id": event.stream_id, "project": p.project, "path": p.path,
            "version": version, "title": p.title, "tags": list(p.tags), "at": at}
-    known = dict(conn.execute(_KNOWN, {"tenant": tenant, "document_id": event.stream_id, "ids": ids,
-                                       "live": list(LIVE)}).all())
+    known: dict[uuid.UUID, str] = dict(conn.execute(_KNOWN, {"tenant": tenant, "document_id": event.stream_id,
+                                                             "ids": ids, "live": list(LIVE)}).all())
     new = [(sid, s) for sid, s in zip(ids, sections, strict=True) if sid not in known]
     kept = [(sid, s) for sid, s in zip(ids, sections, strict=True) if sid in known]
     dropped = sorted(str(sid) for sid, status in known.items() if status in LIVE and sid not in set(ids))

@@ -84,10 +84,10 @@ class Wanted:
 
     def _add_handle(self, tenant: str, handle: Handle | None) -> None:
         item = self.surface.item_of(tenant, handle)
-        if item is None or not isinstance(handle.get("version"), int):  # type: ignore[union-attr]
+        if item is None or handle is None or not isinstance(handle.get("version"), int):
             log.warning(f"{self.surface.name}.bad_handle", tenant=tenant, handle=str(handle)[:300])
             return
-        self.handles.setdefault((tenant, item), handle)  # type: ignore[arg-type]
+        self.handles.setdefault((tenant, item), handle)
 
     def flush(self, conn: Connection) -> None:
         texts, handles = self.texts, self.handles

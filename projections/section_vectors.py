@@ -44,7 +44,8 @@ def _texts_from_log(conn: Connection, tenant: str, handles: dict[uuid.UUID, dict
         key = (document_stream(h.get("project"), h["path"]), h["version"])
         if key not in versions:
             event = stream_event(conn, tenant, *key)
-            versions[key] = split_sections(event.payload().content) if event and event.is_a(DocumentPut) else None
+            put = event.payload() if event else None
+            versions[key] = split_sections(put.content) if isinstance(put, DocumentPut) else None
         section = next((s for s in versions[key] or () if s.heading_path == h["heading_path"]
                         and s.content_hash == h["content_hash"]), None)
         if section is None:

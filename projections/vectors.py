@@ -7,14 +7,15 @@ embedding cache (the write path's governor has usually put it there already).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import Connection, text
 
-from domain.events import MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
+from domain.events import EventSchema, MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
 from infra.embedding import embed_cached, get_embedder
 from infra.settings import get_settings
-from projections.base import apply_in_order, types_of
+from projections.base import OneByOne, apply_in_order, types_of
 
 _INSERT = text("""
 INSERT INTO memory_vectors (tenant, memory_id, agent_id, project, session_id, kind, model, embedding)
@@ -70,8 +71,8 @@ def _reembed(conn: Connection, event: RecordedEvent, p: MemoryReinforced | Memor
                             "embedding": embedding})
 
 
-_IN_RUN = {MemoryRecorded: _Run.add}
-_ONE_BY_ONE = {MemoryReinforced: _reembed, MemoriesMerged: _reembed}
+_IN_RUN: dict[type[EventSchema], Callable[[_Run, Connection, RecordedEvent, Any], None]] = {MemoryRecorded: _Run.add}
+_ONE_BY_ONE: OneByOne = {MemoryReinforced: _reembed, MemoriesMerged: _reembed}
 
 
 class VectorsProjector:

@@ -1,6 +1,7 @@
 """The query cache: a deep recall's answer kept in Redis (shared by every API process) for deep_cache_ttl_s,
-keyed by the SHA-256 of the scope and the lower-cased, whitespace-collapsed question, at most deep_cache_entries
-per scope (the oldest dropped). Redis unreachable: no cache (logged), never a failure."""
+keyed by the SHA-256 of the scope (with the depth and the privacy policy's version, its PrivacyPolicySet position:
+an answer cached under another policy is never served) and the lower-cased, whitespace-collapsed question, at most
+deep_cache_entries per scope (the oldest dropped). Redis unreachable: no cache (logged), never a failure."""
 
 from __future__ import annotations
 

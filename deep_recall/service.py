@@ -38,7 +38,7 @@ from domain.events import (
     recall_stream,
     validate_payload,
 )
-from domain.events.deep_recall import MAX_AUDIT_SEARCHES, MAX_QUESTION_CHARS
+from domain.events.deep_recall import MAX_AUDIT_SEARCHES, MAX_AUDIT_SESSIONS, MAX_QUESTION_CHARS
 from domain.privacy import PrivacyPolicy
 from eventstore.append import append
 from eventstore.stream import read_stream
@@ -150,7 +150,9 @@ def _blind_spot(engine: Engine, settings: Settings, tenant: str, request: DeepRe
 
 
 def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request: DeepRequest, tenant: str,
-                metadata: dict[str, Any], policy: PrivacyPolicy) -> dict[str, Any]:
+                metadata: dict[str, Any], policy: PrivacyPolicy, policy_position: int | None = None) -> dict[str, Any]:
+    """`policy_position`: its PrivacyPolicySet's (None: never set), the version the query cache and the bootstrap
+    snapshot are keyed by, so a new policy is in force for the very next deep recall."""
     _check(request)
     limits = Limits.of(settings, **request.budgets)  # type: ignore[arg-type]
     started = time.perf_counter()
@@ -163,7 +165,7 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
                                                              "cost_usd": limits.cost_usd,
                                                              "timeout_s": limits.timeout_s,
                                                              "max_depth": request.max_depth}}
-    cache_scope = {**scope, "max_depth": request.max_depth}
+    cache_scope = {**scope, "max_depth": request.max_depth, "policy": policy_position}
     hit = cache.cached(settings, tenant, cache_scope, request.question)
     if hit is not None:
         record.update(cached=True, answer=hit["answer"], stopped="final", shortcut=hit.get("shortcut", False),
@@ -208,7 +210,11 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
                     Caller(tenant, request.agent_id, request.project, request.session_id, policy, caused),
                     tracker.deadline)
     store = Store(engine, tenant, request.agent_id, request.session_id, request.project, recall_id, metadata)
-    context = store.bootstrap(settings.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings))
+    context = store.bootstrap(settings.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings),
+                              policy_position)
+    record["bootstrap_sessions"] = list(dict.fromkeys(
+        [s["session_id"] for s in context.get("sessions", [])] + list(context.get("recent_transcripts", {}))
+    ))[:MAX_AUDIT_SESSIONS]
     sub_calls: list[dict[str, Any]] = []
     try:
         # One sandbox worker per nesting level, waited for until the deadline at the latest (deep_recall/capacity.py).

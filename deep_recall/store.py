@@ -5,8 +5,8 @@ the deep_recall_store read model (projections/deep_recall.py) holds the latest v
 calls, restarts and rebuilds. A process keeps each scope's values in memory too (values it stored are readable at
 once, before the projector has them), merged with the read model's by log position at each deep recall.
 
-The bootstrap snapshot is kept in memory per scope and rebuilt once it is older than deep_bootstrap_ttl_s; the
-store survives its rebuild. FINAL is per run, never kept.
+The bootstrap snapshot is kept in memory per scope and rebuilt once it is older than deep_bootstrap_ttl_s or the
+tenant's privacy policy changed; the store survives its rebuild. FINAL is per run, never kept.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class ScopeState:
     values: dict[str, tuple[int, Any]] = field(default_factory=dict)  # key -> (position, value)
     bootstrap: dict[str, Any] | None = None
     built_at: float = 0.0
+    policy_position: int | None = None  # of the privacy policy the snapshot was built under
 
 
 _states: OrderedDict[tuple[str, str], ScopeState] = OrderedDict()
@@ -100,11 +101,14 @@ class Store:
         appended(1)
         self.state.values[key] = (position, data["value"])
 
-    def bootstrap(self, ttl_s: float, build: Any) -> dict[str, Any]:
-        """The scope's snapshot, rebuilt by `build()` when missing or older than ttl_s."""
-        if self.state.bootstrap is None or time.monotonic() - self.state.built_at > ttl_s:
+    def bootstrap(self, ttl_s: float, build: Any, policy_position: int | None = None) -> dict[str, Any]:
+        """The scope's snapshot, rebuilt by `build()` when missing, older than ttl_s, or built under another privacy
+        policy (`policy_position`: its PrivacyPolicySet's), so a new policy holds from the next deep recall."""
+        if (self.state.bootstrap is None or time.monotonic() - self.state.built_at > ttl_s
+                or self.state.policy_position != policy_position):
             self.state.bootstrap = build()
             self.state.built_at = time.monotonic()
+            self.state.policy_position = policy_position
         return self.state.bootstrap
 
 

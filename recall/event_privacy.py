@@ -11,8 +11,8 @@ and project, a search's results), read once per page.
 - recall records (RecallServed), drills: their scope, and each result by its domain's handle
 - deep recalls (DeepRecallServed): the scope, the quick recall's results, every search's results (its
   RecallServed, so a live call's result carried as a capped string is decided by what it held), the sessions it
-  read (load_transcript, list_sessions, the bootstrap snapshot's); DeepRecallStored and BlindSpotRegistered by
-  their scope and their deep recall.
+  read (load_transcript, list_sessions, the bootstrap snapshot's); a cached one as the deep recall it repeats;
+  DeepRecallStored and BlindSpotRegistered by their scope and their deep recall.
 A deep recall served under a policy that excluded at least what the policy in force excludes now holds nothing it
 hides (its answer and printed output were written from what that policy let through) and is shown as is.
 """
@@ -66,6 +66,7 @@ from domain.privacy import (
 )
 from eventstore.stream import read_stream
 
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _SESSION_ID = re.compile(r'"session_id":\s*"((?:[^"\\]|\\.)*)"')
 
 
@@ -242,6 +243,10 @@ def deep_recall_served(g: Gate, data: dict[str, Any], position: int) -> bool:
     if any(g.result_hidden(r.get("domain", "memories"), r.get("handle"), r.get("memory_id"))
            for r in data.get("shortcut_results") or [] if isinstance(r, dict)):
         return True
+    if data.get("cached"):
+        # A cached answer is its source deep recall's (named in the reason, deep_recall/service.py): decided as it.
+        source = {m.lower() for m in _UUID.findall(str(data.get("reason") or ""))} - {str(data.get("recall_id"))}
+        return any(g.deep_hidden(s) for s in sorted(source))
     if position and loosened_or_same(g.policy, g.policy_at(position)):
         return False  # served under a policy hiding at least as much: it holds nothing hidden now
     searches = set(map(str, data.get("search_recall_ids") or []))

@@ -16,9 +16,11 @@ from api.deep_recall_schemas import DeepRecallIn
 from deep_recall import blind_spots
 from deep_recall.capacity import run_admitted
 from deep_recall.service import DeepRequest, deep_recall
+from domain.privacy import scope_excluded
 from infra.embedding import get_embedder
 from infra.settings import get_settings
-from recall.privacy import policy_of
+from recall.event_privacy import Gate
+from recall.privacy import policy_in_force, policy_of
 
 router = APIRouter(prefix="/v1", tags=["deep recall"])
 
@@ -57,9 +59,9 @@ class BlindSpotsOut(BaseModel):
 def _run(db: Engine, who: Caller, request: DeepRequest) -> dict[str, Any]:
     settings = get_settings()
     with db.connect() as conn:
-        policy = policy_of(conn, who.tenant)
+        found = policy_in_force(conn, who.tenant)
     return deep_recall(db, get_embedder(settings.embedding_model), settings, request, who.tenant, who.metadata(),
-                       policy)
+                       found.policy, found.position)
 
 
 @router.post("/deep_recall", response_model=DeepRecallOut)
@@ -76,5 +78,13 @@ def get_blind_spots(who: Annotated[Caller, Depends(caller)], db: Annotated[Engin
                     agent_id: Annotated[str | None, Query(max_length=128)] = None,
                     project: Annotated[str | None, Query(max_length=128)] = None,
                     session_id: Annotated[str | None, Query(max_length=128)] = None) -> BlindSpotsOut:
-    return BlindSpotsOut(blind_spots=[BlindSpotOut(**r) for r in blind_spots.of_scope(
-        db, who.tenant, agent_id, session_id, project)])
+    """The scope's live blind spots under the privacy policy in force: none for an excluded scope (as for one with
+    none), none of a deep recall whose audit the policy hides now."""
+    rows = blind_spots.of_scope(db, who.tenant, agent_id, session_id, project)
+    with db.connect() as conn:
+        policy = policy_of(conn, who.tenant)
+        if not policy.empty:
+            gate = Gate(conn, who.tenant, policy, set())
+            scope = {"agent_id": agent_id, "project": project, "session_id": session_id}
+            rows = [] if scope_excluded(policy, scope) else [r for r in rows if not gate.deep_hidden(r["recall_id"])]
+    return BlindSpotsOut(blind_spots=[BlindSpotOut(**r) for r in rows])

@@ -24,6 +24,7 @@ MAX_STORE_KEY_CHARS = 200
 MAX_STORE_VALUE_BYTES = 64 * 1024  # as compact JSON
 MAX_AUDIT_ITERATIONS = 64
 MAX_AUDIT_SEARCHES = 1000  # recall ids of a deep recall's searches kept in its audit
+MAX_AUDIT_SESSIONS = 1000  # session ids of its bootstrap snapshot
 
 
 class DeepRecallServed(SystemEvent):
@@ -48,6 +49,9 @@ class DeepRecallServed(SystemEvent):
     shortcut_results: list[dict[str, Any]] = Field(default_factory=list)
     shortcut_recall_id: uuid.UUID | None = None
     search_recall_ids: list[uuid.UUID] = Field(default_factory=list, max_length=MAX_AUDIT_SEARCHES)
+    # The sessions its bootstrap snapshot listed or quoted: the privacy gate hides the audit when one is excluded
+    # later (the snapshot's text is not in the audit, the model's printed output may be).
+    bootstrap_sessions: list[str] = Field(default_factory=list, max_length=MAX_AUDIT_SESSIONS)
     models: dict[str, str | None] = Field(default_factory=dict)
     tokens: dict[str, int] = Field(default_factory=dict)
     cost_usd: float = 0.0

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from api.context import Caller, caller, engine
 from infra.settings import get_settings
 from recall.consistency import await_recallable, pending, refuse_beyond_head
-from recall.domains.registry import DOMAINS
+from recall.domains import registry
 
 MAX_POSITION = 2**63 - 1
 MinPosition = Annotated[int | None, Query(
@@ -25,14 +25,15 @@ MinPosition = Annotated[int | None, Query(
                                        "has applied it (503 if it has not in time, 422 beyond the log's head)")]
 
 
-def read_models_of(domains: Iterable[str]) -> tuple[str, ...]:
-    """The projections that feed the given recall domains, each once, in order."""
-    return tuple(dict.fromkeys(name for d in domains for name in DOMAINS[d].read_models))
+def read_models_of(domains: Iterable[str] = ()) -> tuple[str, ...]:
+    """The projections that feed the given recall domains (none given: every domain), each once, in order."""
+    asked = tuple(domains) or tuple(registry.DOMAINS)
+    return tuple(dict.fromkeys(name for d in asked for name in registry.get_domain(d).read_models))
 
 
 def _pending_after_head_check(db: Engine, tenant: str, min_position: int, names: tuple[str, ...]) -> list[str]:
     """min_position beyond the log's head: 422; else the read models that have not applied it yet."""
-    refuse_beyond_head(db, min_position, "min_position")
+    refuse_beyond_head(db, min_position, "min_position", tenant)  # the tenant's own head, never the log's
     return pending(db, min_position, names, tenant)
 
 

@@ -20,7 +20,6 @@ from domain.privacy import PrivacyPolicy
 from infra.embedding import get_embedder
 from infra.settings import get_settings
 from recall.consistency import READ_MODELS
-from recall.domains.registry import DOMAINS
 from recall.multi import MultiRequest, check, recall_multi
 from recall.privacy import policy_of, visible_recall_record
 from recall.scope import Scope
@@ -68,7 +67,7 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
                            tuple(body.domains or ()), body.k, body.include_history)
     check(request)
     # read-your-writes for every domain asked (the default fan-out: every domain, known only after the search)
-    await await_read_models(db, who.tenant, body.min_position, read_models_of(request.domains or DOMAINS))
+    await await_read_models(db, who.tenant, body.min_position, read_models_of(request.domains))
     answer = await run_in_threadpool(_under_policy, recall_multi, db, who.tenant,
                                      get_embedder(settings.embedding_model), settings, request, who.metadata())
     return MultiRecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,

@@ -32,6 +32,7 @@ class Notes:
     """A stand-in domain: answers every note holding a query word, scored by how many it holds."""
 
     name = "notes"
+    read_models: tuple[str, ...] = ()  # no projection of its own: a min_position waits for nothing here
     seen: list[DomainQuery] = []
 
     def __init__(self, notes: dict[str, list[str]]) -> None:

@@ -46,6 +46,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 import numpy as np
 
@@ -105,11 +106,14 @@ class Merge:
     merged_content: str
 
 
+EdgeKind = Literal["semantic", "hebbian"]  # the edges consolidation adjusts
+
+
 @dataclass(frozen=True)
 class EdgeChange:
     source_id: uuid.UUID
     target_id: uuid.UUID
-    kind: str
+    kind: EdgeKind
     weight: float
     reason: str
     phase: str

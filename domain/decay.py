@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from domain.events import MemoryStatus
 from domain.memory_status import RECALLABLE
 
 
@@ -36,7 +37,7 @@ class DecayPolicy:
 
 @dataclass(frozen=True)
 class MemoryRefs:
-    status: str
+    status: MemoryStatus
     recorded_at: datetime
     ref_count: int = 0
     last_access_at: datetime | None = None
@@ -50,8 +51,8 @@ class MemoryRefs:
 
 @dataclass(frozen=True)
 class Transition:
-    from_status: str
-    to_status: str
+    from_status: MemoryStatus
+    to_status: MemoryStatus
     reason: str
     inputs: dict[str, Any] = field(default_factory=dict)
 
@@ -62,7 +63,7 @@ def decide(refs: MemoryRefs, clock: datetime, policy: DecayPolicy) -> Transition
     inputs: dict[str, Any] = {"ref_count": refs.ref_count, "last_referenced_at": last.isoformat(),
                               "idle_days": round(idle, 4)}
 
-    def to(status: str, reason: str, **extra: Any) -> Transition:
+    def to(status: MemoryStatus, reason: str, **extra: Any) -> Transition:
         return Transition(refs.status, status, reason, {**inputs, **extra})
 
     if refs.status in ("dormant", "archived") and refs.status_ref_count is not None \

@@ -166,10 +166,10 @@ class _Overlay:
         key = (change.source_id, change.target_id, change.kind)
         self.changes[key] = change
         for m in key[:2]:
-            self.by_node.setdefault(m, set()).add(key)  # type: ignore[arg-type]
+            self.by_node.setdefault(m, set()).add(key)
 
     def apply(self, edges: dict[EdgeKey, Edge], node_ids: set[uuid.UUID], clock: datetime) -> None:
-        touched = node_ids | {m for k in edges for m in k[:2]}  # type: ignore[misc]
+        touched = node_ids | {m for k in edges for m in k[:2]}
         for key in sorted({k for m in touched for k in self.by_node.get(m, ())}, key=str):
             change = self.changes[key]
             if change.weight <= 0:
@@ -198,7 +198,7 @@ def _plan_part(conn: Connection, tenant: str, nodes: list[Node], edge_rows: Any,
                                                                               r.weight, r.updated_at)
                                   for r in edge_rows}
     overlay.apply(edges, ids, clock)
-    endpoints = sorted({m for k in edges for m in k[:2]} | {n.memory_id for n in nodes}, key=str)  # type: ignore[misc]
+    endpoints = sorted({m for k in edges for m in k[:2]} | {n.memory_id for n in nodes}, key=str)
     activity = {n.memory_id: n.last_access_at for n in nodes}
     activity.update({r.memory_id: r.last_access_at
                      for r in conn.execute(_LAST_ACCESS, {"tenant": tenant, "ids": endpoints})})

@@ -114,7 +114,8 @@ def append_message(engine: Engine, tenant: object, events: object, metadata: obj
     from workers.producer import check_message
 
     check_message(tenant, events, metadata)
-    items = [EventInput(**e) for e in events]  # type: ignore[union-attr]
+    # check_message refused any other shape: tenant is a str, events a list of dicts, metadata a dict.
+    items = [EventInput(**e) for e in events]  # type: ignore[attr-defined]
     return append_events(engine, tenant, items, metadata)  # type: ignore[arg-type]
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -79,7 +79,7 @@ class JobBusy(RuntimeError):
 
 
 @contextmanager
-def job_lock(engine: Engine, name: str, wait: bool = True):  # type: ignore[no-untyped-def]
+def job_lock(engine: Engine, name: str, wait: bool = True) -> Iterator[None]:
     """One run of a lifecycle job at a time across all processes: a session advisory lock, waited for unless
     `wait` is false, when a held lock raises JobBusy."""
     with engine.connect() as conn:

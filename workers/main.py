@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 
 import dramatiq
 import structlog
+from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import Middleware
 
+from infra import lifeline
 from infra.embedding import get_embedder
 from infra.logging import configure_logging
 from infra.settings import get_settings
@@ -20,6 +23,8 @@ from workers.heartbeat import heartbeat_key
 from workers.scheduler import LeaderScheduler
 
 log = structlog.get_logger(__name__)
+if os.environ.get(lifeline.ENV):  # under `engramlog up`: this worker process dies with the Dramatiq master, as the
+    lifeline.die_with_parent(signal.SIGKILL, os.getppid())  # master dies with up (infra/lifeline.py)
 
 
 class PollAndHeartbeat(Middleware):
@@ -58,7 +63,7 @@ class PollAndHeartbeat(Middleware):
             except Exception as exc:
                 log.warning("projections.poll_failed", error=str(exc))
 
-    def _beat(self, broker: dramatiq.Broker, interval: float) -> None:
+    def _beat(self, broker: RedisBroker, interval: float) -> None:  # infra/broker.py's
         key = heartbeat_key()
         while True:
             try:

@@ -40,6 +40,7 @@ from sqlalchemy import Connection, text
 from domain.decay import DecayPolicy, MemoryRefs, Transition, decide
 from domain.events import (
     CodeSymbolStatusChanged,
+    DecayStatus,
     NewEvent,
     SectionStatusChanged,
     SessionMessageStatusChanged,
@@ -51,6 +52,15 @@ from domain.events import (
 )
 
 EventOf = Callable[[Any, Transition, datetime], NewEvent]  # (candidate row, decision, clock) → the event
+
+
+def _statuses(tr: Transition) -> tuple[DecayStatus, DecayStatus]:
+    """A unit's decision between the decay statuses: the candidates are active, dormant or archived units, and
+    decide moves those among the same three."""
+    f, t = tr.from_status, tr.to_status
+    if f in ("active", "dormant", "archived") and t in ("active", "dormant", "archived"):
+        return f, t
+    raise ValueError(f"not a decaying unit's transition: {f} -> {t}")
 
 
 @dataclass(frozen=True)
@@ -70,29 +80,33 @@ class DecayingDomain:
 
 
 def _section(r: Any, tr: Transition, clock: datetime) -> NewEvent:
+    from_status, to_status = _statuses(tr)
     return NewEvent.of(SectionStatusChanged(
         section_id=r.section_id, path=r.path, project=r.project, heading_path=r.heading_path,
-        content_hash=r.content_hash, from_status=tr.from_status, to_status=tr.to_status, reason=tr.reason,
+        content_hash=r.content_hash, from_status=from_status, to_status=to_status, reason=tr.reason,
         clock=clock, inputs=tr.inputs), section_stream(r.section_id), occurred_at=clock)
 
 
 def _message(r: Any, tr: Transition, clock: datetime) -> NewEvent:
+    from_status, to_status = _statuses(tr)
     return NewEvent.of(SessionMessageStatusChanged(
-        session_id=r.session_id, message_id=r.message_id, from_status=tr.from_status, to_status=tr.to_status,
+        session_id=r.session_id, message_id=r.message_id, from_status=from_status, to_status=to_status,
         reason=tr.reason, clock=clock, inputs=tr.inputs), message_stream(r.message_uid), occurred_at=clock)
 
 
 def _chunk(r: Any, tr: Transition, clock: datetime) -> NewEvent:
+    from_status, to_status = _statuses(tr)
     return NewEvent.of(TranscriptChunkStatusChanged(
         chunk_id=r.chunk_id, transcript_id=r.transcript_id, ord=r.ord, content_hash=r.content_hash,
-        from_status=tr.from_status, to_status=tr.to_status, reason=tr.reason, clock=clock, inputs=tr.inputs),
+        from_status=from_status, to_status=to_status, reason=tr.reason, clock=clock, inputs=tr.inputs),
         chunk_stream(r.chunk_id), occurred_at=clock)
 
 
 def _symbol(r: Any, tr: Transition, clock: datetime) -> NewEvent:
+    from_status, to_status = _statuses(tr)
     return NewEvent.of(CodeSymbolStatusChanged(
-        repo=r.repo, path=r.path, qualified_name=r.qualified_name, from_status=tr.from_status,
-        to_status=tr.to_status, reason=tr.reason, clock=clock, inputs=tr.inputs),
+        repo=r.repo, path=r.path, qualified_name=r.qualified_name, from_status=from_status,
+        to_status=to_status, reason=tr.reason, clock=clock, inputs=tr.inputs),
         symbol_stream(r.repo, r.path, r.qualified_name), occurred_at=clock)
 
 

@@ -38,7 +38,8 @@ QUEUE = "lifecycle"
 
 def _remember_run(job: str, report: dict[str, Any]) -> None:
     try:
-        dramatiq.get_broker().client.set(f"{LAST_RUN_PREFIX}{job}", json.dumps(report, default=str))  # type: ignore[attr-defined]
+        broker = dramatiq.get_broker()  # infra/broker.py's RedisBroker; get_broker answers the base Broker type
+        broker.client.set(f"{LAST_RUN_PREFIX}{job}", json.dumps(report, default=str))  # type: ignore[attr-defined]
     except Exception as exc:
         log.warning("lifecycle.report_not_kept", job=job, error=str(exc))
 
@@ -86,7 +87,7 @@ def libpq_url(url: str) -> str:
     return f"{scheme.split('+', 1)[0]}{sep}{rest}"
 
 
-def _send(actor: dramatiq.Actor) -> None:  # type: ignore[type-arg]
+def _send(actor: dramatiq.Actor) -> None:
     try:
         actor.send()
         log.info("scheduler.sent", job=actor.actor_name)

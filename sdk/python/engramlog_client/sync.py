@@ -95,7 +95,7 @@ class Engramlog(DomainMethods, ClientBase):
                     time.sleep(step)
                     step = next(exchange)
             except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+                return done.value
 
     def request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None,
                 content: str | bytes | None = None, headers: Mapping[str, str] | None = None) -> Any:
@@ -109,7 +109,7 @@ class Engramlog(DomainMethods, ClientBase):
     def remember(self, content: str, **fields: Unpack[MemoryFields]) -> Remembered:
         """Record one memory through the governor: `disposition` says whether it is active, staging or discarded;
         `must_keep=True` bypasses the salience gate, `supersedes=<id>` (with `reason`) corrects a memory."""
-        return self.send(calls.remember(MemoryIn(content=content, **fields)))  # type: ignore[arg-type]
+        return self.send(calls.remember(MemoryIn(content=content, **fields)))  # type: ignore[arg-type]  # pydantic coerces the str/dict forms
 
     def remember_many(self, memories: Sequence[MemoryIn | Mapping[str, Any]]) -> list[Remembered]:
         """Record up to 1,000 memories atomically; answers in order."""
@@ -122,7 +122,7 @@ class Engramlog(DomainMethods, ClientBase):
                   **fields: Unpack[SupersedeFields]) -> Superseded:
         """Replace a memory (its scope, kind and tags are kept unless given). NotFoundError if unknown,
         ConflictError if it is already superseded (supersede its successor)."""
-        body = SupersedeIn(content=content, reason=reason, **fields)  # type: ignore[arg-type]
+        body = SupersedeIn(content=content, reason=reason, **fields)  # type: ignore[arg-type]  # pydantic coerces the str/dict forms
         return self.send(calls.supersede(memory_id, body))
 
     def history(self, memory_id: uuid.UUID | str) -> History:
@@ -157,14 +157,14 @@ class Engramlog(DomainMethods, ClientBase):
                **filters: Unpack[RecallFilters]) -> Recalled:
         """Ranked memories for a query. Waits (server side, bounded) until this client's own writes are recallable
         unless `consistent=False`."""
-        return self.send(calls.recall(RecallIn(query=query, k=k, **filters)), consistent)  # type: ignore[arg-type]
+        return self.send(calls.recall(RecallIn(query=query, k=k, **filters)), consistent)
 
     def recall_multi(self, query: str, domains: Sequence[str] | None = None, k: int | None = None,
                      consistent: bool = True, **filters: Unpack[MultiFilters]) -> MultiRecalled:
         """One query over several domains (memories, knowledge, transcripts, code, sessions): one bucket per
         domain in the order asked (default: every domain with data in the scope)."""
         body = MultiRecallIn(query=query, domains=list(domains) if domains is not None else None, k=k,
-                             **filters)  # type: ignore[arg-type]
+                             **filters)
         return self.send(calls.recall_multi(body), consistent)
 
     def recall_record(self, recall_id: uuid.UUID | str) -> RecallRecord:

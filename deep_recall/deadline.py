@@ -108,7 +108,7 @@ def call_within(deadline: float, call: Callable[[], T], what: str) -> T:
             raise HardTimeout(f"{what} was still running at the deep recall's hard timeout and was abandoned")
     if "error" in box:
         raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+    return box["value"]
 
 
 class WorkerWatchdog:
@@ -134,11 +134,11 @@ class WorkerWatchdog:
 
     def _fire(self) -> None:
         with self._lock:
-            if not self._armed:
+            if not self._armed or self.pid is None:  # armed only with a pid
                 return
             self._armed, self.fired = False, True
             with contextlib.suppress(ProcessLookupError):  # it died on its own meanwhile
-                os.kill(self.pid, signal.SIGKILL)  # type: ignore[arg-type]
+                os.kill(self.pid, signal.SIGKILL)
         log.info("deep_recall.block_stopped_at_deadline", pid=self.pid)
 
     def disarm(self) -> None:

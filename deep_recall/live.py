@@ -171,8 +171,8 @@ class LiveAPIs:
         """The scope's sessions, newest first, with message counts and date ranges."""
         def run(_: dict[str, Any]) -> list[dict[str, Any]]:
             with self.engine.connect() as conn:
-                rows, _ = list_sessions(conn, self.caller.tenant, self.caller.policy, self.caller.agent_id,
-                                        self.caller.project, limit=200)
+                rows = list_sessions(conn, self.caller.tenant, self.caller.policy, self.caller.agent_id,
+                                     self.caller.project, limit=200)[0]
             return rows
 
         return self._recorded("list_sessions", {}, run)
@@ -188,13 +188,14 @@ class LiveAPIs:
                 page = session_messages(conn, self.caller.tenant, session_id, self.caller.policy, after, 500)
                 if page is None:
                     raise LookupError(f"no session {session_id!r} in this scope")
-                messages, after = page
+                messages, next_after = page
                 for m in messages:
                     line = f"[{plain(m['created_at'])}] {m['role'].upper()}: {message_text(m['content'])}"
                     lines.append(line)
                     used += len(line) + 1
-                if after is None:
+                if next_after is None:
                     break
+                after = next_after
         return "\n".join(lines)
 
     def load_transcript(self, session_id: str) -> str:

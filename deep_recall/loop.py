@@ -243,7 +243,8 @@ class Loop:
                 continue
             results: list[tuple[str, str | None]] = []
             for code in blocks:
-                live, saved, calls = self.env.live, self.env.live.calls, []
+                live, saved = self.env.live, self.env.live.calls
+                calls: list[dict[str, Any]] = []
                 live.calls = calls  # this block's live calls (a nested loop keeps its own, then restores)
                 ran = time.perf_counter()
                 try:

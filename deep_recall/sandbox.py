@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from pydantic_monty import CollectString, Monty, MontyCrashedError, MontyError, MontySession
+from pydantic_monty import CollectString, Monty, MontyCrashedError, MontyError, MontySession, ResourceLimits
 
 from deep_recall.deadline import WorkerWatchdog
 from infra.settings import Settings
@@ -98,7 +98,7 @@ class BlockResult:
 
 def _error_text(exc: MontyError) -> str:
     try:
-        return exc.display()  # type: ignore[attr-defined]
+        return exc.display()  # type: ignore[attr-defined]  # on MontyError's subclasses, not the base
     except Exception:  # a crash error has no display
         return f"{type(exc).__name__}: {exc}"
 
@@ -120,10 +120,10 @@ class Sandbox:
         self._drop()
 
     def _open(self) -> None:
-        limits = {"max_feed_duration_secs": self.block_timeout_s,
+        limits: ResourceLimits = {"max_feed_duration_secs": self.block_timeout_s,
                   "max_memory": self.settings.deep_sandbox_memory_mb * 1024 * 1024,
                   "max_recursion_depth": 200, "max_suspensions": 10_000, "max_total_sleep_secs": 1.0}
-        session = pool(self.settings).checkout(script_name="deep_recall.py", limits=limits)  # type: ignore[arg-type]
+        session = pool(self.settings).checkout(script_name="deep_recall.py", limits=limits)
         session.__enter__()
         self._session = session
         session.feed_run(PRELUDE, inputs=self.inputs, print_callback=CollectString(max_bytes=1024))

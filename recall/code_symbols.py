@@ -12,7 +12,8 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from domain.code.symbols import line_slice
-from domain.privacy import PrivacyPolicy
+from domain.privacy import PrivacyPolicy, code_file_excluded
+from recall.visible_pages import visible_page
 
 MAX_EDGES = 200  # callers (callees) answered per symbol; the total is answered beside them
 
@@ -52,7 +53,7 @@ _HAS_REPO = text("SELECT EXISTS (SELECT 1 FROM code_files WHERE tenant = :tenant
 
 def gated(policy: PrivacyPolicy, repo: str, path: str | None) -> bool:
     """Whether the privacy policy hides a repository's file (its path as `<repo>/<file path>`)."""
-    return path is not None and policy.excludes(path=f"{repo}/{path}")
+    return path is not None and code_file_excluded(policy, repo, path)
 
 
 def contents(conn: Connection, tenant: str, repo: str, paths: set[str]) -> dict[str, str]:
@@ -127,10 +128,11 @@ def symbol_answer(conn: Connection, tenant: str, row: Any, policy: PrivacyPolicy
 def list_files(conn: Connection, tenant: str, repo: str, policy: PrivacyPolicy, after: str = "",
                limit: int = 1000) -> tuple[list[dict[str, Any]], str | None]:
     """A page of the repository's files by path (what `engramlog code index` compares with) and the next cursor."""
-    rows = conn.execute(_FILES, {"tenant": tenant, "repo": repo, "after": after, "limit": limit + 1}).all()
-    page = rows[:limit]
-    files = [dict(r._mapping) for r in page if not gated(policy, repo, r.path)]
-    return files, (page[-1].path if len(rows) > limit else None)
+    def read(cursor: str, n: int) -> list[Any]:
+        return list(conn.execute(_FILES, {"tenant": tenant, "repo": repo, "after": cursor, "limit": n}).all())
+
+    rows, next_after = visible_page(read, lambda r: r.path, lambda r: not gated(policy, repo, r.path), after, limit)
+    return [dict(r._mapping) for r in rows], next_after
 
 
 def has_repo(conn: Connection, tenant: str, repo: str) -> bool:

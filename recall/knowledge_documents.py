@@ -7,7 +7,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from domain.privacy import PrivacyPolicy
+from domain.privacy import PrivacyPolicy, document_excluded
+from recall.visible_pages import visible_page
 
 MAX_LISTED = 10_000
 _LIST = text("""
@@ -23,9 +24,11 @@ def list_documents(conn: Connection, tenant: str, project: str | None, policy: P
                    limit: int = 1000) -> tuple[list[dict[str, Any]], str | None]:
     """The project's documents (none: those without a project) by path, after `after`, none the policy hides; and
     the path to page on from (None: no more)."""
-    limit = min(limit, MAX_LISTED)
-    rows = conn.execute(_LIST, {"tenant": tenant, "project": project or None, "prefix": prefix, "after": after,
-                                "limit": limit}).all()
-    docs = [dict(r._mapping) | {"tags": list(r.tags or [])} for r in rows
-            if not policy.excludes(path=r.path, tags=r.tags or (), project=r.project)]
-    return docs, (rows[-1].path if len(rows) == limit else None)
+    def read(cursor: str, n: int) -> list[Any]:
+        return list(conn.execute(_LIST, {"tenant": tenant, "project": project or None, "prefix": prefix,
+                                         "after": cursor, "limit": n}).all())
+
+    rows, next_after = visible_page(read, lambda r: r.path,
+                                    lambda r: not document_excluded(policy, r.path, r.tags or (), r.project),
+                                    after, min(limit, MAX_LISTED))
+    return [dict(r._mapping) | {"tags": list(r.tags or [])} for r in rows], next_after

@@ -13,13 +13,13 @@ from sqlalchemy import Engine
 from domain.errors import NotFound
 from domain.events import NewEvent, RecallServed, ResultDrilled, drill_stream, recall_stream
 from domain.knowledge.sections import split_sections
-from domain.privacy import PrivacyPolicy
+from domain.privacy import PrivacyPolicy, document_excluded
 from eventstore.append import append
 from eventstore.stream import first_of_type
 from infra.wake import appended
 from recall.domains.knowledge import KNOWLEDGE, KnowledgeDomain
 from recall.scope import Scope
-from services.knowledge import document_at
+from services.knowledge import document_at, unknown_document
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ def drill(engine: Engine, tenant: str, path: str, heading_path: str, project: st
         if content_hash is None:
             # No handle: the section at that version of the document (its current one by default), from the log.
             doc = document_at(conn, tenant, path, project, version)
-            if policy.excludes(path=path, tags=doc.tags, project=project):
-                raise NotFound(unknown)
+            if document_excluded(policy, path, doc.tags, project):
+                raise NotFound(unknown_document(path, version))  # as document_at answers an unknown one
             content_hash = next((s.content_hash for s in split_sections(doc.content)
                                  if s.heading_path == heading_path), None)
             if content_hash is None:

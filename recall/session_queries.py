@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from domain.errors import InvalidPayload
-from domain.privacy import PrivacyPolicy
+from domain.privacy import PrivacyPolicy, session_excluded
 from recall.scope import Scope
 
 MESSAGE_COLUMNS = ("m.session_id, m.seq, m.message_id, m.role, m.content, m.tool_name, m.name, m.tool_call_id,"
@@ -44,7 +44,7 @@ def message_out(row: Any) -> dict[str, Any]:
 
 
 def excluded(policy: PrivacyPolicy, row: Any) -> bool:
-    return policy.excludes(agent_id=row.agent_id, project=row.project, session_id=row.session_id)
+    return session_excluded(policy, row.session_id, row.agent_id, row.project)
 
 
 def _cursor(value: str | None) -> tuple[datetime, str] | None:

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, text
 
 from domain.errors import NotFound
 from domain.events import NewEvent, RecallServed, ResultDrilled, drill_stream, recall_stream
-from domain.privacy import PrivacyPolicy
+from domain.privacy import PrivacyPolicy, transcript_excluded
 from eventstore.append import append
 from eventstore.stream import first_of_type
 from infra.wake import appended
@@ -39,6 +39,8 @@ def drill_chunk(engine: Engine, tenant: str, transcript_id: str, ord_: int, poli
     with engine.connect() as conn:
         if recall_id is not None and first_of_type(conn, tenant, recall_stream(recall_id), RecallServed) is None:
             raise NotFound(f"no recall {recall_id}")
+        if transcript_excluded(policy, transcript_id):  # as an unknown transcript's chunk answers
+            raise NotFound(unknown if content_hash is None else f"{unknown} with content hash {content_hash}")
         if content_hash is None:
             content_hash = conn.execute(_CURRENT_HASH, {"tenant": tenant, "transcript_id": transcript_id,
                                                         "ord": ord_}).scalar_one_or_none()

@@ -7,7 +7,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from domain.privacy import PrivacyPolicy
+from domain.privacy import PrivacyPolicy, transcript_excluded
+from recall.visible_pages import visible_page
 
 MAX_LISTED = 10_000
 _LIST = text("""
@@ -21,10 +22,13 @@ def list_transcripts(conn: Connection, tenant: str, policy: PrivacyPolicy, after
                      limit: int = 1000) -> tuple[list[dict[str, Any]], str | None]:
     """The tenant's transcripts by id, after `after`, none the policy hides; and the id to page on from (None: no
     more)."""
-    limit = min(limit, MAX_LISTED)
-    rows = conn.execute(_LIST, {"tenant": tenant, "after": after, "limit": limit}).all()
-    out = [dict(r._mapping) for r in rows if not policy.excludes(session_id=r.transcript_id)]
-    return out, (rows[-1].transcript_id if len(rows) == limit else None)
+    def read(cursor: str, n: int) -> list[Any]:
+        return list(conn.execute(_LIST, {"tenant": tenant, "after": cursor, "limit": n}).all())
+
+    rows, next_after = visible_page(read, lambda r: r.transcript_id,
+                                    lambda r: not transcript_excluded(policy, r.transcript_id),
+                                    after, min(limit, MAX_LISTED))
+    return [dict(r._mapping) for r in rows], next_after
 
 
 __all__ = ["list_transcripts"]

@@ -154,7 +154,7 @@ def retire_document(engine: Engine, tenant: str, path: str, project: str | None,
     with engine.begin() as conn:
         cur = _current(conn, tenant, stream)
         if cur.put is None:
-            raise NotFound(f"no document at {path!r}" + (f" in project {project!r}" if project else ""))
+            raise NotFound(unknown_document(path, project=project))
         hash_ = cur.put.data["content_hash"]
         if cur.retired:
             return DocumentWritten(path, data["project"], cur.head, hash_, False, 0, 0)
@@ -178,6 +178,13 @@ class DocumentVersion:
     metadata: dict[str, Any]
 
 
+def unknown_document(path: str, version: int | None = None, project: str | None = None) -> str:
+    """What a read (`version`) or a retire (`project`) answers for a document there is none of: also what the
+    privacy gate answers for an excluded one, so the answer tells nothing of it."""
+    return (f"no document at {path!r}" + (f" version {version}" if version is not None else "")
+            + (f" in project {project!r}" if project else ""))
+
+
 def document_at(conn: Connection, tenant: str, path: str, project: str | None,
                 version: int | None = None) -> DocumentVersion:
     """A document as its log says: its current version (the latest put) or the put at `version`. 404 otherwise."""
@@ -188,7 +195,7 @@ def document_at(conn: Connection, tenant: str, path: str, project: str | None,
     cur = _current(conn, tenant, stream)
     event = cur.put if version is None else stream_event(conn, tenant, stream, version)
     if event is None or not event.is_a(DocumentPut):
-        raise NotFound(f"no document at {path!r}" + (f" version {version}" if version is not None else ""))
+        raise NotFound(unknown_document(path, version))
     d = event.data
     return DocumentVersion(path, d.get("project"), event.stream_version, cur.head, cur.retired, d["content"],
                            d["content_hash"], d.get("title"), list(d.get("tags") or []), dict(d.get("metadata") or {}))

@@ -42,11 +42,18 @@ from api.knowledge_schemas import (
 )
 from api.read_your_writes import reads
 from domain.errors import InvalidPayload, NotFound
-from domain.privacy import PrivacyPolicy
+from domain.privacy import PrivacyPolicy, document_excluded
 from recall.knowledge_documents import list_documents
 from recall.knowledge_drill import drill
 from recall.privacy import policy_of
-from services.knowledge import DocumentInput, document_at, put_document, put_documents, retire_document
+from services.knowledge import (
+    DocumentInput,
+    document_at,
+    put_document,
+    put_documents,
+    retire_document,
+    unknown_document,
+)
 
 router = APIRouter(prefix="/v1", tags=["knowledge"])
 _TEXT_TYPES = ("text/markdown", "text/plain", "text/x-markdown")
@@ -123,14 +130,22 @@ def get_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Annota
                   ) -> DocumentOut:
     with db.connect() as conn:
         doc = document_at(conn, who.tenant, path, project, version)
-        if _policy(conn, who.tenant).excludes(path=doc.path, tags=doc.tags, project=doc.project):
-            raise NotFound(f"no document at {path!r}")
+        if document_excluded(_policy(conn, who.tenant), doc.path, doc.tags, doc.project):
+            raise NotFound(unknown_document(path, version))  # as for an unknown one
     return DocumentOut(**doc.__dict__)
 
 
 @router.delete("/knowledge/{path:path}", response_model=DocumentWrittenOut)
 def delete_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                      project: str | None = None) -> DocumentWrittenOut:
+    """Retire a document; an excluded one answers as an unknown one (404), nothing written."""
+    with db.connect() as conn:
+        try:
+            doc = document_at(conn, who.tenant, path, project)
+        except NotFound:
+            doc = None  # retire_document answers it
+        if doc is not None and document_excluded(_policy(conn, who.tenant), doc.path, doc.tags, doc.project):
+            raise NotFound(unknown_document(path, project=project))
     return DocumentWrittenOut(**retire_document(db, who.tenant, path, project, who.metadata()).__dict__)
 
 

@@ -32,7 +32,8 @@ from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.read_your_writes import reads
-from domain.errors import NotFound
+from domain.errors import InvalidPayload, NotFound
+from domain.privacy import transcript_excluded
 from recall.privacy import policy_of
 from recall.transcript_drill import drill_chunk
 from recall.transcript_queries import list_transcripts
@@ -105,8 +106,17 @@ class ChunkDrillOut(BaseModel):
 
 def _visible(conn: Connection, tenant: str, transcript_id: str) -> None:
     check_id(transcript_id)
-    if policy_of(conn, tenant).excludes(session_id=transcript_id):
+    if transcript_excluded(policy_of(conn, tenant), transcript_id):
         raise NotFound(f"no transcript {transcript_id!r}")
+
+
+def _writable(db: Engine, tenant: str, transcript_id: str) -> None:
+    """A transcript id the policy excludes is refused whether a transcript has it or not (nothing written): its
+    answer (version, changed, chunks reused) would tell what the log holds under it."""
+    with db.connect() as conn:
+        if transcript_excluded(policy_of(conn, tenant), transcript_id):
+            raise InvalidPayload(f"transcript {transcript_id!r}: its id is excluded by the tenant's privacy policy "
+                                 "(exclude_sessions); it is not written")
 
 
 @router.put("/transcripts/{transcript_id}", response_model=TranscriptWrittenOut)
@@ -115,6 +125,7 @@ async def put(transcript_id: str, request: Request, who: Annotated[Caller, Depen
               format: Annotated[str | None, Query(max_length=16)] = None) -> TranscriptWrittenOut:  # noqa: A002
     check_id(transcript_id)
     text = decode(await request.body())
+    await run_in_threadpool(_writable, db, who.tenant, transcript_id)
     done = await run_in_threadpool(put_transcript, db, who.tenant, transcript_id, text, who.metadata(), format)
     return TranscriptWrittenOut(**done.__dict__)
 
@@ -155,9 +166,9 @@ def get_chunk(transcript_id: str, ord_: int, who: Annotated[Caller, Depends(call
               db: Annotated[Engine, Depends(engine)],
               content_hash: Annotated[str | None, Query(max_length=64)] = None,
               recall_id: uuid.UUID | None = None) -> ChunkDrillOut:
+    check_id(transcript_id)
     with db.connect() as conn:
-        _visible(conn, who.tenant, transcript_id)
-        policy = policy_of(conn, who.tenant)
+        policy = policy_of(conn, who.tenant)  # the drill answers an excluded transcript's chunk as an unknown one
     done = drill_chunk(db, who.tenant, transcript_id, ord_, policy, who.metadata(), content_hash, recall_id)
     return ChunkDrillOut(chunk=ChunkOut(**done.chunk), drill_id=done.drill_id, position=done.position)
 

@@ -124,12 +124,12 @@ def _is_system(metadata: dict[str, Any]) -> bool:
 
 def _retried(engine: Engine, tenant: str, events: Sequence[NewEvent]) -> list[int] | None:
     """A retry of a batch appended before (every event keyed and already there): the original positions."""
-    keys = [e.idempotency_key for e in events]
-    if not all(keys):
+    keys = [e.idempotency_key for e in events if e.idempotency_key]
+    if len(keys) < len(events):
         return None
     with engine.connect() as conn:
-        existing = existing_positions(conn, tenant, keys)  # type: ignore[arg-type]
-    return [existing[k] for k in keys] if len(existing) == len(set(keys)) else None  # type: ignore[index]
+        existing = existing_positions(conn, tenant, keys)
+    return [existing[k] for k in keys] if len(existing) == len(set(keys)) else None
 
 
 def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], metadata: dict[str, Any],

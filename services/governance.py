@@ -98,7 +98,7 @@ class Prepared:
                      "ids": [w.memory.supersedes for w in olds]}).all()
                 old_vectors = {r.memory_id: from_pgvector(r.embedding) for r in rows}
                 for w in olds:
-                    v = old_vectors.get(w.memory.supersedes)  # type: ignore[arg-type]
+                    v = old_vectors.get(w.memory.supersedes)
                     if v is not None and w.vector is not None:
                         w.old_cosine = float(np.dot(w.vector, v))
 
@@ -138,8 +138,8 @@ def prepare(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata:
     governed = [w for w in writes if not w.memory.must_keep]
     if explicit:  # the append re-checks these streams' heads (expected_version)
         with engine.connect() as conn:
-            g.states = stream_states(conn, tenant, sorted({w.memory.supersedes for w in explicit  # type: ignore[misc]
-                                                            if w.memory.supersedes not in in_batch}, key=str))
+            g.states = stream_states(conn, tenant, sorted({sup for w in explicit if (sup := w.memory.supersedes)
+                                                            and sup not in in_batch}, key=str))
     for old, state in g.states.items():
         if state.recorded is None:
             raise NotFound(f"no memory {old}: nothing to supersede")

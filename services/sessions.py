@@ -65,8 +65,8 @@ def _key(kind: str, session_id: str, message_ids: Sequence[str]) -> str:
 
 def _append_key(session_id: str, messages: Sequence[dict[str, Any]]) -> str | None:
     """The append's key when the client named every message (else a retry holds other generated ids)."""
-    ids = [m.get("message_id") for m in messages]
-    return _key("messages", session_id, ids) if all(i is not None for i in ids) else None  # type: ignore[arg-type]
+    ids = [i for m in messages if (i := m.get("message_id")) is not None]
+    return _key("messages", session_id, ids) if len(ids) == len(messages) else None
 
 
 def _checked(session_id: str, messages: Sequence[dict[str, Any]], agent_id: str | None,

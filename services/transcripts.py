@@ -103,7 +103,7 @@ def put_transcript(engine: Engine, tenant: str, transcript_id: str, text: str, m
         return TranscriptWritten(transcript_id, last.stream_version, whole, last.data["format"], False, n, 0, n,
                                  lines, int(last.data.get("turns") or 0), size, last.position)
     try:
-        parsed = parse_transcript(text, fmt)  # type: ignore[arg-type]
+        parsed = parse_transcript(text, fmt)
     except TranscriptError as exc:
         raise InvalidPayload(f"transcript {transcript_id!r}: {exc}") from None
     chunks = chunk_transcript(parsed)

@@ -1,11 +1,12 @@
 """Analyst queries over the log: filter by stream, type, position and time, paged gap-safely.
 
 Pages follow the log order the projectors read in (eventstore/read.py): by (transaction id, position), and only
-events below the oldest transaction still running. Paging on by position alone would skip an event whose
-transaction took a lower position but committed after the page was read; in this order such an event comes
-after the cursor. The cursor is opaque to callers ("<tx_id>-<position>", `page_cursor`); `after_position` /
-`before_position` stay plain filters on the position. An event is therefore listed once its transaction and
-every older one have ended (a running write delays it by as long as that write runs).
+events below the oldest transaction still running that may append (eventstore/horizon.py). Paging on by position
+alone would skip an event whose transaction took a lower position but committed after the page was read; in
+this order such an event comes after the cursor. The cursor is opaque to callers ("<tx_id>-<position>",
+`page_cursor`); `after_position` / `before_position` stay plain filters on the position. An event is therefore
+listed once its transaction and every older one that may append have ended (a running write delays it by as long
+as that write runs).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy import Connection, text
 
 from domain.errors import InvalidPayload
 from domain.events import RecordedEvent
+from eventstore.horizon import HORIZON
 from eventstore.read import COLUMNS, Checkpoint, row_to_event
 
 MAX_BIGINT = 2**63 - 1
@@ -51,9 +53,9 @@ def parse_cursor(value: str) -> Checkpoint:
     return Checkpoint(int(match.group(1)), int(match.group(2)))
 
 
-_SAFE_HEAD = text("""
+_SAFE_HEAD = text(f"""
 SELECT e.tx_id::text::bigint, e.position FROM events e
-WHERE e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+WHERE e.tx_id < {HORIZON}
 ORDER BY e.tx_id DESC, e.position DESC LIMIT 1
 """)
 
@@ -66,7 +68,7 @@ def safe_head(conn: Connection) -> Checkpoint:
 
 def query_events(conn: Connection, f: EventFilter, limit: int = 100) -> list[RecordedEvent]:
     """Events matching `f` in log order; page on with `after_cursor` = the last event's (tx_id, position)."""
-    clauses = ["e.tenant = :tenant", "e.tx_id < pg_snapshot_xmin(pg_current_snapshot())"]
+    clauses = ["e.tenant = :tenant", f"e.tx_id < {HORIZON}"]
     params: dict[str, object] = {"tenant": f.tenant, "limit": limit}
     if f.after_cursor is not None:
         clauses.append("(e.tx_id, e.position) > (CAST(CAST(:cursor_tx AS text) AS xid8), :cursor_pos)")

@@ -2,8 +2,8 @@
 
 Positions are taken when a row is inserted but become visible when its transaction commits, so a reader
 that follows positions alone can pass an event that commits later with a lower position. Instead we read
-in (transaction id, position) order and only below the oldest transaction still running
-(`pg_snapshot_xmin`): every transaction below that has committed or aborted, so nothing can appear behind
+in (transaction id, position) order and only below the oldest transaction still running that may append
+(eventstore/horizon.py): every transaction below that has committed or aborted, so nothing can appear behind
 the checkpoint afterwards.
 
 Every batch must cost the same however long the log is, and whatever share of it the projector's types are:
@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, TextClause, text
 
 from domain.events import RecordedEvent
+from eventstore.horizon import HORIZON
 
 COLUMNS = """position, event_id, tenant, stream_id, stream_version, type, schema_version, data, metadata,
              occurred_at, recorded_at, tx_id::text::bigint AS tx_id"""
@@ -37,8 +38,7 @@ class Checkpoint:
     position: int = 0
 
 
-_GAP_SAFE = ("(tx_id, position) > (CAST(CAST(:tx AS text) AS xid8), :pos)"
-             " AND tx_id < pg_snapshot_xmin(pg_current_snapshot())")
+_GAP_SAFE = "(tx_id, position) > (CAST(CAST(:tx AS text) AS xid8), :pos) AND tx_id < (SELECT h.b FROM horizon h)"
 _UNTIL = " AND (tx_id, position) <= (CAST(CAST(:until_tx AS text) AS xid8), :until_pos)"
 
 
@@ -50,6 +50,7 @@ def _read_statement(n_types: int, until: bool) -> TextClause:
         f"(SELECT tx_id, position FROM events WHERE type = :type_{i} AND {bound} ORDER BY tx_id, position LIMIT :limit)"
         for i in range(n_types))
     return text(f"""
+WITH horizon AS MATERIALIZED (SELECT {HORIZON} AS b)
 SELECT {COLUMNS} FROM events e
 WHERE e.position IN (SELECT k.position FROM ({ranges}) AS k ORDER BY k.tx_id, k.position LIMIT :limit)
 ORDER BY e.tx_id, e.position

@@ -18,6 +18,25 @@ def _sqlstate(error: BaseException) -> str | None:
     return getattr(orig, "sqlstate", None) if isinstance(orig, psycopg.Error) else None
 
 
+# A statement cancelled by its statement_timeout (57014) or the server out of memory (53200): "try later" for a
+# request, but an event that hits one on every attempt would be retried forever, so a projector counts it as a
+# failed attempt of that event (projections/dead_letters.py): a transient one is retried, a deterministic one
+# parked after MAX_EVENT_FAILURES.
+_STATEMENT_LIMITS = ("57014", "53200")
+
+
+def is_statement_limit(error: BaseException) -> bool:
+    """True when `error` (or what caused it) is a statement that ran over its time or the server's memory."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _sqlstate(current) in _STATEMENT_LIMITS:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def is_unavailable(error: BaseException) -> bool:
     """True when `error` (or what caused it) is the database being unreachable, restarting, out of connections
     (the pool's timeout included) or timing out a statement or a lock."""

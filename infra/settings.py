@@ -114,8 +114,15 @@ class Settings:
     # Read-your-writes waiters at once per API process; beyond it a waiting request is answered 503 at once.
     max_position_waiters: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_POSITION_WAITERS", "256")))
 
+    # Every database statement on every connection (PostgreSQL's statement_timeout, infra/db.py); 0: no limit.
+    statement_timeout_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_STATEMENT_TIMEOUT_S", "60")))
+
     # Projections
     projection_batch_size: int = field(default_factory=lambda: int(_env("ENGRAMLOG_PROJECTION_BATCH", "500")))
+    # One event's apply (and a batch's) runs at most this long; over it, it is one failed attempt of that event,
+    # parked after MAX_EVENT_FAILURES like any failing event (projections/runner.py), so it holds no one else up.
+    projection_event_timeout_s: float = field(
+        default_factory=lambda: _positive("ENGRAMLOG_PROJECTION_EVENT_TIMEOUT_S", "60"))
     poll_interval_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_POLL_INTERVAL_S", "2")))
     worker_heartbeat_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_WORKER_HEARTBEAT_S", "5")))
 

@@ -17,9 +17,10 @@ from sqlalchemy import Connection, Engine, text
 
 from domain.events import RecordedEvent
 from eventstore.read import event_at
-from infra.db_errors import is_unavailable
+from infra.db_errors import is_statement_limit, is_unavailable
 from infra.metrics import PROJECTION_EVENT_FAILURES, PROJECTION_EVENTS_PARKED
 from projections.base import Projector
+from projections.time_limit import over_time, time_limit
 
 log = structlog.get_logger(__name__)
 
@@ -108,25 +109,66 @@ def record_failure(conn: Connection, projection: str, event: RecordedEvent, exc:
     return str(row.status)
 
 
-def apply_guarded(conn: Connection, projector: Projector, events: Sequence[RecordedEvent]) -> list[RecordedEvent]:
-    """Apply `events` in the caller's transaction, each bad one isolated in a savepoint. Answers the events the
-    checkpoint may move past: every one applied or parked, up to (not including) the first one that failed but
-    is not parked yet. An unavailable database is not an event's fault: that error is raised, nothing counted."""
+class OverTime(Exception):
+    """Applying `events` ran over its time limit. The transaction it ran in is given up (the thread may have been
+    stopped anywhere, inside the driver too); the runner counts the attempt in a transaction of its own."""
+
+    def __init__(self, events: Sequence[RecordedEvent], cause: BaseException) -> None:
+        super().__init__(describe(cause))
+        self.events, self.cause = list(events), cause
+
+
+def over_time_in(exc: BaseException) -> OverTime | None:
+    """The OverTime `exc` is, or was raised while handling (the given-up transaction's rollback failing)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OverTime):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _not_the_events(exc: BaseException) -> bool:
+    """An unavailable database is no event's fault; a statement over its statement_timeout or the server's
+    memory is counted (infra/db_errors.py): retried forever, a deterministic one would hold the projector."""
+    return is_unavailable(exc) and not is_statement_limit(exc)
+
+
+def _apply(conn: Connection, projector: Projector, events: Sequence[RecordedEvent], limit: float | None) -> None:
     try:
         with conn.begin_nested():
-            projector.apply(conn, events)
+            if limit is None:
+                projector.apply(conn, events)
+            else:
+                with time_limit(limit):
+                    projector.apply(conn, events)
+    except BaseException as exc:
+        if (over := over_time(exc)) is not None:
+            raise OverTime(events, over) from exc
+        raise
+
+
+def apply_guarded(conn: Connection, projector: Projector, events: Sequence[RecordedEvent],
+                  limit: float | None = None) -> list[RecordedEvent]:
+    """Apply `events` in the caller's transaction, each bad one isolated in a savepoint. Answers the events the
+    checkpoint may move past: every one applied or parked, up to (not including) the first one that failed but
+    is not parked yet. An unavailable database is not an event's fault: that error is raised, nothing counted.
+    `limit`: seconds the batch, then each event, may take; over it OverTime is raised (runner.py counts it)."""
+    try:
+        _apply(conn, projector, events, limit)
         conn.execute(_RECOVERED, {"projection": projector.name, "positions": [e.position for e in events]})
         return list(events)
     except Exception as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, OverTime) or _not_the_events(exc):
             raise
     done: list[RecordedEvent] = []
     for event in events:  # one at a time: find the bad one(s); projectors give the same result however cut
         try:
-            with conn.begin_nested():
-                projector.apply(conn, [event])
+            _apply(conn, projector, [event], limit)
         except Exception as exc:
-            if is_unavailable(exc):
+            if isinstance(exc, OverTime) or _not_the_events(exc):
                 raise
             if record_failure(conn, projector.name, event, exc) != "parked":
                 break
@@ -175,7 +217,7 @@ def retry(engine: Engine, projector: Projector, position: int, by: str) -> Resol
             with conn.begin_nested():
                 projector.apply(conn, [event])
         except Exception as exc:
-            if is_unavailable(exc):
+            if _not_the_events(exc):
                 raise
             conn.execute(_RETRY_FAILED, {"projection": projector.name, "position": position,
                                          "error": describe(exc)})

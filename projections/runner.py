@@ -3,6 +3,11 @@
 Each event is applied in a savepoint when its batch fails (projections/dead_letters.py): the bad event is retried
 on the next runs and, after MAX_EVENT_FAILURES, parked so the checkpoint moves past it; the other events of the
 batch, other tenants' events and the other projectors go on.
+
+A batch, and each event, is applied within settings.projection_event_timeout_s (projections/time_limit.py). A batch
+over it is applied again one event per transaction, so the slow event is found alone; an event over it is one
+failed attempt, counted (and parked, the checkpoint moved past it) in a transaction of its own, since the one it
+ran in is given up.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ from dataclasses import dataclass
 import structlog
 from sqlalchemy import Connection, Engine, text
 
+from eventstore.horizon import declare_not_appending
 from eventstore.progress import has_reached as log_reached
 from eventstore.progress import progress
 from eventstore.read import Checkpoint, read_after
+from infra.settings import get_settings
 from projections.base import Projector
-from projections.dead_letters import apply_guarded, open_counts
+from projections.dead_letters import OverTime, apply_guarded, open_counts, over_time_in, record_failure
+from projections.time_limit import ActorTimeLimitExceeded
 
 log = structlog.get_logger(__name__)
 
@@ -47,9 +55,53 @@ def save_checkpoint(conn: Connection, name: str, checkpoint: Checkpoint) -> None
     conn.execute(_SAVE, {"name": name, "tx": checkpoint.tx_id, "pos": checkpoint.position})
 
 
+# Per projection, in this process: how many events are still applied one per transaction since a batch of them ran
+# over its time limit (one at a time, the slow one is found without redoing the others).
+_ONE_AT_A_TIME: dict[str, int] = {}
+
+
 def run_batch(engine: Engine, projector: Projector, batch_size: int) -> int | None:
-    """Apply the next batch. Answers the number applied, or None when another runner holds the lock."""
+    """Apply the next batch. Answers the number applied (a parked event included), or None when another runner
+    holds the lock."""
+    alone = _ONE_AT_A_TIME.get(projector.name, 0) > 0
+    try:
+        n = _run_batch(engine, projector, 1 if alone else batch_size)
+    except Exception as exc:
+        if (over := over_time_in(exc)) is None:
+            raise
+        if len(over.events) > 1:
+            log.warning("projection.batch_over_time", projection=projector.name, events=len(over.events),
+                        first=over.events[0].position, last=over.events[-1].position)
+            _ONE_AT_A_TIME[projector.name] = len(over.events)
+            if isinstance(over.cause, ActorTimeLimitExceeded):
+                raise over.cause from over  # the actor's own limit: it is over, as Dramatiq expects
+            return run_batch(engine, projector, batch_size)
+        n = _count_over_time(engine, projector, over)
+        if isinstance(over.cause, ActorTimeLimitExceeded):
+            raise over.cause from over  # the actor's own limit: it is over, as Dramatiq expects
+    if alone and n:
+        _ONE_AT_A_TIME[projector.name] -= n
+    return n
+
+
+def _count_over_time(engine: Engine, projector: Projector, over: OverTime) -> int:
+    """One failed attempt of the event that ran over its time, counted under the projection's lock; parked, the
+    checkpoint moves past it in the same transaction. Answers 1 when it was parked, else 0."""
+    event = over.events[0]
     with engine.begin() as conn:
+        conn.execute(_LOCK, {"key": lock_key(projector.name)})
+        nxt = read_after(conn, load_checkpoint(conn, projector.name), projector.types, 1)
+        if not nxt or nxt[0].position != event.position:
+            return 0  # another runner moved on meanwhile
+        if record_failure(conn, projector.name, event, over.cause) != "parked":
+            return 0
+        save_checkpoint(conn, projector.name, Checkpoint(event.tx_id, event.position))
+    return 1
+
+
+def _run_batch(engine: Engine, projector: Projector, batch_size: int) -> int | None:
+    with engine.begin() as conn:
+        declare_not_appending(conn)  # first: however long this batch runs, readers of the log need not wait for it
         if not conn.execute(_TRY_LOCK, {"key": lock_key(projector.name)}).scalar_one():
             return None
         conn.execute(_ENSURE, {"name": projector.name})
@@ -57,7 +109,7 @@ def run_batch(engine: Engine, projector: Projector, batch_size: int) -> int | No
         events = read_after(conn, checkpoint, projector.types, batch_size)
         if not events:
             return 0
-        done = apply_guarded(conn, projector, events)
+        done = apply_guarded(conn, projector, events, get_settings().projection_event_timeout_s)
         if not done:  # its first event failed and is not parked yet: tried again on the next run
             return 0
         last = done[-1]

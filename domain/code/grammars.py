@@ -15,6 +15,10 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait", "type"
 FUNCTION_KINDS = frozenset({"function", "method"})
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _GENERICS = re.compile(r"<.*", re.DOTALL)
+MAX_QUALIFIER_CHARS = 200
+# A qualifier is read from at most this many bytes of its receiver: in a chain `a.f().f()...` every call's
+# receiver holds the whole chain before it, so reading all of it would make a file's parse quadratic.
+_QUALIFIER_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,21 @@ def text_of(node: Node | None) -> str:
     return "" if node is None or node.text is None else node.text.decode("utf-8", "replace")
 
 
+def text_prefix(node: Node | None, source: bytes, limit: int) -> str:
+    """The first `limit` bytes (at most) of a node's text, cut at a character boundary: bounded whatever the
+    node's size (Node.text copies all of it)."""
+    if node is None:
+        return ""
+    end = min(node.end_byte, node.start_byte + limit)
+    while node.start_byte < end < node.end_byte and source[end] & 0xC0 == 0x80:  # inside a UTF-8 sequence
+        end -= 1
+    return source[node.start_byte:end].decode("utf-8", "replace")
+
+
+def _qualifier(obj: Node | None, source: bytes) -> str | None:
+    return "".join(text_prefix(obj, source, _QUALIFIER_BYTES).split())[:MAX_QUALIFIER_CHARS] or None
+
+
 def _type_name(node: Node | None) -> str:
     """A type's bare name: `*Server` → Server, `Vec<T>` → Vec, `a::B<T>` → B."""
     raw = _GENERICS.sub("", text_of(node)).strip().lstrip("*&").strip()
@@ -108,7 +127,7 @@ def receiver_type(node: Node) -> str | None:
     return None
 
 
-def _split_target(target: Node | None) -> tuple[str, str | None] | None:
+def _split_target(target: Node | None, source: bytes) -> tuple[str, str | None] | None:
     """(callee name, qualifier text) of a called expression: `f` → (f, None); `a.b.f` → (f, "a.b")."""
     if target is None:
         return None
@@ -120,7 +139,7 @@ def _split_target(target: Node | None) -> tuple[str, str | None] | None:
     if target.type in ("generic_function", "generic_type"):  # f::<T>() / new Box<T>()
         inner = target.child_by_field_name("function") or (target.named_children[0] if target.named_children
                                                             else None)
-        return _split_target(inner)
+        return _split_target(inner, source)
     fields = object_fields.get(target.type)
     if fields is None:
         return None
@@ -128,22 +147,22 @@ def _split_target(target: Node | None) -> tuple[str, str | None] | None:
     callee = text_of(name)
     if not callee:
         return None
-    qualifier = re.sub(r"\s+", "", text_of(obj))[:200] or None
-    return callee, qualifier
+    return callee, _qualifier(obj, source)
 
 
-def call_target(node: Node) -> tuple[str, str | None] | None:
-    """(callee name, qualifier) of a call node, or None when it calls no name (a call of a call's result)."""
+def call_target(node: Node, source: bytes) -> tuple[str, str | None] | None:
+    """(callee name, qualifier) of a call node, or None when it calls no name (a call of a call's result).
+    `source`: the bytes the tree was parsed from."""
     if node.type == "method_invocation":  # Java: obj.name(...) / name(...)
         name = text_of(node.child_by_field_name("name"))
         obj = node.child_by_field_name("object")
-        return (name, re.sub(r"\s+", "", text_of(obj))[:200] or None) if name else None
+        return (name, _qualifier(obj, source)) if name else None
     if node.type == "object_creation_expression":  # Java: new Foo(...)
         name = _type_name(node.child_by_field_name("type"))
         return (name, None) if name else None
     if node.type == "new_expression":  # JS: new Foo(...)
-        return _split_target(node.child_by_field_name("constructor"))
-    return _split_target(node.child_by_field_name("function"))
+        return _split_target(node.child_by_field_name("constructor"), source)
+    return _split_target(node.child_by_field_name("function"), source)
 
 
 def leading_identifier(qualifier: str) -> str | None:
@@ -152,4 +171,4 @@ def leading_identifier(qualifier: str) -> str | None:
 
 
 __all__ = ["CLASS_KINDS", "FUNCTION_KINDS", "GRAMMARS", "Grammar", "call_target", "definition", "leading_identifier",
-           "receiver_type", "scope_name", "text_of"]
+           "receiver_type", "scope_name", "text_of", "text_prefix"]

@@ -213,7 +213,7 @@ def parse_file(path: str, content: str, language: str) -> ParsedFile:
     while stack:
         node, ctx = stack.pop()
         inner = ctx
-        if node.type in grammar.calls and (target := call_target(node)) is not None:
+        if node.type in grammar.calls and (target := call_target(node, source)) is not None:
             callee, qualifier = target
             qualifier = qualifier.replace("::", ".") if qualifier else None
             calls.append((node.start_byte, Call(ctx.caller, ctx.cls, callee, qualifier, node.start_point.row + 1,

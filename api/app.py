@@ -15,6 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.context import loopback_refusal
+from api.parameters import parameter_problem
 from api.routes import code as code_routes
 from api.routes import dead_letters, events, feedback, memories, operations, policy, positions, recall
 from api.routes import deep_recall as deep_recall_routes
@@ -89,6 +90,14 @@ def create_app() -> FastAPI:
             structlog.contextvars.unbind_contextvars("correlation_id")
         response.headers["x-correlation-id"] = correlation_id
         return response
+
+    @app.middleware("http")
+    async def plain_text_parameters(request: Request, call_next):  # type: ignore[no-untyped-def]
+        # Every route at once: a NUL or invalid UTF-8 in the path or the query is refused before any handler.
+        problem = parameter_problem(request.scope)
+        if problem:
+            return _error(422, "invalid_request", [problem])
+        return await call_next(request)
 
     @app.middleware("http")
     async def loopback_only(request: Request, call_next):  # type: ignore[no-untyped-def]

@@ -41,10 +41,13 @@ RETURNING event_id, position
 
 
 def existing_positions(conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, int]:
-    """Positions of the events already appended for this tenant under these idempotency keys."""
-    if not keys:
+    """Positions of the events already appended for this tenant under these idempotency keys. A key with a NUL is
+    in no event (PostgreSQL text cannot hold one, and the append refuses it): not asked, so a caller that looks
+    a retry up before validating (POST /v1/memories/{id}/supersede) gets its 422 from the append, not a 500."""
+    asked = [k for k in keys if "\x00" not in k]
+    if not asked:
         return {}
-    return dict(conn.execute(_EXISTING_KEYS, {"tenant": tenant, "keys": list(keys)}).all())
+    return dict(conn.execute(_EXISTING_KEYS, {"tenant": tenant, "keys": asked}).all())
 
 
 def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: dict[str, Any]) -> list[int]:

@@ -122,3 +122,50 @@ def test_an_exhausted_pool_is_a_json_503(app, client):
         app.dependency_overrides.pop(engine_dependency, None)
         held.close()
         tiny.dispose()
+
+
+ODD_PARAMETERS = ("%00", "a%00b", "%ED%A0%80", "%FF", "x%C0%80")  # NUL, a lone surrogate, stray bytes
+
+
+def _routes(app):  # type: ignore[no-untyped-def]
+    """(method, path, path parameters, query parameters) of every operation, from the app's own schema."""
+    for path, operations in app.openapi()["paths"].items():
+        for method, operation in operations.items():
+            params = operation.get("parameters", [])
+            yield (method.upper(), path, [p["name"] for p in params if p["in"] == "path"],
+                   [p["name"] for p in params if p["in"] == "query"])
+
+
+def test_nul_or_invalid_unicode_in_any_path_or_query_parameter_is_422(app, client, nothing_written):
+    """One check for every route (api/parameters.py): 8 routes answered 500 (GET /v1/knowledge?after=%00,
+    GET /v1/sessions/a%00b/messages, ...), a route added later is covered too."""
+    checked = 0
+    for method, path, path_params, query_params in _routes(app):
+        plain = path
+        for name in path_params:
+            plain = plain.replace(f"{{{name}}}", "00000000-0000-0000-0000-000000000000")
+        cases = [path.replace(f"{{{name}}}", odd) for name in path_params for odd in ODD_PARAMETERS]
+        cases += [f"{plain}?{name}={odd}" for name in query_params for odd in ODD_PARAMETERS]
+        cases += [f"{plain}?{ODD_PARAMETERS[0]}=1"]
+        for url in cases:
+            r = client.request(method, url, json={} if method in ("POST", "PUT", "PATCH") else None)
+            refused(r, 422, "query" if "?" in url else "path")
+            checked += 1
+    assert checked > 200, checked
+    nothing_written()
+
+
+def test_a_supersede_with_a_nul_idempotency_key_is_422(client, nothing_written):
+    """Found by schemathesis: the retry look-up sent the key to PostgreSQL before the append refused it (500
+    "a database statement failed")."""
+    memory = client.post("/v1/memories", json={"content": "Alice keeps bees in Porto", "must_keep": True})
+    assert memory.status_code == 201, memory.text
+    written = count_events_of(client)
+    r = client.post(f"/v1/memories/{memory.json()['memory_id']}/supersede",
+                    json={"content": "Alice keeps bees in Braga", "reason": "moved", "idempotency_key": "k\x00"})
+    refused(r, 422, "NUL")
+    assert count_events_of(client) == written
+
+
+def count_events_of(client) -> int:  # type: ignore[no-untyped-def]
+    return len(client.get("/v1/events", params={"limit": 1000}).json()["events"])

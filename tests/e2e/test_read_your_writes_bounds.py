@@ -77,3 +77,17 @@ def test_another_tenants_backlog_does_not_hold_a_read(two, app, monkeypatch) -> 
     assert own.status_code == 200 and own.json()["sessions"] == [], own.text
     held = a.get("/v1/sessions", params={"min_position": first.json()["position"]})
     assert held.status_code == 503 and "already waiting" in held.text, held.text
+
+
+def test_every_read_route_of_the_domains_takes_min_position(app) -> None:  # type: ignore[no-untyped-def]
+    """A read route added to a domain later without `reads(...)` fails here."""
+    domains = ("/v1/memories", "/v1/knowledge", "/v1/sessions", "/v1/transcripts", "/v1/code")
+    schema = app.openapi()
+    gets = [(path, op) for path, ops in schema["paths"].items() for method, op in ops.items()
+            if method == "get" and path.startswith(domains)]
+    assert len(gets) >= 15, [p for p, _ in gets]
+    missing = [path for path, op in gets if "min_position" not in [p["name"] for p in op.get("parameters", [])]]
+    assert missing == []
+    for path in ("/v1/recall", "/v1/recall/multi"):
+        ref = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        assert "min_position" in schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"]

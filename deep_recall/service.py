@@ -223,6 +223,7 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
             outcome = Loop(env, root, request.max_depth, limits.iterations, nested=False).run(request.question,
                                                                                             context)
     except HardTimeout as exc:  # no loop ran
+    store.withhold(policy)  # values kept under an earlier policy that the one in force hides
         outcome = Outcome(None, "timeout", str(exc), [])
     record.update(answer=outcome.answer, stopped=outcome.stopped, reason=outcome.reason,
                   iterations=outcome.iterations, sub_calls=sub_calls,

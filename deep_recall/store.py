@@ -22,8 +22,11 @@ from sqlalchemy import Engine, text
 
 from domain.errors import InvalidPayload
 from domain.events import DeepRecallStored, NewEvent, deep_scope_key, deep_store_stream, validate_payload
+from domain.privacy import PrivacyPolicy
 from eventstore.append import append
+from eventstore.read import event_at
 from infra.wake import appended
+from recall.event_privacy import Gate, deep_recall_stored
 
 MAX_SCOPES = 64  # scopes kept in memory per process (least recently used dropped; the read model keeps values)
 
@@ -64,6 +67,7 @@ class Store:
         self.agent_id, self.session_id, self.project = agent_id, session_id, project
         self.scope_key = deep_scope_key(agent_id, session_id, project)
         self.state = _state(tenant, self.scope_key)
+        self.withheld: set[str] = set()  # keys whose value the privacy policy in force hides (withhold)
         self._load()
 
     def _load(self) -> None:
@@ -79,11 +83,23 @@ class Store:
     def get(self, key: str, default: Any = None) -> Any:
         if not isinstance(key, str):
             raise TypeError("get() takes a string key")
-        found = self.state.values.get(key)
+        found = None if key in self.withheld else self.state.values.get(key)
         return default if found is None else found[1]
 
     def keys(self) -> list[str]:
-        return sorted(self.state.values)
+        return sorted(set(self.state.values) - self.withheld)
+
+    def withhold(self, policy: PrivacyPolicy) -> None:
+        """Hide from this deep recall the values the privacy policy in force hides: a value stored by a deep recall
+        whose audit it hides now (what it read is excluded since), or holding an excluded item's fields."""
+        if policy.empty:
+            return
+        with self.engine.connect() as conn:
+            gate = Gate(conn, self.tenant, policy, set())
+            for key, (position, _) in list(self.state.values.items()):
+                event = event_at(conn, position)
+                if event is None or event.tenant != self.tenant or deep_recall_stored(gate, event.data, position):
+                    self.withheld.add(key)
 
     def store(self, key: str, value: Any) -> None:
         if not isinstance(key, str):

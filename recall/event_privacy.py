@@ -322,4 +322,4 @@ def names_excluded(policy: PrivacyPolicy, data: Any) -> bool:
     return False
 
 
-__all__ = ["HIDDEN_BY", "Gate", "deep_recall_served", "event_hidden", "names_excluded"]
+__all__ = ["HIDDEN_BY", "Gate", "deep_recall_served", "deep_recall_stored", "event_hidden", "names_excluded"]

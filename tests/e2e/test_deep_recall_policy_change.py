@@ -33,9 +33,10 @@ def test_the_cache_and_the_snapshot_follow_a_new_policy_at_once(app, tenant, eng
     marker = _secret_doc(world.reader, engine)
     point_route_at(models, monkeypatch)
     question = {"question": "what is the classified salary grid?"}
-    # The code prints the bootstrap snapshot's knowledge (seeded from the question) and a search; the answer
-    # quotes it.
-    turns = (code("print(context['knowledge'])", "print(search('classified salary grid', max_results=5))"),
+    # Each deep recall prints the snapshot, a search and what an earlier one kept, then keeps the search's results.
+    turns = (code("print(context['knowledge'])", "print(search('classified salary grid', max_results=5))",
+                  "print(get('seen'), stored_keys())",
+                  "store('seen', [h['content'] for h in search('classified salary grid', max_results=5)])"),
              lambda messages: "FINAL: " + (marker if marker in json.dumps(messages) else "NOT FOUND"))
     models.script(ROOT, *turns)
     first = _ok(world.reader.post("/v1/deep_recall", json=question))
@@ -49,7 +50,8 @@ def test_the_cache_and_the_snapshot_follow_a_new_policy_at_once(app, tenant, eng
     after = _ok(world.reader.post("/v1/deep_recall", json=question))
     assert after["cached"] is False, after  # not the answer cached under the previous policy
     assert marker not in json.dumps(after)
-    # the model saw neither the snapshot's nor a search's excluded text: the snapshot was rebuilt
+    # the model saw neither the snapshot's nor a search's excluded text, nor a value kept under the previous policy
+    # (the snapshot was rebuilt, the value is withheld)
     assert marker not in json.dumps(models.of(ROOT)), "the model was shown excluded text"
 
     # the deep recalls served before the policy, read now: nothing the policy hides

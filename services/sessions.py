@@ -166,9 +166,9 @@ def mark_sent(engine: Engine, tenant: str, session_id: str, message_id: str, met
                 line = next((li for li in log.lines if li.message_id == message_id), None)
                 if line is None or not _visible(log, policy):
                     raise NotFound(f"session {session_id!r} holds no message {message_id!r}")
-                if line.sent:
+                if line.sent:  # the mark that sent it, or (appended sent) the session's newest: read-your-writes
                     return MarkedSent(session_id, message_id, False,
-                                      existing_positions(conn, tenant, [key]).get(key))
+                                      existing_positions(conn, tenant, [key]).get(key) or log.last_position)
                 [position] = append(conn, tenant, [NewEvent(SessionMessageSent.type_name(),
                                                             session_stream(session_id), data, idempotency_key=key)],
                                     metadata)

@@ -48,7 +48,7 @@ class MarkedSentOut(BaseModel):
     session_id: str
     message_id: str
     changed: bool  # False: it was sent already (nothing appended)
-    position: int | None  # of the SessionMessageSent that marked it; None when it was appended sent
+    position: int | None  # of the SessionMessageSent that marked it; appended sent: the session's newest event
 
 
 class SessionListedOut(BaseModel):

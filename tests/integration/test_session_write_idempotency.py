@@ -80,5 +80,6 @@ def test_a_mark_sent_racing_its_retry_appends_once(engine, tenant: str, monkeypa
     assert count(engine, tenant, "SessionMessageSent") == 1
     later = mark_sent(engine, tenant, "s", "a-1", META, NO_POLICY)
     assert not later.changed and later.position == answers["first"].position  # where it was marked
-    assert mark_sent(engine, tenant, "s", "q-1", META, NO_POLICY).position is None  # appended sent: no mark
+    # Appended sent: no mark of its own; the session's newest event (here a-1's mark), so a read waits past it.
+    assert mark_sent(engine, tenant, "s", "q-1", META, NO_POLICY).position == answers["first"].position
     assert count(engine, tenant, "SessionMessageSent") == 1

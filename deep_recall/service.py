@@ -28,7 +28,7 @@ from deep_recall.live import Caller, LiveAPIs, cap, plain
 from deep_recall.loop import Env, Loop, Outcome
 from deep_recall.models import configured_models
 from deep_recall.store import Store
-from domain.errors import InvalidPayload
+from domain.errors import InvalidPayload, RetryableConflict
 from domain.events import (
     BlindSpotRegistered,
     DeepRecallServed,
@@ -52,6 +52,7 @@ log = structlog.get_logger(__name__)
 MAX_DEPTH = 3
 SEED_TRANSCRIPTS = 5
 NOT_FOUND = "NOT FOUND"
+BLIND_SPOT_ATTEMPTS = 5  # concurrent deep recalls of one scope race for its blind-spot stream
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,18 @@ def _blind_spot(engine: Engine, settings: Settings, tenant: str, request: DeepRe
                 reason: str, metadata: dict[str, Any]) -> None:
     """Register the question as a knowledge gap, unless the same question is a live gap of the scope already
     (decided from the scope's stream in the log, so a lagging projector never lets it in twice)."""
+    for attempt in range(BLIND_SPOT_ATTEMPTS):
+        try:
+            if _register_blind_spot(engine, settings, tenant, request, recall_id, reason, metadata):
+                appended(1)
+            return
+        except RetryableConflict:  # a concurrent deep recall of the scope took the stream's version: read it again
+            if attempt == BLIND_SPOT_ATTEMPTS - 1:
+                raise
+
+
+def _register_blind_spot(engine: Engine, settings: Settings, tenant: str, request: DeepRequest,
+                         recall_id: uuid.UUID, reason: str, metadata: dict[str, Any]) -> bool:
     scope_key = deep_scope_key(request.agent_id, request.session_id, request.project)
     now = datetime.now(UTC)
     asked = " ".join(request.question.lower().split())
@@ -137,7 +150,7 @@ def _blind_spot(engine: Engine, settings: Settings, tenant: str, request: DeepRe
             gap = event.payload()
             if (isinstance(gap, BlindSpotRegistered) and gap.expires_at > now
                     and " ".join(gap.question.lower().split()) == asked):
-                return
+                return False
         data = validate_payload(BlindSpotRegistered, {
             "gap_id": str(uuid.uuid4()), "scope_key": scope_key, "agent_id": request.agent_id,
             "session_id": request.session_id, "project": request.project, "question": request.question,
@@ -146,7 +159,7 @@ def _blind_spot(engine: Engine, settings: Settings, tenant: str, request: DeepRe
             "recall_id": str(recall_id), "reason": reason[:2000]})
         append(conn, tenant, [NewEvent(BlindSpotRegistered.type_name(), blind_spot_stream(scope_key), data)],
                {**metadata, "actor": "system:deep_recall"})
-    appended(1)
+    return True
 
 
 def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request: DeepRequest, tenant: str,
@@ -210,6 +223,7 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
                     Caller(tenant, request.agent_id, request.project, request.session_id, policy, caused),
                     tracker.deadline)
     store = Store(engine, tenant, request.agent_id, request.session_id, request.project, recall_id, metadata)
+    store.withhold(policy)  # values kept under an earlier policy that the one in force hides
     context = store.bootstrap(settings.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings),
                               policy_position)
     record["bootstrap_sessions"] = list(dict.fromkeys(
@@ -223,7 +237,6 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
             outcome = Loop(env, root, request.max_depth, limits.iterations, nested=False).run(request.question,
                                                                                             context)
     except HardTimeout as exc:  # no loop ran
-    store.withhold(policy)  # values kept under an earlier policy that the one in force hides
         outcome = Outcome(None, "timeout", str(exc), [])
     record.update(answer=outcome.answer, stopped=outcome.stopped, reason=outcome.reason,
                   iterations=outcome.iterations, sub_calls=sub_calls,

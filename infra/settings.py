@@ -69,6 +69,8 @@ class Settings:
     redis_url: str = field(default_factory=lambda: _env("REDIS_URL", ""))
     host: str = field(default_factory=lambda: _env("ENGRAMLOG_HOST", "127.0.0.1"))
     port: int = field(default_factory=lambda: int(_env("ENGRAMLOG_PORT", "8000")))
+    # `engramlog up`'s stop: each child gets this long after its stop signal, then SIGKILL (stack/up.py).
+    stop_grace_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_STOP_GRACE_S", "10"))
     api_keys: dict[str, str] = field(default_factory=lambda: _parse_api_keys(_env("ENGRAMLOG_API_KEYS", "")))
     # Keys allowed to run operators' actions over HTTP (rebuild touches every tenant's read models).
     operator_keys: tuple[str, ...] = field(

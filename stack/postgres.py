@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import time
 import warnings
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import structlog
 
+from infra import lifeline
 from stack.private_dir import ensure_private_dir, fallback_dir
 from stack.search_grant import grant_search
 
@@ -55,11 +57,13 @@ def _socket_dir(pgdata: Path) -> Path:
 
 
 class EmbeddedPostgres:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, die_with_parent: bool = False) -> None:
         self.pgdata = (data_dir / "pg").resolve()
         self.socket_dir = _socket_dir(self.pgdata)
         self.process: subprocess.Popen[bytes] | None = None
         self._ids = _demote()
+        # `engramlog up`: the server (SIGQUIT: immediate shutdown) and its tools die with it (infra/lifeline.py)
+        self._parent = os.getpid() if die_with_parent else None
 
     @property
     def url(self) -> str:
@@ -70,6 +74,8 @@ class EmbeddedPostgres:
             os.setgid(self._ids[1])
             os.setuid(self._ids[0])
         os.setsid()  # our own process group: Ctrl-C reaches the launcher, which stops us in order
+        if self._parent is not None:  # after the change of user, which clears it
+            lifeline.die_with_parent(signal.SIGQUIT, self._parent)
 
     def _chown(self, path: Path) -> None:
         if self._ids:
@@ -134,7 +140,7 @@ class EmbeddedPostgres:
             self._psql(f"CREATE DATABASE {DB_NAME}")
         self._psql("CREATE EXTENSION IF NOT EXISTS vector", db=DB_NAME)
 
-    def stop(self, timeout_s: float = 30) -> None:
+    def stop(self, timeout_s: float = 10) -> None:
         if not self.process or self.process.poll() is not None:
             return
         self.process.send_signal(2)  # SIGINT: fast shutdown, consistent on disk

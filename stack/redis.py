@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import redis
 import structlog
 
+from infra import lifeline
 from stack.private_dir import ensure_private_dir, fallback_dir
 
 log = structlog.get_logger(__name__)
@@ -43,7 +45,8 @@ def _private_session() -> None:
 
 
 class EmbeddedRedis:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, die_with_parent: bool = False) -> None:
+        self.die_with_parent = die_with_parent  # `engramlog up`: stopped when it exits (infra/lifeline.py)
         self.dir = (data_dir / "redis").resolve()
         self.socket = self.dir / "redis.sock"
         if len(str(self.socket)) > 100:  # unix socket paths are limited to ~107 bytes
@@ -61,7 +64,9 @@ class EmbeddedRedis:
         self.process = subprocess.Popen(
             [find_redis_server(), "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
              "--dir", str(self.dir), "--appendonly", "yes", "--save", ""],
-            stdout=logfile, stderr=subprocess.STDOUT, preexec_fn=_private_session,
+            stdout=logfile, stderr=subprocess.STDOUT,
+            # SIGTERM when up exits: Redis writes its append-only file and exits
+            preexec_fn=lifeline.preexec(signal.SIGTERM, _private_session) if self.die_with_parent else _private_session,
         )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -1,8 +1,9 @@
-"""`engramlog up`: PostgreSQL, Redis, migrations, Dramatiq workers and the API, in the foreground.
-
-Ctrl-C / SIGTERM / SIGHUP stops everything in reverse order, at any moment, start-up included: the handlers are
-installed before the first child starts. A child that exits is restarted after an exponential back-off. One `up`
-per data dir, enforced with a file lock; a `stack.json` left by an `up` that died is removed.
+"""`engramlog up`: PostgreSQL, Redis, migrations, Dramatiq workers and the API, in the foreground. Ctrl-C / SIGTERM /
+SIGHUP stops everything in reverse order, at any moment, start-up included: the handlers are installed before the
+first child starts. Each child gets ENGRAMLOG_STOP_GRACE_S after its stop signal, then SIGKILL; and every child dies
+with `up` even when `up` itself is SIGKILLed (a parent-death signal: infra/lifeline.py). A child that exits is
+restarted after an exponential back-off. One `up` per data dir, enforced with a file lock; a `stack.json` left by an
+`up` that died is removed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import httpx
 import psutil
 import structlog
 
+from infra import lifeline
 from infra.loopback import is_loopback_address
 from infra.settings import STACK_STATE_FILE, Settings, read_stack_state
 from migrations.runner import upgrade_to_head
@@ -115,7 +117,7 @@ class Stack:
 
     def child_env(self) -> dict[str, str]:
         return {**os.environ, "DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url,
-                "ENGRAMLOG_DATA_DIR": str(self.data_dir), "HF_HUB_OFFLINE": "1"}
+                "ENGRAMLOG_DATA_DIR": str(self.data_dir), "HF_HUB_OFFLINE": "1", lifeline.ENV: "1"}
 
     def commands(self) -> dict[str, list[str]]:
         """The supervised children, in start order."""
@@ -127,7 +129,8 @@ class Stack:
         }
 
     def start_child(self, name: str) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(self.commands()[name], env=self.child_env(), start_new_session=True)
+        proc = subprocess.Popen(self.commands()[name], env=self.child_env(), start_new_session=True,
+                                preexec_fn=lifeline.preexec(signal.SIGKILL))  # dies with up, even a SIGKILLed up
         self.children[name] = proc
         self._started_at[name] = time.monotonic()
         return proc
@@ -137,10 +140,10 @@ class Stack:
         self._take_lock()
         self._check_port()
         if not self.database_url:
-            self.postgres = EmbeddedPostgres(self.data_dir)
+            self.postgres = EmbeddedPostgres(self.data_dir, die_with_parent=True)
             self.database_url = self.postgres.start()
         if not self.redis_url:
-            self.redis = EmbeddedRedis(self.data_dir)
+            self.redis = EmbeddedRedis(self.data_dir, die_with_parent=True)
             self.redis_url = self.redis.start()
         upgrade_to_head(self.database_url)
         log.info("migrations.done")
@@ -198,7 +201,7 @@ class Stack:
                 proc.terminate()
             except psutil.NoSuchProcess:
                 continue
-        _, alive = psutil.wait_procs(strays, timeout=30)
+        _, alive = psutil.wait_procs(strays, timeout=self.settings.stop_grace_s)
         for proc in alive:
             try:
                 proc.kill()
@@ -216,15 +219,15 @@ class Stack:
                 continue
             proc.terminate()
             try:
-                proc.wait(30)
+                proc.wait(self.settings.stop_grace_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
             log.info("stopped", process=name)
         if self.redis:
-            self.redis.stop()
+            self.redis.stop(self.settings.stop_grace_s)
         if self.postgres:
-            self.postgres.stop()
+            self.postgres.stop(self.settings.stop_grace_s)
         self._reap_strays()
         if self._lock:  # only the holder of the lock wrote the state file
             (self.data_dir / STACK_STATE_FILE).unlink(missing_ok=True)

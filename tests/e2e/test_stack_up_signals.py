@@ -3,18 +3,20 @@ neither it nor the CLI trusts a `stack.json` whose `up` is gone."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
 import pytest
 from conftest import ROOT, wait_until
-from test_stack_up import _free_port, _up
+from test_stack_up import _free_port, _healthy, _seed_models, _up
 
 
 def _processes_of(data_dir: Path) -> list[psutil.Process]:
@@ -69,6 +71,34 @@ def test_a_signal_during_start_up_leaves_no_child_running(tmp_path: Path, sig: i
             proc.wait()
     assert wait_until(lambda: not _processes_of(data_dir), timeout=30), f"left behind: {_processes_of(data_dir)}"
     assert not (data_dir / "stack.json").exists()
+
+
+def test_a_sigkilled_up_takes_every_child_with_it(tmp_path: Path) -> None:
+    """`up` SIGKILLed by its caller (no handler runs): PostgreSQL, Redis, the worker (master and worker processes)
+    and the API die with it, by their parent-death signal (infra/lifeline.py)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    data_dir = tmp_path / "stack"
+    _seed_models(data_dir)
+    port = _free_port()
+    proc = _up(data_dir, port, env)
+    try:
+        assert wait_until(lambda: _healthy(port) or proc.poll() is not None, timeout=180)
+        assert _healthy(port), proc.stdout.read().decode()[-3000:] if proc.poll() is not None else "not healthy"
+        started = _processes_of(data_dir)
+        names = " ".join(" ".join(p.cmdline()) for p in started)
+        assert all(n in names for n in ("postgres", "redis-server", "dramatiq", "uvicorn")), names
+        killed_at = time.monotonic()
+        proc.kill()
+        proc.wait(30)
+        assert wait_until(lambda: not _processes_of(data_dir), timeout=20), f"left behind: {_processes_of(data_dir)}"
+        print(f"{len(started)} processes gone {time.monotonic() - killed_at:.2f} s after SIGKILL of up")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for left in _processes_of(data_dir):  # never leave them to the next test
+            with contextlib.suppress(psutil.Error):
+                left.kill()
 
 
 def test_a_child_that_keeps_crashing_is_restarted_with_a_growing_bounded_delay(tmp_path: Path, monkeypatch) -> None:

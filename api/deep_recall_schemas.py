@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from api.schemas import Body
+from api.schemas import Body, MinPosition
 from domain.events import ScopeText
 from domain.events.deep_recall import MAX_QUESTION_CHARS
 
@@ -25,6 +25,7 @@ class DeepRecallIn(Body):
     session_id: ScopeText | None = None
     max_depth: int = Field(default=1, ge=1, le=3)
     budgets: BudgetsIn = Field(default_factory=BudgetsIn)
+    min_position: MinPosition = None  # read-your-writes: its quick recall and searches see what was written there
 
 
 __all__ = ["BudgetsIn", "DeepRecallIn"]

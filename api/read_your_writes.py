@@ -15,14 +15,10 @@ from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
+from api.schemas import MAX_POSITION, MinPosition
 from infra.settings import get_settings
 from recall.consistency import await_recallable, pending, refuse_beyond_head
 from recall.domains import registry
-
-MAX_POSITION = 2**63 - 1
-MinPosition = Annotated[int | None, Query(
-    ge=0, le=MAX_POSITION, description="a position a write answered: the read waits (bounded) until what it reads "
-                                       "has applied it (503 if it has not in time, 422 beyond the log's head)")]
 
 
 def read_models_of(domains: Iterable[str] = ()) -> tuple[str, ...]:
@@ -51,13 +47,18 @@ async def await_read_models(db: Engine, tenant: str, min_position: int | None, n
 def reads(*domains: str) -> Any:
     """The route dependency for a read of `domains`: its `min_position` query parameter, awaited before the
     route runs (a sync route then runs in the threadpool as before)."""
-    names = read_models_of(domains)
+    return waits_for(*read_models_of(domains))
+
+
+def waits_for(*names: str) -> Any:
+    """The route dependency for a read of the read models `names` themselves (a read outside the recall domains:
+    GET /v1/blind_spots reads deep recall's): its `min_position` query parameter, awaited as `reads` does."""
 
     async def wait(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
-                   min_position: MinPosition = None) -> None:
+                   min_position: Annotated[MinPosition, Query()] = None) -> None:
         await await_read_models(db, who.tenant, min_position, names)
 
     return Depends(wait)
 
 
-__all__ = ["MAX_POSITION", "MinPosition", "await_read_models", "read_models_of", "reads"]
+__all__ = ["MAX_POSITION", "MinPosition", "await_read_models", "read_models_of", "reads", "waits_for"]

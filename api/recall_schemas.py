@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas import MAX_POSITION, Body
+from api.schemas import Body, MinPosition
 from domain.events import ScopeText
 from domain.events.hitlog import HitLayer
 
@@ -25,7 +25,7 @@ class MultiRecallIn(Body):
     project: ScopeText | None = None
     session_id: ScopeText | None = None
     include_history: bool = False
-    min_position: int | None = Field(default=None, ge=0, le=MAX_POSITION)
+    min_position: MinPosition = None
 
 
 class DomainResultOut(BaseModel):

@@ -21,6 +21,11 @@ from domain.events import (
 )
 
 MAX_POSITION = 2**63 - 1  # positions are bigint
+# Read-your-writes (api/read_your_writes.py waits for it): one type for the recall bodies, the GETs' query
+# parameter and the MCP tools' input, light to import (`engramlog mcp` starts without the API's read side).
+MinPosition = Annotated[int | None, Field(
+    ge=0, le=MAX_POSITION, description="a position a write answered: the read waits (bounded) until what it reads "
+                                       "has applied it (503 if it has not in time, 422 beyond the log's head)")]
 
 
 class Body(BaseModel):
@@ -125,7 +130,7 @@ class RecallIn(Body):
     project: ScopeText | None = None
     session_id: ScopeText | None = None
     kinds: list[Annotated[str, Field(max_length=MAX_KIND_CHARS)]] = Field(default_factory=list, max_length=64)
-    min_position: int | None = Field(default=None, ge=0, le=MAX_POSITION)
+    min_position: MinPosition = None
     # Statuses beyond active and dormant: staging, superseded (history, score × 0.1), archived.
     include_staging: bool = False
     include_history: bool = False

@@ -13,12 +13,14 @@ from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
 from api.deep_recall_schemas import DeepRecallIn
+from api.read_your_writes import await_read_models, read_models_of, waits_for
 from deep_recall import blind_spots
 from deep_recall.capacity import run_admitted
 from deep_recall.service import DeepRequest, deep_recall
 from domain.privacy import scope_excluded
 from infra.embedding import get_embedder
 from infra.settings import get_settings
+from projections.deep_recall import DeepRecallProjector
 from recall.event_privacy import Gate
 from recall.privacy import policy_in_force, policy_of
 
@@ -69,11 +71,14 @@ async def post_deep_recall(body: DeepRecallIn, who: Annotated[Caller, Depends(ca
                            db: Annotated[Engine, Depends(engine)]) -> DeepRecallOut:
     request = DeepRequest(body.question, body.agent_id, body.project, body.session_id, body.max_depth,
                           body.budgets.model_dump())
+    # Read-your-writes before the quick recall (a fan-out over every domain) and the model's searches; waiting
+    # holds no sandbox worker or deep-recall slot.
+    await await_read_models(db, who.tenant, body.min_position, read_models_of())
     # Its own threads and a per-tenant limit (429 beyond it): deep recalls never hold the shared threadpool.
     return DeepRecallOut(**await run_admitted(get_settings(), who.tenant, lambda: _run(db, who, request)))
 
 
-@router.get("/blind_spots", response_model=BlindSpotsOut)
+@router.get("/blind_spots", response_model=BlindSpotsOut, dependencies=[waits_for(DeepRecallProjector.name)])
 def get_blind_spots(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                     agent_id: Annotated[str | None, Query(max_length=128)] = None,
                     project: Annotated[str | None, Query(max_length=128)] = None,

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
-from api.read_your_writes import await_read_models, read_models_of
+from api.read_your_writes import await_read_models, read_models_of, reads
 from api.recall_schemas import BucketOut, DomainResultOut, MultiRecallIn, MultiRecallOut
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
 from domain.errors import NotFound
@@ -78,7 +78,10 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
                               for b in answer.buckets])
 
 
-@router.get("/recalls/{recall_id}", response_model=RecallRecordOut)
+# The record is the recall's own hit-log events, read from the log (its RecallServed or DeepRecallServed, then
+# its drills), appended before the recall answered; what it reads from read models is each result's domain under
+# a privacy policy (visible_recall_record's fetch): min_position waits for every domain's.
+@router.get("/recalls/{recall_id}", response_model=RecallRecordOut, dependencies=[reads()])
 def get_recall_record(recall_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                       db: Annotated[Engine, Depends(engine)]) -> RecallRecordOut:
     """The query, results and explanation of one of the caller's recalls (404 for another tenant's), under the

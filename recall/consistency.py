@@ -52,7 +52,7 @@ def _not_caught_up(names: list[str], position: int, timeout_s: float) -> NotCaug
 def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
     """Block until the recall read models have applied `position`; NotCaughtUp (503) after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
-    names = READ_MODELS
+    names: tuple[str, ...] = READ_MODELS
     while names := tuple(pending(engine, position, names)):
         if time.monotonic() >= deadline:
             raise _not_caught_up(list(names), position, timeout_s)

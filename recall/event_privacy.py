@@ -254,7 +254,7 @@ def deep_recall_served(g: Gate, data: dict[str, Any], position: int) -> bool:
     for call in _live_calls(data):
         if call.get("recall_id"):
             searches.add(str(call["recall_id"]))
-        args = call.get("args") if isinstance(call.get("args"), dict) else {}
+        args = a if isinstance(a := call.get("args"), dict) else {}
         if isinstance(args.get("session_id"), str):
             sessions.add(args["session_id"])
         if call["fn"] == "list_sessions":

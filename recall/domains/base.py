@@ -57,8 +57,14 @@ class DomainAnswer:
 
 
 class RecallDomain(Protocol):
-    name: str
-    read_models: tuple[str, ...]  # the projections its reads wait for to honour a min_position
+    # Read-only members (properties here): a domain's class attributes satisfy them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def read_models(self) -> tuple[str, ...]:
+        """The projections its reads wait for to honour a min_position."""
+        ...
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         """Whether the scope holds anything this domain could answer (the default fan-out asks only these)."""

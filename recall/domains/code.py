@@ -50,7 +50,8 @@ class CodeDomain:
         settings = get_settings()
         scope = Scope(q.scope.tenant)  # repositories belong to the tenant, not to an agent, project or session
         repo = q.options.get("repo")
-        where, params = ("d.repo = :repo", {"repo": repo}) if isinstance(repo, str) else ("", {})
+        params: dict[str, object] = {"repo": repo} if isinstance(repo, str) else {}
+        where = "d.repo = :repo" if params else ""
         n = pool_size(settings, q, gated_per_item=True)
         with engine.connect() as conn:
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")

@@ -53,7 +53,8 @@ def _scope(scope: Scope) -> Scope:
 
 def _gate_sql(policy: PrivacyPolicy) -> tuple[str, dict[str, object]]:
     """What the policy excludes that SQL can filter cheaply (tags, projects); paths are checked per item."""
-    clauses, params = [], {}
+    clauses: list[str] = []
+    params: dict[str, object] = {}
     if policy.exclude_tags:
         clauses.append("NOT (d.tags && CAST(:x_tags AS text[]))")
         params["x_tags"] = list(policy.exclude_tags)

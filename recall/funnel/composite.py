@@ -20,6 +20,7 @@ reranker is to see).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 
 from sqlalchemy import Connection, text
@@ -46,7 +47,7 @@ def weights(settings: Settings) -> dict[str, float]:
             "feedback": settings.composite_w_feedback}
 
 
-def relevance(items: list[Item], settings: Settings, cosine: dict[uuid.UUID, float | None] | None = None) -> None:
+def relevance(items: list[Item], settings: Settings, cosine: Mapping[uuid.UUID, float | None] | None = None) -> None:
     """Set each item's relevance with the one fusion function (no threshold: candidates are already eligible).
     `cosine` replaces the items' cosines (PRF uses it); BM25 is min-max normalised over `items`."""
     cands = [Candidate(i.memory_id, i.bm25, i.cosine if cosine is None else cosine.get(i.memory_id, i.cosine))

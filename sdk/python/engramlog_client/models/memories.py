@@ -30,7 +30,7 @@ class MemoryFields(TypedDict, total=False):
     metadata: dict[str, Any]
     occurred_at: datetime | str | None
     idempotency_key: str | None
-    must_keep: bool
+    must_keep: bool | None  # None: not sent (the server's default, False), as MemoryIn
     signals: Signals | dict[str, Any] | None
     supersedes: uuid.UUID | str | None
     reason: str | None

@@ -81,12 +81,14 @@ def test_neither_tenant_can_read_recall_or_list_the_others_data(two_tenants, eng
     assert wa.json()["position"] != wb.json()["position"]
     # The same stream id in two tenants is two streams: both appends at expected version 0 succeed.
     shared_memory_id = str(uuid.uuid4())
+    own_last = {}  # each tenant's last write: its min_position (another tenant's is beyond its own log's head)
     for client, content in ((a, "A's copy of a shared id"), (b, "B's copy of a shared id")):
         r = client.post("/v1/events", json={"events": [{"type": "MemoryRecorded", "expected_version": 0,
                                                          "data": {"memory_id": shared_memory_id,
                                                                   "content": content}}]})
         assert r.status_code == 201, r.text
-    last = max(wa.json()["position"], wb.json()["position"], r.json()["positions"][0])
+        own_last[id(client)] = r.json()["positions"][0]
+    last = max(wa.json()["position"], wb.json()["position"], *own_last.values())
 
     from projections.registry import PROJECTORS
     from projections.runner import has_reached
@@ -113,7 +115,8 @@ def test_neither_tenant_can_read_recall_or_list_the_others_data(two_tenants, eng
             (b, secret_b, secret_a, {wb.json()["memory_id"], shared_memory_id}, "A's copy of a shared id")):
         for query in (others_words, own, "shared id copy"):
             for scope in ({}, {"agent_id": "shared-agent"}):
-                r = client.post("/v1/recall", json={"query": query, "k": 10, "min_position": last, **scope})
+                r = client.post("/v1/recall", json={"query": query, "k": 10, "min_position": own_last[id(client)],
+                                                    **scope})
                 assert r.status_code == 200, r.text
                 results = r.json()["results"]
                 assert {x["memory_id"] for x in results} <= own_ids, (query, results)

@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 from sqlalchemy import Engine
 
-from deep_recall import cache, capacity
+from deep_recall import audit_size, cache, capacity
 from deep_recall.budget import Limits, Prices, Tracker
 from deep_recall.deadline import HardTimeout
 from deep_recall.live import Caller, LiveAPIs, cap, plain
@@ -222,7 +222,8 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
     live = LiveAPIs(engine, embedder, settings,
                     Caller(tenant, request.agent_id, request.project, request.session_id, policy, caused),
                     tracker.deadline)
-    store = Store(engine, tenant, request.agent_id, request.session_id, request.project, recall_id, metadata)
+    store = Store(engine, tenant, request.agent_id, request.session_id, request.project, recall_id, metadata,
+                  max_calls=settings.deep_store_calls, max_bytes=settings.deep_store_bytes)
     store.withhold(policy)  # values kept under an earlier policy that the one in force hides
     context = store.bootstrap(settings.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings),
                               policy_position)
@@ -244,8 +245,9 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
     if not _useful(outcome.answer):
         _blind_spot(engine, settings, tenant, request, recall_id,
                     outcome.reason or f"answered {outcome.answer!r}"[:500], metadata)
-    answer = _served(engine, tenant, record, started, metadata, tracker.iterations, tracker.sub_calls,
-                     tracker.tokens(), tracker.cost_usd)
+    audit_size.fit(record, settings.deep_audit_bytes)  # the model's code decides how much there is to audit
+    answer = {**_served(engine, tenant, record, started, metadata, tracker.iterations, tracker.sub_calls,
+                        tracker.tokens(), tracker.cost_usd), "answer": outcome.answer}  # whole, even if cut there
     if outcome.stopped == "final" and _useful(outcome.answer):
         cache.keep(settings, tenant, cache_scope, request.question, answer)
     return answer

@@ -11,6 +11,7 @@ tenant's privacy policy changed; the store survives its rebuild. FINAL is per ru
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -62,8 +63,13 @@ class Store:
     """One scope's store for one deep recall: get() from memory, store() appended to the log first."""
 
     def __init__(self, engine: Engine, tenant: str, agent_id: str | None, session_id: str | None,
-                 project: str | None, recall_id: uuid.UUID, metadata: dict[str, Any]) -> None:
+                 project: str | None, recall_id: uuid.UUID, metadata: dict[str, Any],
+                 max_calls: int | None = None, max_bytes: int | None = None) -> None:
         self.engine, self.tenant, self.recall_id, self.metadata = engine, tenant, recall_id, metadata
+        # What one deep recall's code may write (ENGRAMLOG_DEEP_STORE_CALLS, ENGRAMLOG_DEEP_STORE_BYTES), and how
+        # much it has: each store() is an event in the log, so a loop in the model's code must not flood it.
+        self.max_calls, self.max_bytes = max_calls, max_bytes
+        self.calls, self.bytes = 0, 0
         self.agent_id, self.session_id, self.project = agent_id, session_id, project
         self.scope_key = deep_scope_key(agent_id, session_id, project)
         self.state = _state(tenant, self.scope_key)
@@ -110,12 +116,24 @@ class Store:
                 "project": self.project, "key": key, "value": value, "recall_id": str(self.recall_id)})
         except InvalidPayload as exc:
             raise ValueError(str(exc)) from None
+        self._charge(len(key.encode()) + len(json.dumps(data["value"], separators=(",", ":")).encode()))
         with self.engine.begin() as conn:
             [position] = append(conn, self.tenant, [NewEvent(DeepRecallStored.type_name(),
                                                              deep_store_stream(self.scope_key), data)],
                                 {**self.metadata, "actor": "system:deep_recall"})
         appended(1)
         self.state.values[key] = (position, data["value"])
+
+    def _charge(self, size: int) -> None:
+        """Count one store() of `size` bytes, or refuse it (nothing written) beyond this deep recall's caps."""
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            raise RuntimeError(f"store() refused: a deep recall may store at most {self.max_calls} times "
+                               f"(ENGRAMLOG_DEEP_STORE_CALLS); keep fewer, larger values")
+        if self.max_bytes is not None and self.bytes + size > self.max_bytes:
+            raise RuntimeError(f"store() refused: a deep recall may store at most {self.max_bytes} bytes "
+                               f"(ENGRAMLOG_DEEP_STORE_BYTES), {self.bytes} stored so far and this value is {size}")
+        self.calls += 1
+        self.bytes += size
 
     def bootstrap(self, ttl_s: float, build: Any, policy_position: int | None = None) -> dict[str, Any]:
         """The scope's snapshot, rebuilt by `build()` when missing, older than ttl_s, or built under another privacy

@@ -314,6 +314,13 @@ class Settings:
     # per process: a burst of deep recalls leaves the CPU to the other routes' recalls.
     deep_search_concurrent: int = field(
         default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_SEARCH_CONCURRENT", "2")))
+    # What one deep recall's code may write: store() calls and bytes (beyond either, store() raises in the sandbox,
+    # nothing written), and its audit event's size (beyond it the audit is cut: deep_recall/audit_size.py).
+    deep_store_calls: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_STORE_CALLS", "100")))
+    deep_store_bytes: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_STORE_BYTES", str(1024 * 1024))))
+    deep_audit_bytes: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_AUDIT_BYTES", str(1024 * 1024))))
     # The smart shortcut: this many results at or above this final score answer without the loop.
     deep_shortcut_score: float = field(default_factory=lambda: _positive("ENGRAMLOG_DEEP_SHORTCUT_SCORE", "0.8"))
     deep_shortcut_hits: int = field(default_factory=lambda: int(_positive("ENGRAMLOG_DEEP_SHORTCUT_HITS", "3")))

@@ -57,6 +57,8 @@ class DeepRecallServed(SystemEvent):
     cost_usd: float = 0.0
     budgets: dict[str, float] = Field(default_factory=dict)
     latency_ms: float
+    # Set when the audit was over ENGRAMLOG_DEEP_AUDIT_BYTES: what was cut to fit (deep_recall/audit_size.py).
+    audit_cut: str | None = None
 
 
 def _compact_json(value: Any) -> str:

@@ -174,7 +174,7 @@ class OnnxCrossEncoder:
         parts = []
         for start in range(0, len(order), batch_size):
             chunk = [pairs[i] for i in order[start:start + batch_size]]
-            logits, _ = self.model.run([a for a, _ in chunk], [b for _, b in chunk], self.max_length)
+            logits = self.model.run([a for a, _ in chunk], [b for _, b in chunk], self.max_length)[0]
             parts.append(logits[:, 0])
         scores = np.concatenate(parts)[np.argsort(order)].astype(np.float32)
         return 1 / (1 + np.exp(-scores)) if self.activation == "sigmoid" else scores
@@ -242,9 +242,12 @@ def _export(kind: Kind, source: str, directory: Path) -> dict[str, Any]:
         if layout not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
             raise OnnxUnavailable(f"module layout {layout} is not one the ONNX path reproduces")
         mode = getattr(model[1], "pooling_mode", None)
-        mode = mode if isinstance(mode, str) else model[1].get_pooling_mode_str()
+        # A Pooling module of an older sentence-transformers names its mode only through this method.
+        mode = mode if isinstance(mode, str) else model[1].get_pooling_mode_str()  # type: ignore[operator]
         if mode not in ("mean", "cls", "max"):
             raise OnnxUnavailable(f"pooling {mode!r} is not one the ONNX path reproduces")
+        if model.max_seq_length is None:
+            raise OnnxUnavailable("the model has no max_seq_length to export its inputs with")
         manifest.update(pooling=mode, max_length=int(model.max_seq_length),
                         dim=int(np.asarray(model.encode(["dimension"])).shape[1]),
                         do_lower_case=bool(getattr(model[0], "do_lower_case", False)))

@@ -16,7 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from api.deep_recall_schemas import DeepRecallIn
 from api.knowledge_schemas import ContentHash, DrillPath, HeadingPath, SectionVersion
 from api.recall_schemas import MultiRecallIn
-from api.schemas import FeedbackIn, MemoryIn, RecallIn, SupersedeIn
+from api.schemas import FeedbackIn, MemoryIn, MinPosition, RecallIn, SupersedeIn
 from api.sessions_schemas import BatchIn, BudgetTokens, MessageIn
 from mcp_server.inputs import inputs, part_of
 
@@ -34,6 +34,8 @@ AGENT = "The agent whose memory this is (e.g. 'assistant')"
 PROJECT = "The project the memory belongs to"
 SESSION = "The conversation (session) id, to scope to one session"
 MEMORY = "A memory_id, as remember or recall answered it"
+# Over stdio the session's one client sends its last write's position by itself; over /mcp (stateless) pass it.
+WAIT = "Wait until this log position (a write's `position`) is applied; default: this session's last write"
 ChatMessage = part_of(MessageIn, "ChatMessage", {
     "role": "Who said it", "content": "What was said (text)", "name": "The speaker's or tool's name, if any",
     "tool_call_id": "For a tool result: the call it answers"})
@@ -80,7 +82,7 @@ def build_server(client_for: ClientFor) -> MCPServer:
     @server.tool()
     @inputs({"query": "What to look for, in natural language", "agent_id": AGENT, "project": PROJECT,
              "session_id": SESSION, "k": "How many results at most", "kinds": "Only memories of these kinds",
-             "min_position": "Wait until this log position is recallable (a write's position)"}, RecallIn)
+             "min_position": WAIT}, RecallIn)
     async def recall(ctx: Context, **args: Any) -> dict[str, Any]:
         """Search memories (hybrid keyword + vector, ranked). Sees this connection's own earlier writes. Answers
         recall_id (for feedback) and results (memory_id, content, score); `abstained` when nothing is relevant."""
@@ -93,7 +95,7 @@ def build_server(client_for: ClientFor) -> MCPServer:
     @inputs({"query": "What to look for, in natural language", "agent_id": AGENT, "project": PROJECT,
              "session_id": SESSION,
              "domains": "Domains to search, in order (memories, knowledge, ...); default: every one with data",
-             "k": "Results shared by all buckets", "min_position": "Wait until this log position is recallable"},
+             "k": "Results shared by all buckets", "min_position": WAIT},
             MultiRecallIn)
     async def recall_multi(ctx: Context, **args: Any) -> dict[str, Any]:
         """Search several domains at once: one bucket per domain (scores compare within a bucket only). A
@@ -110,7 +112,8 @@ def build_server(client_for: ClientFor) -> MCPServer:
     @server.tool()
     @inputs({"question": "A question one search cannot answer (across sessions, periods, documents)",
              "agent_id": AGENT, "project": PROJECT, "session_id": SESSION,
-             "max_depth": "1: plain sub-queries; up to 3: nested search loops"}, DeepRecallIn)
+             "max_depth": "1: plain sub-queries; up to 3: nested search loops", "min_position": WAIT},
+            DeepRecallIn)
     async def deep_recall(ctx: Context, **args: Any) -> dict[str, Any]:
         """Deep recall: the service's model searches memory in several steps and answers (a quick search answers
         directly when it is confident: `shortcut`). Slower and costlier than recall; use it for hard questions."""
@@ -122,9 +125,10 @@ def build_server(client_for: ClientFor) -> MCPServer:
     @inputs({"path": "The document path of a knowledge result's handle",
              "heading_path": "The handle's heading_path (e.g. 'Deploys > Rollback')", "project": PROJECT,
              "content_hash": "The handle's content_hash: that exact version of the section",
-             "version": "Or the document version to read it at", "recall_id": "The recall that returned it"},
+             "version": "Or the document version to read it at", "recall_id": "The recall that returned it",
+             "min_position": WAIT},
             path=DrillPath, heading_path=HeadingPath, project=(str | None, None), content_hash=(ContentHash, None),
-            version=(SectionVersion, None), recall_id=(uuid.UUID | None, None))
+            version=(SectionVersion, None), recall_id=(uuid.UUID | None, None), min_position=(MinPosition, None))
     async def get_section(ctx: Context, **args: Any) -> dict[str, Any]:
         """Read a knowledge section in full (the drill): its exact text, and whether the document changed since."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
@@ -158,11 +162,11 @@ def build_server(client_for: ClientFor) -> MCPServer:
         return await call(ctx, run)
 
     @server.tool()
-    @inputs({"memory_id": MEMORY}, memory_id=uuid.UUID)
+    @inputs({"memory_id": MEMORY, "min_position": WAIT}, memory_id=uuid.UUID, min_position=(MinPosition, None))
     async def history(ctx: Context, **args: Any) -> dict[str, Any]:
         """How a memory changed: the supersede chain (oldest → newest), with when, why and by whom."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            return (await c.history(args["memory_id"])).model_dump(mode="json")
+            return (await c.history(args["memory_id"], args["min_position"])).model_dump(mode="json")
         return await call(ctx, run)
 
     @server.tool()
@@ -179,13 +183,13 @@ def build_server(client_for: ClientFor) -> MCPServer:
 
     @server.tool()
     @inputs({"session_id": "The conversation's id",
-             "budget_tokens": "Token budget of the context (default: the service's)"},
-            session_id=str, budget_tokens=(BudgetTokens, None))
+             "budget_tokens": "Token budget of the context (default: the service's)", "min_position": WAIT},
+            session_id=str, budget_tokens=(BudgetTokens, None), min_position=(MinPosition, None))
     async def resume_context(ctx: Context, **args: Any) -> dict[str, Any]:
         """What to put in front of the model to resume a conversation: its recent messages and checkpoints
         within the budget, as text (`context`)."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
-            out = await c.resume_context(args["session_id"], args["budget_tokens"])
+            out = await c.resume_context(args["session_id"], args["budget_tokens"], args["min_position"])
             return {"session_id": out.session_id, "context": out.context, "tokens": out.tokens}
         return await call(ctx, run)
 

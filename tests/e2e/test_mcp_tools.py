@@ -75,7 +75,9 @@ async def _exercise(transport: AbstractAsyncContextManager[Any], tagged: str, st
         multi = await _call(session, "recall_multi", query="Mara locker code", agent_id=agent,
                             domains=["memories"], min_position=newer["position"])
         assert multi["buckets"][0]["results"][0]["memory_id"] == newer["memory_id"]
-        chain = await _call(session, "history", memory_id=written["memory_id"])
+        # The read tools take min_position as their routes do; over stdio the client's last write is the default.
+        chain = await _call(session, "history", memory_id=written["memory_id"],
+                            **({} if stdio else {"min_position": newer["position"]}))
         assert chain["current"] == newer["memory_id"]
 
         section = await _drilled(session, tagged)
@@ -86,11 +88,12 @@ async def _exercise(transport: AbstractAsyncContextManager[Any], tagged: str, st
             {"role": "user", "content": "Where are the lockers?"},
             {"role": "assistant", "content": "On level -1, next to the showers."}])
         assert len(appended["message_ids"]) == 2
-        resumed = await _call(session, "resume_context", session_id=session_id)
+        resumed = await _call(session, "resume_context", session_id=session_id,
+                              **({} if stdio else {"min_position": appended["position"]}))
         assert "next to the showers" in resumed["context"]
 
         deep = await session.call_tool("deep_recall", {"question": "what is Mara's locker code?",
-                                                       "agent_id": agent})
+                                                       "agent_id": agent, "min_position": appended["position"]})
         if deep.is_error:  # a thin call: the route's own refusal, carried as the service's message
             assert deep.content[0].text.startswith("Engramlog refused the call (HTTP")  # type: ignore[union-attr]
         else:
@@ -250,6 +253,10 @@ def test_every_tool_takes_its_routes_inputs(app) -> None:  # type: ignore[no-unt
         _conforms(_resolved({k: v for k, v in schema.items() if k != "$defs"}, refs),
                   _route_inputs(openapi, tool.name), tool.name)
     by_name = {t.name: t.input_schema for t in listed}
+    # Every tool whose route takes min_position (read-your-writes) offers it, and only those.
+    waits = {name for name in ROUTES if "min_position" in _route_inputs(openapi, name)["properties"]}
+    assert waits == {name for name, schema in by_name.items() if "min_position" in schema["properties"]}
+    assert {"recall", "recall_multi", "deep_recall", "get_section", "history", "resume_context"} <= waits
     role = by_name["sessions_append"]["$defs"]["ChatMessage"]["properties"]["role"]
     assert "developer" not in role["enum"]
     budget = by_name["resume_context"]["properties"]["budget_tokens"]["anyOf"][0]

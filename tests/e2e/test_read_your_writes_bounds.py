@@ -50,13 +50,47 @@ def test_unapplied_is_503_after_the_wait_then_200_once_projected(two, engine) ->
 
 @pytest.mark.parametrize("path", ["/v1/memories/00000000-0000-0000-0000-000000000001", "/v1/knowledge",
                                   "/v1/sessions", "/v1/transcripts", "/v1/code/repo/files",
-                                  "/v1/knowledge-sections?path=a.md&heading_path=A"])
+                                  "/v1/knowledge-sections?path=a.md&heading_path=A",
+                                  "/v1/recalls/00000000-0000-0000-0000-000000000002", "/v1/blind_spots"])
 def test_beyond_the_head_and_negative_are_422(two, path) -> None:  # type: ignore[no-untyped-def]
     a, _ = two
     beyond = a.get(path, params={"min_position": 2**62})
     assert beyond.status_code == 422 and "min_position" in beyond.text, beyond.text
     negative = a.get(path, params={"min_position": -1})
     assert negative.status_code == 422 and "min_position" in negative.text, negative.text
+
+
+def test_deep_recall_beyond_the_head_and_negative_are_422_nothing_written(two, engine) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import text
+
+    a, _ = two
+    question = f"where is the {uuid.uuid4().hex[:8]} tent?"
+    for position in (2**62, -1):
+        refused = a.post("/v1/deep_recall", json={"question": question, "min_position": position})
+        assert refused.status_code == 422 and "min_position" in refused.text, refused.text
+    with engine.connect() as conn:
+        served = conn.execute(text("SELECT count(*) FROM events WHERE type = 'DeepRecallServed'"
+                                   " AND data->>'question' = :q"), {"q": question}).scalar_one()
+    assert served == 0
+
+
+def test_deep_recall_waits_for_its_read_models(two, engine) -> None:  # type: ignore[no-untyped-def]
+    """A memory not projected yet: the deep recall at its position is a 503 after the wait, before any search
+    (nothing served); once projected, its quick recall finds the memory."""
+    from api.read_your_writes import read_models_of
+
+    a, _ = two
+    tag = uuid.uuid4().hex[:8]
+    at = a.post("/v1/memories", json={"content": f"the {tag} tent is in the loft", "must_keep": True})
+    assert at.status_code == 201, at.text
+    ask = {"question": f"where is the {tag} tent?", "min_position": at.json()["position"]}
+    late = a.post("/v1/deep_recall", json=ask)
+    assert late.status_code == 503 and "have not reached" in late.text and "memories" in late.text, late.text
+    for name in read_models_of():
+        catch_up(engine, PROJECTORS[name], 1000, max_seconds=60)
+    found = a.post("/v1/deep_recall", json=ask)
+    assert found.status_code == 200, found.text
+    assert at.json()["memory_id"] in [r.get("memory_id") for r in found.json()["results"]], found.json()
 
 
 def test_another_tenants_backlog_does_not_hold_a_read(two, app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -81,13 +115,14 @@ def test_another_tenants_backlog_does_not_hold_a_read(two, app, monkeypatch) -> 
 
 def test_every_read_route_of_the_domains_takes_min_position(app) -> None:  # type: ignore[no-untyped-def]
     """A read route added to a domain later without `reads(...)` fails here."""
-    domains = ("/v1/memories", "/v1/knowledge", "/v1/sessions", "/v1/transcripts", "/v1/code")
+    domains = ("/v1/memories", "/v1/knowledge", "/v1/sessions", "/v1/transcripts", "/v1/code", "/v1/recalls",
+               "/v1/blind_spots")
     schema = app.openapi()
     gets = [(path, op) for path, ops in schema["paths"].items() for method, op in ops.items()
             if method == "get" and path.startswith(domains)]
-    assert len(gets) >= 15, [p for p, _ in gets]
+    assert len(gets) >= 17, [p for p, _ in gets]
     missing = [path for path, op in gets if "min_position" not in [p["name"] for p in op.get("parameters", [])]]
     assert missing == []
-    for path in ("/v1/recall", "/v1/recall/multi"):
+    for path in ("/v1/recall", "/v1/recall/multi", "/v1/deep_recall"):
         ref = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         assert "min_position" in schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"]

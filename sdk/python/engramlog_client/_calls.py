@@ -122,8 +122,9 @@ def supersede(memory_id: uuid.UUID | str, body: SupersedeIn) -> Call[Superseded]
                 wrote=lambda out: [out.position])
 
 
-def history(memory_id: uuid.UUID | str) -> Call[History]:
-    return Call("GET", f"/v1/memories/{segment(memory_id)}/history", model(History), reads_own_writes=True)
+def history(memory_id: uuid.UUID | str, min_position: int | None = None) -> Call[History]:
+    return Call("GET", f"/v1/memories/{segment(memory_id)}/history", model(History),
+                params=query_params(min_position=min_position), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ the log
@@ -157,7 +158,7 @@ def recall_multi(body: MultiRecallIn) -> Call[MultiRecalled]:
 
 
 def recall_record(recall_id: uuid.UUID | str) -> Call[RecallRecord]:
-    return Call("GET", f"/v1/recalls/{segment(recall_id)}", model(RecallRecord))
+    return Call("GET", f"/v1/recalls/{segment(recall_id)}", model(RecallRecord), reads_own_writes=True)
 
 
 def feedback(recall_id: uuid.UUID | str, used: Sequence[uuid.UUID | str],

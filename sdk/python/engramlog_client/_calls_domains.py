@@ -86,10 +86,10 @@ def list_documents(project: str | None, prefix: str | None, after: str | None,
 
 
 def get_section(path: str, heading_path: str, project: str | None, content_hash: str | None, version: int | None,
-                recall_id: uuid.UUID | str | None) -> Call[Drilled]:
+                recall_id: uuid.UUID | str | None, min_position: int | None = None) -> Call[Drilled]:
     return Call("GET", "/v1/knowledge-sections", model(Drilled), params=query_params(
         path=path, heading_path=heading_path, project=project, content_hash=content_hash, version=version,
-        recall_id=recall_id), reads_own_writes=True)
+        recall_id=recall_id, min_position=min_position), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ transcripts
@@ -192,23 +192,27 @@ def session_messages(session_id: str, after_seq: int | None, limit: int | None,
         after_seq=after_seq, limit=limit, include_unsent=include_unsent or None), reads_own_writes=True)
 
 
-def resume_context(session_id: str, budget_tokens: int | None) -> Call[ResumeContext]:
+def resume_context(session_id: str, budget_tokens: int | None,
+                   min_position: int | None = None) -> Call[ResumeContext]:
     return Call("GET", f"{_session(session_id)}/resume", model(ResumeContext),
-                params=query_params(budget_tokens=budget_tokens), reads_own_writes=True)
+                params=query_params(budget_tokens=budget_tokens, min_position=min_position), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ deep recall
 
 
 def deep_recall(question: str, agent_id: str | None, project: str | None, session_id: str | None,
-                max_depth: int | None, budgets: Budgets | Mapping[str, Any] | None) -> Call[DeepRecalled]:
+                max_depth: int | None, budgets: Budgets | Mapping[str, Any] | None,
+                min_position: int | None = None) -> Call[DeepRecalled]:
     body = DeepRecallIn(question=question, agent_id=agent_id, project=project, session_id=session_id,
-                        max_depth=max_depth, budgets=None if budgets is None else _as(Budgets, budgets))
+                        max_depth=max_depth, budgets=None if budgets is None else _as(Budgets, budgets),
+                        min_position=min_position)
     # A run costs model tokens and may take long: sent again only when it cannot have started (a 503, or the
     # connection never made), never after a timeout.
-    return Call("POST", "/v1/deep_recall", model(DeepRecalled), json=body.body(), idempotent=False)
+    return Call("POST", "/v1/deep_recall", model(DeepRecalled), json=body.body(), idempotent=False,
+                reads_own_writes=True)
 
 
 def blind_spots(agent_id: str | None, project: str | None, session_id: str | None) -> Call[BlindSpots]:
     return Call("GET", "/v1/blind_spots", model(BlindSpots),
-                params=query_params(agent_id=agent_id, project=project, session_id=session_id))
+                params=query_params(agent_id=agent_id, project=project, session_id=session_id), reads_own_writes=True)

@@ -60,9 +60,10 @@ class DomainMethods:
 
     def get_section(self, path: str, heading_path: str, *, project: str | None = None,
                     content_hash: str | None = None, version: int | None = None,
-                    recall_id: uuid.UUID | str | None = None) -> Drilled:
+                    recall_id: uuid.UUID | str | None = None, min_position: int | None = None) -> Drilled:
         """The drill: the exact section a recall result's handle names."""
-        return self.send(calls.get_section(path, heading_path, project, content_hash, version, recall_id))
+        return self.send(calls.get_section(path, heading_path, project, content_hash, version, recall_id,
+                                           min_position))
 
     # -------------------------------------------------------------------------------------------- transcripts
 
@@ -140,17 +141,20 @@ class DomainMethods:
                 return
             after = page.next_after_seq
 
-    def resume_context(self, session_id: str, budget_tokens: int | None = None) -> ResumeContext:
+    def resume_context(self, session_id: str, budget_tokens: int | None = None,
+                       min_position: int | None = None) -> ResumeContext:
         """What to put in front of a model resuming the session, within `budget_tokens`."""
-        return self.send(calls.resume_context(session_id, budget_tokens))
+        return self.send(calls.resume_context(session_id, budget_tokens, min_position))
 
     # -------------------------------------------------------------------------------------------- deep recall
 
     def deep_recall(self, question: str, *, agent_id: str | None = None, project: str | None = None,
                     session_id: str | None = None, max_depth: int | None = None,
-                    budgets: Budgets | Mapping[str, Any] | None = None) -> DeepRecalled:
+                    budgets: Budgets | Mapping[str, Any] | None = None,
+                    min_position: int | None = None) -> DeepRecalled:
         """A question one search cannot answer: the server's model searches (shortcut first), and answers."""
-        return self.send(calls.deep_recall(question, agent_id, project, session_id, max_depth, budgets))
+        return self.send(calls.deep_recall(question, agent_id, project, session_id, max_depth, budgets,
+                                           min_position))
 
     def blind_spots(self, *, agent_id: str | None = None, project: str | None = None,
                     session_id: str | None = None) -> list[BlindSpot]:

@@ -127,9 +127,9 @@ class AsyncEngramlog(AsyncDomainMethods, ClientBase):
         body = SupersedeIn(content=content, reason=reason, **fields)  # type: ignore[arg-type]  # pydantic coerces the str/dict forms
         return await self.send(calls.supersede(memory_id, body))
 
-    async def history(self, memory_id: uuid.UUID | str) -> History:
+    async def history(self, memory_id: uuid.UUID | str, min_position: int | None = None) -> History:
         """The supersede chain through a memory: current, chain (oldest → newest), transitions (when, why, who)."""
-        return await self.send(calls.history(memory_id))
+        return await self.send(calls.history(memory_id, min_position))
 
     # -------------------------------------------------------------------------------------------- the log
 

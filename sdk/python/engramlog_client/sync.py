@@ -125,9 +125,9 @@ class Engramlog(DomainMethods, ClientBase):
         body = SupersedeIn(content=content, reason=reason, **fields)  # type: ignore[arg-type]  # pydantic coerces the str/dict forms
         return self.send(calls.supersede(memory_id, body))
 
-    def history(self, memory_id: uuid.UUID | str) -> History:
+    def history(self, memory_id: uuid.UUID | str, min_position: int | None = None) -> History:
         """The supersede chain through a memory: current, chain (oldest → newest), transitions (when, why, who)."""
-        return self.send(calls.history(memory_id))
+        return self.send(calls.history(memory_id, min_position))
 
     # -------------------------------------------------------------------------------------------- the log
 

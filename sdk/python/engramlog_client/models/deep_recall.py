@@ -26,6 +26,7 @@ class DeepRecallIn(Request):
     session_id: str | None = None
     max_depth: int | None = None  # 1 (llm_query is a plain completion) to 3
     budgets: Budgets | None = None
+    min_position: int | None = None  # default: the client's last written position (read-your-writes)
 
 
 class DeepRecalled(Response):

@@ -131,3 +131,41 @@ def test_lifting_the_policy_shows_the_deep_recall_again_and_an_unrelated_one_sta
     audit = reader.get(f"/v1/recalls/{deep['recall_id']}").json()["explanation"]
     assert audit["deep_recall"]["answer"] == "the harbour opens"
     assert deep["recall_id"] in json.dumps(all_events(reader, type="DeepRecallServed"))
+
+
+def test_the_decay_decisions_of_each_domain_follow_their_items(app, tenant, engine, monkeypatch):  # type: ignore[no-untyped-def]
+    """The lifecycle's decisions on a section, a session message, a transcript chunk and a code symbol name their
+    item only by its domain's keys: each is hidden exactly when its item is."""
+    from datetime import UTC, datetime
+
+    from domain.events import NewEvent, validate_payload
+    from eventstore.append import append
+
+    world = privacy_clients(app, tenant, monkeypatch)
+    _ok(world.reader.put("/v1/knowledge/eng/plan.md", json={"content": "# P\n\n## Q\nplan\n", "tags": ["tag-secret"]}))
+    _ok(world.reader.post("/v1/sessions/agent-chat/messages", json={"agent_id": SECRET_AGENT, "messages": [
+        {"role": "user", "content": "hi", "message_id": "m1"}]}))
+    clock = datetime.now(UTC).isoformat()
+    move = {"from_status": "active", "to_status": "dormant", "reason": "unreferenced", "clock": clock}
+    decided = {  # (type, hidden item's data, visible item's data)
+        "SectionStatusChanged": [{"path": p, "heading_path": "P > Q", "content_hash": "0" * 64,
+                                  "section_id": str(uuid.uuid4()), **move} for p in ("eng/plan.md", "eng/open.md")],
+        "SessionMessageStatusChanged": [{"session_id": s, "message_id": "m1", **move}
+                                        for s in ("agent-chat", "open-chat")],
+        "TranscriptChunkStatusChanged": [{"transcript_id": t, "chunk_id": str(uuid.uuid4()), "ord": 0,
+                                          "content_hash": "0" * 64, **move} for t in (SECRET_SESSION, "open-t")],
+        "CodeSymbolStatusChanged": [{"repo": r, "path": p, "qualified_name": "f", **move}
+                                    for r, p in (("hr", "pay.py"), ("eng", "hr/pay.py"))],
+    }
+    with engine.begin() as conn:
+        append(conn, tenant, [NewEvent(t, f"decay-{t}-{i}", validate_payload(t, d))
+                              for t, pair in decided.items() for i, d in enumerate(pair)], {"actor": "system:test"})
+    assert put_policy(world.ops, {**POLICY, "exclude_paths": ["hr/**"]}).status_code == 200
+    keys = ("path", "session_id", "transcript_id", "repo")
+
+    def items(events: list[dict]) -> list[tuple]:  # type: ignore[type-arg]
+        return sorted((e["type"], *(e["data"].get(k) for k in keys)) for e in events if e["type"] in decided)
+
+    assert items(all_events(world.reader)) == sorted((t, *(pair[1].get(k) for k in keys))
+                                                     for t, pair in decided.items())
+    assert len([e for e in all_events(world.ops) if e["type"] in decided]) == 8

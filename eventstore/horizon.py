@@ -25,7 +25,7 @@ HORIZON = f"""(
                    AND a.objsubid = 2 AND a.granted)
   SELECT COALESCE(min(r), pg_snapshot_xmax(pg_current_snapshot()))
   FROM pg_snapshot_xip(pg_current_snapshot()) AS r
-  WHERE r::text::bigint % 4294967296 NOT IN (SELECT xid32 FROM quiet))"""
+  WHERE mod(r::text::bigint, 4294967296) NOT IN (SELECT xid32 FROM quiet))"""
 
 _NOT_APPENDING = text(f"SELECT pg_advisory_xact_lock_shared({_CLASS}, {_OBJECT})")
 

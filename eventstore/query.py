@@ -68,6 +68,14 @@ def safe_head(conn: Connection) -> Checkpoint:
 
 def query_events(conn: Connection, f: EventFilter, limit: int = 100) -> list[RecordedEvent]:
     """Events matching `f` in log order; page on with `after_cursor` = the last event's (tx_id, position)."""
+    return query_page(conn, f, limit)[0]
+
+
+def query_page(conn: Connection, f: EventFilter, limit: int = 100,
+               max_bytes: int | None = None) -> tuple[list[RecordedEvent], bool]:
+    """Like query_events, bounded in bytes too: the first `limit` matching events, cut where their stored data
+    passes `max_bytes` (pg_column_size; the first event always comes). Answers (events, whether more may follow:
+    the page was full or cut), so a page cut by bytes still names its next cursor."""
     clauses = ["e.tenant = :tenant", f"e.tx_id < {HORIZON}"]
     params: dict[str, object] = {"tenant": f.tenant, "limit": limit}
     if f.after_cursor is not None:
@@ -92,9 +100,16 @@ def query_events(conn: Connection, f: EventFilter, limit: int = 100) -> list[Rec
         clauses.append("e.recorded_at < :until")
         params["until"] = f.until
     # e.tx_id, not tx_id: the bare name would be the output column tx_id::text::bigint (see eventstore/read.py).
-    sql = (f"SELECT {COLUMNS} FROM events e WHERE {' AND '.join(clauses)} "
-           "ORDER BY e.tx_id, e.position LIMIT :limit")
-    return [row_to_event(r) for r in conn.execute(text(sql), params)]
+    params["max_bytes"] = MAX_BIGINT if max_bytes is None else max_bytes
+    sql = (f"SELECT {COLUMNS}, e.matched FROM ("
+           "SELECT e.*, count(*) OVER () AS matched, sum(pg_column_size(e.data) + pg_column_size(e.metadata)) OVER w"
+           " - pg_column_size(e.data) - pg_column_size(e.metadata) AS bytes_before FROM ("
+           f"SELECT * FROM events e WHERE {' AND '.join(clauses)} ORDER BY e.tx_id, e.position LIMIT :limit"
+           ") e WINDOW w AS (ORDER BY e.tx_id, e.position)"
+           ") e WHERE e.bytes_before < :max_bytes ORDER BY e.tx_id, e.position")
+    rows = conn.execute(text(sql), params).all()
+    matched = rows[0].matched if rows else 0
+    return [row_to_event(r) for r in rows], matched == limit or len(rows) < matched
 
 
 _RECALL_STREAMS = text("""

@@ -38,6 +38,7 @@ class Checkpoint:
     position: int = 0
 
 
+MAX_BIGINT = 2**63 - 1
 _GAP_SAFE = "(tx_id, position) > (CAST(CAST(:tx AS text) AS xid8), :pos) AND tx_id < (SELECT h.b FROM horizon h)"
 _UNTIL = " AND (tx_id, position) <= (CAST(CAST(:until_tx AS text) AS xid8), :until_pos)"
 
@@ -49,10 +50,18 @@ def _read_statement(n_types: int, until: bool) -> TextClause:
     ranges = " UNION ALL ".join(
         f"(SELECT tx_id, position FROM events WHERE type = :type_{i} AND {bound} ORDER BY tx_id, position LIMIT :limit)"
         for i in range(n_types))
+    # A batch is bounded in bytes too (:max_bytes of stored event data, pg_column_size: no value is read to be
+    # measured): the events past it wait for the next batch; the first is always taken, however large.
     return text(f"""
 WITH horizon AS MATERIALIZED (SELECT {HORIZON} AS b)
-SELECT {COLUMNS} FROM events e
-WHERE e.position IN (SELECT k.position FROM ({ranges}) AS k ORDER BY k.tx_id, k.position LIMIT :limit)
+SELECT {COLUMNS} FROM (
+    SELECT e.*, sum(pg_column_size(e.data) + pg_column_size(e.metadata)) OVER w
+                - pg_column_size(e.data) - pg_column_size(e.metadata) AS bytes_before
+    FROM events e
+    WHERE e.position IN (SELECT k.position FROM ({ranges}) AS k ORDER BY k.tx_id, k.position LIMIT :limit)
+    WINDOW w AS (ORDER BY e.tx_id, e.position)
+) e
+WHERE e.bytes_before < :max_bytes
 ORDER BY e.tx_id, e.position
 """)
 
@@ -63,12 +72,14 @@ def row_to_event(row: Row[Any]) -> RecordedEvent:
 
 
 def read_after(conn: Connection, after: Checkpoint, types: Sequence[str], limit: int,
-               until: Checkpoint | None = None) -> list[RecordedEvent]:
-    """The next `limit` events of `types` after `after` (and at or before `until`), in (tx_id, position) order."""
+               until: Checkpoint | None = None, max_bytes: int | None = None) -> list[RecordedEvent]:
+    """The next `limit` events of `types` after `after` (and at or before `until`), in (tx_id, position) order;
+    with `max_bytes`, only as many as fit in it (at least one)."""
     distinct = sorted(set(types))
     if not distinct:
         return []
     params: dict[str, object] = {"tx": after.tx_id, "pos": after.position, "limit": limit,
+                                 "max_bytes": MAX_BIGINT if max_bytes is None else max_bytes,
                                  **{f"type_{i}": t for i, t in enumerate(distinct)}}
     if until is not None:
         params.update(until_tx=until.tx_id, until_pos=until.position)

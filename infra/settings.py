@@ -96,6 +96,9 @@ class Settings:
     # A source file's UTF-8 size in a code index (POST /v1/code/{repo}/files: 413 beyond it; the CLI skips it).
     max_code_file_bytes: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_CODE_FILE_BYTES", "1048576")))
     max_batch: int = field(default_factory=lambda: int(_env("ENGRAMLOG_MAX_BATCH", "1000")))
+    # GET /v1/events: a page is cut at this many bytes of stored event data (its next_cursor goes on from there).
+    events_page_bytes: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_EVENTS_PAGE_BYTES", str(8 * 1024 * 1024))))
 
     # Keyword leg: Okapi BM25
     bm25_k1: float = field(default_factory=lambda: float(_env("ENGRAMLOG_BM25_K1", "1.2")))
@@ -121,6 +124,9 @@ class Settings:
 
     # Projections
     projection_batch_size: int = field(default_factory=lambda: int(_env("ENGRAMLOG_PROJECTION_BATCH", "500")))
+    # A batch is cut at this many bytes of stored event data too (one large event is still a batch of one).
+    projection_batch_bytes: int = field(
+        default_factory=lambda: int(_positive("ENGRAMLOG_PROJECTION_BATCH_BYTES", str(16 * 1024 * 1024))))
     # One event's apply (and a batch's) runs at most this long; over it, it is one failed attempt of that event,
     # parked after MAX_EVENT_FAILURES like any failing event (projections/runner.py), so it holds no one else up.
     projection_event_timeout_s: float = field(

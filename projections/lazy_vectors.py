@@ -136,6 +136,11 @@ class LazyVectorsProjector:
         super().__init_subclass__(**kwargs)
         cls.name, cls.tables, cls.types = cls.surface.name, (cls.surface.table,), types_of(cls.handlers)
 
+    def prepare(self) -> None:
+        """Load the embedding model before a batch is applied, outside its time limit (projections/runner.py):
+        a cold start (the first ONNX export) is no event's fault."""
+        get_embedder(get_settings().embedding_model).warm()
+
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         apply_in_order(conn, events, {}, self.handlers, Wanted(self.surface))
 

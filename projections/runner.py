@@ -106,10 +106,13 @@ def _run_batch(engine: Engine, projector: Projector, batch_size: int) -> int | N
             return None
         conn.execute(_ENSURE, {"name": projector.name})
         checkpoint = load_checkpoint(conn, projector.name)
-        events = read_after(conn, checkpoint, projector.types, batch_size)
+        settings = get_settings()
+        events = read_after(conn, checkpoint, projector.types, batch_size, max_bytes=settings.projection_batch_bytes)
         if not events:
             return 0
-        done = apply_guarded(conn, projector, events, get_settings().projection_event_timeout_s)
+        if (prepare := getattr(projector, "prepare", None)) is not None:
+            prepare()  # what the projector needs loaded (a model), outside the events' time limit
+        done = apply_guarded(conn, projector, events, settings.projection_event_timeout_s)
         if not done:  # its first event failed and is not parked yet: tried again on the next run
             return 0
         last = done[-1]

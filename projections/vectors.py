@@ -81,5 +81,10 @@ class VectorsProjector:
     handlers = {**_IN_RUN, **_ONE_BY_ONE}
     types = types_of(handlers)
 
+    def prepare(self) -> None:
+        """Load the embedding model before a batch is applied, outside its time limit (projections/runner.py):
+        a cold start (the first ONNX export) is no event's fault."""
+        get_embedder(get_settings().embedding_model).warm()
+
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         apply_in_order(conn, events, _ONE_BY_ONE, _IN_RUN, _Run())

@@ -13,7 +13,8 @@ from api.context import Caller, caller, engine
 from api.schemas import MAX_POSITION, EventOut, EventsIn, EventsPage, PositionsOut
 from domain.errors import InvalidPayload
 from domain.events import MAX_STREAM_ID_CHARS
-from eventstore.query import EventFilter, page_cursor, parse_cursor, query_events
+from eventstore.query import EventFilter, page_cursor, parse_cursor, query_page
+from infra.settings import get_settings
 from recall.privacy import policy_of, visible_events
 from services.append_events import EventInput, append_events
 
@@ -79,10 +80,11 @@ def get_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, De
                     _utc("since", since), _utc("until", until),
                     after_cursor=parse_cursor(cursor) if cursor is not None else None)
     with db.connect() as conn:
-        events = query_events(_readable(conn), f, limit)
+        # A page is bounded in bytes too (settings.events_page_bytes): cut short, it still names its next cursor.
+        events, more = query_page(_readable(conn), f, limit, get_settings().events_page_bytes)
         # The cursor follows the page as read, so paging goes on past the events the privacy gate drops (a page
         # may hold fewer than `limit`, even none, and still have a next one). An operator sees every event.
-        cursor = page_cursor(events[-1]) if len(events) == limit else None
+        cursor = page_cursor(events[-1]) if more and events else None
         if not who.operator:
             events = visible_events(conn, who.tenant, policy_of(conn, who.tenant), events)
     out = [EventOut(**{k: getattr(e, k) for k in EventOut.model_fields}) for e in events]

@@ -4,7 +4,7 @@ GET /v1/memories/{id}/history."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 from sqlalchemy import Engine
@@ -95,12 +95,12 @@ def post_supersede(memory_id: uuid.UUID, body: SupersedeIn, who: Annotated[Calle
     old = old_memory(db, who.tenant, memory_id)
     given = body.model_dump(exclude_unset=True)
 
-    def pick(name: str) -> object:
+    def pick(name: str) -> Any:  # the body's value, else the old memory's (its JSON form)
         return given[name] if name in given else old.get(name)
 
     [done] = remember(db, who.tenant, [MemoryInput(
-        content=body.content, kind=str(pick("kind") or "observation"), agent_id=pick("agent_id"),  # type: ignore[arg-type]
-        project=pick("project"), session_id=pick("session_id"), tags=list(pick("tags") or []),  # type: ignore[arg-type]
+        content=body.content, kind=str(pick("kind") or "observation"), agent_id=pick("agent_id"),
+        project=pick("project"), session_id=pick("session_id"), tags=list(pick("tags") or []),
         metadata=body.metadata, occurred_at=body.occurred_at, idempotency_key=body.idempotency_key,
         signals=body.signals.model_dump() if body.signals else None, supersedes=memory_id, reason=body.reason,
     )], who.metadata())

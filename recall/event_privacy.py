@@ -64,7 +64,7 @@ from domain.privacy import (
     session_excluded,
     transcript_excluded,
 )
-from eventstore.stream import read_stream
+from eventstore.stream import first_of_type, read_stream
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _SESSION_ID = re.compile(r'"session_id":\s*"((?:[^"\\]|\\.)*)"')
@@ -99,8 +99,7 @@ class Gate:
     def session(self, session_id: str) -> tuple[str | None, str | None] | None:
         """A session's agent and project (its first append's, as the sessions read model keeps them)."""
         if session_id not in self._sessions:
-            first = next(iter(read_stream(self.conn, self.tenant, session_stream(session_id),
-                                          (SessionMessagesAppended,))), None)
+            first = first_of_type(self.conn, self.tenant, session_stream(session_id), SessionMessagesAppended)
             self._sessions[session_id] = None if first is None else (first.data.get("agent_id"),
                                                                      first.data.get("project"))
         return self._sessions[session_id]

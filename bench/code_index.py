@@ -55,11 +55,11 @@ def run(package: str, functions: list[str]) -> dict[str, Any]:
         with TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000)) as http:
             def make() -> Engramlog:
                 c = Engramlog("http://127.0.0.1")
-                c.http = http
+                c.http = http  # type: ignore[assignment]  # the app in-process: a TestClient for the httpx.Client
                 c.close = lambda: None  # type: ignore[method-assign]
                 return c
 
-            cli.calls.client = make  # type: ignore[assignment]
+            cli.calls.client = make
             started = time.perf_counter()
             r = CliRunner().invoke(cli.main.app, ["code", "index", str(root), "--repo", package])
             index_s = time.perf_counter() - started
@@ -74,10 +74,10 @@ def run(package: str, functions: list[str]) -> dict[str, Any]:
             files, parse_errors = conn.execute(text(
                 "SELECT count(*), count(*) FILTER (WHERE parse_errors > 0) FROM code_files"
                 " WHERE tenant = :t AND repo = :r"), q).one()
-            symbols = dict(conn.execute(text("SELECT kind, count(*) FROM code_symbols WHERE tenant = :t AND repo = :r"
-                                             " GROUP BY kind"), q).all())
-            hows = dict(conn.execute(text("SELECT how, count(*) FROM code_calls WHERE tenant = :t AND repo = :r"
-                                          " GROUP BY how"), q).all())
+            symbols: dict[str, int] = dict(conn.execute(text(
+                "SELECT kind, count(*) FROM code_symbols WHERE tenant = :t AND repo = :r GROUP BY kind"), q).all())
+            hows: dict[str, int] = dict(conn.execute(text(
+                "SELECT how, count(*) FROM code_calls WHERE tenant = :t AND repo = :r GROUP BY how"), q).all())
             spot = []
             for name in functions:
                 defs = conn.execute(text("SELECT qualified_name, path FROM code_symbols WHERE tenant = :t AND"

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,11 @@ from bench.corpus import memory_texts, questions, sentences
 
 MODEL = "all-MiniLM-L6-v2"
 WARMUP = 5
+
+
+def _each(call: Callable[[Any, int], Any], backends: dict[str, Any]) -> dict[str, Callable[[int], Any]]:
+    """One call per backend, each bound to its backend: `call(backend, i)`."""
+    return {name: partial(call, backend) for name, backend in backends.items()}
 
 
 def _alternate(calls: dict[str, Callable[[int], Any]], runs: int) -> dict[str, list[float]]:
@@ -102,17 +108,16 @@ def run(queries: int, batches: int, ce_runs: int, contend: int = 0) -> dict[str,
             return model.predict(pairs[i % len(pairs)], batch_size=64, show_progress_bar=False)
 
         with _contention(contend):  # the measurements only: never the export or the load
-            _alternate({n: (lambda i, e=e: e.encode_one(qs[i % len(qs)])) for n, e in embedders.items()}, WARMUP)
-            single = _alternate({n: (lambda i, e=e: e.encode_one(qs[i])) for n, e in embedders.items()}, queries)
+            _alternate(_each(lambda e, i: e.encode_one(qs[i % len(qs)]), embedders), WARMUP)
+            single = _alternate(_each(lambda e, i: e.encode_one(qs[i]), embedders), queries)
             vectors = {n: e.encode(qs) for n, e in embedders.items()}
             cosine = float((vectors["torch"] * vectors["onnx"]).sum(axis=1).min())
 
-            _alternate({n: (lambda i, e=e: e.encode(memories[:32])) for n, e in embedders.items()}, 1)
-            batch = _alternate({n: (lambda i, e=e: e.encode(memories[i * 32:(i + 1) * 32]))
-                                for n, e in embedders.items()}, batches)
+            _alternate(_each(lambda e, i: e.encode(memories[:32]), embedders), 1)
+            batch = _alternate(_each(lambda e, i: e.encode(memories[i * 32:(i + 1) * 32]), embedders), batches)
 
-            _alternate({n: (lambda i, m=m: score(m, i)) for n, m in rerankers.items()}, 3)
-            ce = _alternate({n: (lambda i, m=m: score(m, i)) for n, m in rerankers.items()}, ce_runs)
+            _alternate(_each(score, rerankers), 3)
+            ce = _alternate(_each(score, rerankers), ce_runs)
         ce_diff = float(max(np.abs(np.asarray(score(rerankers["torch"], i)) - score(rerankers["onnx"], i)).max()
                             for i in range(min(5, len(pairs)))))
 

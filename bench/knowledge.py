@@ -178,7 +178,7 @@ class Modes:
         self.module, self.settings = sv, {m: replace(get_settings(), knowledge_embedding=m) for m in ("lazy", "eager")}
 
     def use(self, mode: str) -> None:
-        self.module.get_settings = lambda: self.settings[mode]  # type: ignore[attr-defined]
+        self.module.get_settings = lambda: self.settings[mode]  # type: ignore[assignment]  # a bench-time patch
 
 
 def _pool(engine: Any, tenant: str) -> Any:
@@ -236,7 +236,7 @@ def _multi(engine: Any, tenant: str, query: str, domains: tuple[str, ...] = ("kn
                         MultiRequest(Scope(tenant), query, domains, 10 if domains == ("knowledge",) else None), META)
 
 
-def quality(engine: Any, queries: list[dict[str, Any]], ids: list[Any], total: dict[str, int],
+def quality(engine: Any, queries: list[dict[str, Any]], ids: dict[str, list[Any]], total: dict[str, int],
             checkpoints: list[int]) -> dict[str, Any]:
     from domain.knowledge.handles import handle_section
 
@@ -368,8 +368,8 @@ def run(n_sections: int, n_queries: int, sizes: list[int], n_memories: int, real
               "recall_multi_with_memories": multi,
               "command": f"python -m bench.knowledge --sections {n_sections} --queries {n_queries} --sizes "
                          f"{' '.join(map(str, sizes))} --memories {n_memories} --real {real_limit}"}
-    path = save_result("knowledge", result, output)
-    console.print(f"saved {path}")
+    saved_to = save_result("knowledge", result, output)
+    console.print(f"saved {saved_to}")
     return result
 
 

@@ -89,7 +89,9 @@ def timed_multi(client: Any, qs: list[str], domains: list[str] | None, k: int | 
                 warmup: int = WARMUP) -> dict[str, Any]:
     """recall_multi over HTTP for each query: wall (client) and served (the server's latency_ms) p50/p95, and
     each bucket's mean size."""
-    wall, served, sizes = [], [], {}
+    wall: list[float] = []
+    served: list[float] = []
+    sizes: dict[str, list[int]] = {}
     for i, q in enumerate(qs):
         t0 = time.perf_counter()
         answer = client.recall_multi(q, domains=domains, k=k)
@@ -146,12 +148,13 @@ def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
         finally:
             event.remove(engine, "before_cursor_execute", capture)
         statement, params = captured[-1]
-        cursor = conn.connection.dbapi_connection.cursor()
+        cursor = conn.connection.cursor()
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, params)
         plan = [r[0] for r in cursor.fetchall()]
         terms = sorted(set(tokenize(slowest[1])))
-        dfs = dict(conn.execute(text("SELECT term, df FROM session_terms WHERE tenant = :t AND term = ANY(:terms)"),
-                                {"t": tenant, "terms": terms}).all())
+        dfs: dict[str, int] = dict(conn.execute(
+            text("SELECT term, df FROM session_terms WHERE tenant = :t AND term = ANY(:terms)"),
+            {"t": tenant, "terms": terms}).all())
     return {"steps_ms": {k: latency_stats(v) for k, v in steps.items()},
             "slowest_query": slowest[1], "slowest_bm25_ms": round(slowest[0], 1), "slowest_dfs": dfs, "plan": plan}
 
@@ -173,7 +176,7 @@ def run(sizes: list[int], n_queries: int, with_profile: bool) -> dict[str, Any]:
                       f"({appended / append_s:.0f}/s)", flush=True)
                 caught_s = wait_projected(client, position)
                 written = size
-                step = {"messages": size, "appended": appended, "append_s": round(append_s, 1),
+                step: dict[str, Any] = {"messages": size, "appended": appended, "append_s": round(append_s, 1),
                         "append_per_s": round(appended / append_s, 1),
                         "projected_after_last_append_s": round(caught_s, 1),
                         "ingest_per_s_end_to_end": round(appended / (append_s + caught_s), 1),

@@ -52,6 +52,28 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
+# What reading a reply of an unexpected JSON shape raises (a list for an object, a number for a text, ...).
+UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object the reply holds, {} when absent; TypeError for another kind of value."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object, got {type(value).__name__}: {str(value)[:100]}")
+    return value
+
+
+def _text(value: Any) -> str:
+    """A text the reply holds, "" when absent; TypeError for another kind of value."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a text, got {type(value).__name__}: {str(value)[:100]}")
+    return value
+
+
 class OpenAIChat:
     """POST {base_url}/chat/completions."""
 
@@ -70,15 +92,15 @@ class OpenAIChat:
             if r.status_code != 200:
                 raise ModelError(f"{self.url} answered {r.status_code}: {r.text[:500]}")
             data = r.json()
-            usage = data.get("usage") or {}
+            usage = _object(data.get("usage"))
             choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
+            text = _text(choice["message"].get("content"))
             truncated = choice.get("finish_reason") == "length"
         except httpx.TimeoutException:
             raise ModelError(f"{self.url} timed out after {timeout_s:.1f}s") from None
         except httpx.HTTPError as exc:
             raise ModelError(f"{self.url}: {type(exc).__name__}: {exc}") from None
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except UNREADABLE as exc:  # a reply of another shape than a chat completion
             raise ModelError(f"{self.url} answered an unreadable completion: {exc!r}") from None
         return Completion(text, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")), self.model,
                           truncated)
@@ -97,9 +119,9 @@ class OpenAIChat:
                 if payload == "[DONE]":
                     break
                 chunk = json.loads(payload)
-                usage = chunk.get("usage") or usage
+                usage = _object(chunk.get("usage")) or usage
                 for choice in chunk.get("choices") or ():
-                    parts.append((choice.get("delta") or {}).get("content") or "")
+                    parts.append(_text(_object(choice.get("delta")).get("content")))
                     truncated = truncated or choice.get("finish_reason") == "length"
         return Completion("".join(parts), _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
                           self.model, truncated)
@@ -124,13 +146,13 @@ class AnthropicMessages:
             if r.status_code != 200:
                 raise ModelError(f"{self.url} answered {r.status_code}: {r.text[:500]}")
             data = r.json()
-            text = "".join(b.get("text", "") for b in data.get("content") or () if b.get("type") == "text")
-            usage = data.get("usage") or {}
+            text = "".join(_text(b.get("text")) for b in data.get("content") or () if b.get("type") == "text")
+            usage = _object(data.get("usage"))
         except httpx.TimeoutException:
             raise ModelError(f"{self.url} timed out after {timeout_s:.1f}s") from None
         except httpx.HTTPError as exc:
             raise ModelError(f"{self.url}: {type(exc).__name__}: {exc}") from None
-        except (KeyError, TypeError, ValueError) as exc:
+        except UNREADABLE as exc:  # a reply of another shape than a message
             raise ModelError(f"{self.url} answered an unreadable message: {exc!r}") from None
         return Completion(text, _int(usage.get("input_tokens")), _int(usage.get("output_tokens")), self.model,
                           data.get("stop_reason") == "max_tokens")

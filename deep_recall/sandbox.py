@@ -103,6 +103,12 @@ def _error_text(exc: MontyError) -> str:
         return f"{type(exc).__name__}: {exc}"
 
 
+def _overran(exc: MontyError) -> bool:
+    """The block hit its own execution-time limit (not a TimeoutError the code raised or a live call answered)."""
+    inner = exc.exception()
+    return isinstance(inner, TimeoutError) and "time limit exceeded" in str(inner)
+
+
 class Sandbox:
     """One checked-out sandbox session: context variables bound once, blocks run in order, state kept."""
 
@@ -113,8 +119,7 @@ class Sandbox:
         self._session: MontySession | None = None
 
     def __enter__(self) -> Sandbox:
-        self._open()
-        return self
+        return self  # a session is opened by the first block, so a failure to open is that block's error
 
     def __exit__(self, *exc: object) -> None:
         self._drop()
@@ -125,8 +130,13 @@ class Sandbox:
                   "max_recursion_depth": 200, "max_suspensions": 10_000, "max_total_sleep_secs": 1.0}
         session = pool(self.settings).checkout(script_name="deep_recall.py", limits=limits)
         session.__enter__()
+        try:
+            session.feed_run(PRELUDE, inputs=self.inputs, print_callback=CollectString(max_bytes=1024))
+        except BaseException:
+            with contextlib.suppress(MontyError):
+                session.__exit__(None, None, None)
+            raise
         self._session = session
-        session.feed_run(PRELUDE, inputs=self.inputs, print_callback=CollectString(max_bytes=1024))
 
     def _drop(self) -> None:
         if self._session is not None:
@@ -140,7 +150,12 @@ class Sandbox:
         """Run one block until it ends, or until `deadline` (time.monotonic()) at the latest; its printed output
         (capped) and its error, if any, as the model will read them."""
         if self._session is None:
-            self._open()
+            try:
+                self._open()
+            except (MontyError, TimeoutError) as exc:  # no worker could be checked out, or it died starting
+                log.warning("deep_recall.sandbox_open_failed", error=_error_text(exc)[:300])
+                return BlockResult("", f"SandboxCrashed: no sandbox could be started ({_error_text(exc)[:300]}); "
+                                       "this block did not run")
         session = self._session
         assert session is not None
         out = CollectString(max_bytes=self.settings.deep_print_bytes)
@@ -164,7 +179,13 @@ class Sandbox:
             return BlockResult(out.output, f"SandboxCrashed: the sandbox was restarted ({reason}); variables "
                                            "defined so far are lost, `context` and the functions remain")
         except MontyError as exc:
-            return BlockResult(out.output, _error_text(exc))
+            if not _overran(exc):
+                return BlockResult(out.output, _error_text(exc))
+            # Stopped mid-statement at its own time limit: its state may be half-updated, so it is not reused.
+            self._drop()
+            return BlockResult(out.output, f"{_error_text(exc)}\nSandboxRestarted: after the time limit the sandbox "
+                                           "was restarted; variables defined so far are lost, `context` and the "
+                                           "functions remain")
 
 
 __all__ = ["PRELUDE", "BlockResult", "Sandbox", "close", "pool"]

@@ -25,7 +25,14 @@ class Cut(str):
     """A turn the model stopped at max_tokens: answered with finish_reason "length" (stop_reason "max_tokens")."""
 
 
-Turn = str | Callable[[list[dict[str, Any]]], str]
+class Raw:
+    """A turn answered with this JSON body as it is, whatever its shape (streamed: as one data line)."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+
+Turn = str | Raw | Callable[[list[dict[str, Any]]], str]
 ROOT, SUB = "root-model", "sub-model"
 
 
@@ -54,7 +61,7 @@ class ScriptedModels:
     def of(self, model: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["model"] == model]
 
-    def _next(self, body: dict[str, Any]) -> str:
+    def _next(self, body: dict[str, Any]) -> Any:
         with self.lock:
             self.requests.append(body)
             queue = self.turns[body["model"]]
@@ -68,6 +75,12 @@ class ScriptedModels:
         from starlette.concurrency import run_in_threadpool
 
         text = await run_in_threadpool(self._next, body)
+        if isinstance(text, Raw):
+            if not body.get("stream"):
+                return JSONResponse(text.body)
+            raw = text.body
+            return StreamingResponse(iter(["data: " + json.dumps(raw) + "\n\n", "data: [DONE]\n\n"]),
+                                     media_type="text/event-stream")
         usage = {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1],
                  "total_tokens": sum(self.usage)}
         finish = "length" if isinstance(text, Cut) else "stop"
@@ -99,6 +112,8 @@ class ScriptedModels:
         self.headers.append(dict(request.headers))
         text = await run_in_threadpool(self._next, {**body, "messages": [
             {"role": "system", "content": body.get("system", "")}, *body["messages"]]})
+        if isinstance(text, Raw):
+            return JSONResponse(text.body)
         return JSONResponse({"id": "m", "type": "message", "role": "assistant", "model": body["model"],
                              "content": [{"type": "text", "text": text}],
                              "stop_reason": "max_tokens" if isinstance(text, Cut) else "end_turn",

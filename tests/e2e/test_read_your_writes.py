@@ -1,7 +1,8 @@
 """Every read sees its own writes: in each domain (memories, knowledge, sessions, transcripts, code), a write and
-then at once the read of what it wrote, 50 times in a row, never stale. Through the SDK (it sends its last
-written position as min_position on every read) and through plain HTTP (min_position = the write's position),
-against a real uvicorn server and a real Dramatiq worker projecting the read models.
+then at once the read of what it wrote, 50 times in a row, never stale; a recall's record read right after it
+(50), and remember then deep recall at once (25, no model: the quick recall's results are its answer). Through
+the SDK (it sends its last written position as min_position on every read) and through plain HTTP (min_position =
+the write's position), against a real uvicorn server and a real Dramatiq worker projecting the read models.
 
 The read models are the worker's alone here: nothing in this module catches them up itself.
 """
@@ -199,10 +200,83 @@ def test_code_http(raw: httpx.Client) -> None:
     rounds(trip)
 
 
+# ------------------------------------------------------------------------------------------------ recall records
+
+
+def test_recall_record_sdk(sdk: Engramlog) -> None:
+    """A recall's id read right after it: the record of what it answered (its hit-log event)."""
+    def trip(i: int, tag: str) -> None:
+        done = sdk.remember(f"The {tag} ladder leans on shed {i}", must_keep=True)
+        found = sdk.recall(f"{tag} ladder")
+        assert [r.memory_id for r in found.results][:1] == [done.memory_id]
+        record = sdk.recall_record(found.recall_id)
+        assert record.query == f"{tag} ladder" and [r.memory_id for r in record.results] == \
+            [r.memory_id for r in found.results]
+    rounds(trip)
+
+
+def test_recall_record_http(raw: httpx.Client) -> None:
+    """At the recall's own position: the record waits for every domain's read models to have applied it."""
+    def trip(i: int, tag: str) -> None:
+        done = ok(raw.post("/v1/memories", json={"content": f"The {tag} kettle boils at {i}", "must_keep": True}),
+                  201)
+        found = ok(raw.post("/v1/recall", json={"query": f"{tag} kettle", "min_position": done["position"]}))
+        assert [r["memory_id"] for r in found["results"]][:1] == [done["memory_id"]]
+        record = ok(raw.get(f"/v1/recalls/{found['recall_id']}", params={"min_position": found["position"]}))
+        assert record["recall_id"] == found["recall_id"] and record["position"] == found["position"]
+        assert [r["memory_id"] for r in record["results"]] == [r["memory_id"] for r in found["results"]]
+    rounds(trip)
+
+
+# ------------------------------------------------------------------------------------------------ deep recall
+
+DEEP_ROUNDS = 25
+
+
+@pytest.fixture
+def no_model(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Deep recall without a model (tests/deep_recall_support.py's other way): its quick recall's results are the
+    answer, so whether it saw the write is what it answers."""
+    import api.routes.deep_recall as route
+    from infra.settings import get_settings, replace
+
+    settings = replace(get_settings(), llm_model="")
+    monkeypatch.setattr(route, "get_settings", lambda: settings)
+
+
+def test_deep_recall_sdk(sdk: Engramlog, no_model) -> None:  # type: ignore[no-untyped-def]
+    """remember, then deep recall at once: its quick recall finds the memory (the SDK sends last_position in the
+    body); the record of that deep recall read right after names it too."""
+    for i in range(DEEP_ROUNDS):
+        tag = uuid.uuid4().hex[:10]
+        done = sdk.remember(f"The {tag} compass is in drawer {i}", must_keep=True)
+        deep = sdk.deep_recall(f"where is the {tag} compass?")
+        assert str(done.memory_id) in [r.get("memory_id") for r in deep.results], deep
+        record = sdk.recall_record(deep.recall_id)
+        assert done.memory_id in [r.memory_id for r in record.results]
+
+
+def test_deep_recall_and_blind_spots_http(raw: httpx.Client, no_model) -> None:  # type: ignore[no-untyped-def]
+    """A deep recall at a write's position finds it; one that finds nothing registers a blind spot, listed by
+    GET /v1/blind_spots at the deep recall's position at once."""
+    for i in range(DEEP_ROUNDS):
+        tag = uuid.uuid4().hex[:10]
+        done = ok(raw.post("/v1/memories", json={"content": f"The {tag} lantern hangs on hook {i}",
+                                                 "agent_id": f"a-{tag}", "must_keep": True}), 201)
+        deep = ok(raw.post("/v1/deep_recall", json={"question": f"where is the {tag} lantern?", "agent_id": f"a-{tag}",
+                                                    "min_position": done["position"]}))
+        assert done["memory_id"] in [r.get("memory_id") for r in deep["results"]], deep
+        empty = ok(raw.post("/v1/deep_recall", json={"question": f"who painted the {tag} barn?",
+                                                     "agent_id": f"b-{tag}", "min_position": deep["position"]}))
+        assert empty["results"] == [], empty
+        spots = ok(raw.get("/v1/blind_spots", params={"agent_id": f"b-{tag}", "min_position": empty["position"]}))
+        assert [s["recall_id"] for s in spots["blind_spots"]] == [empty["recall_id"]], spots
+
+
 # ------------------------------------------------------------------------------------------------ the SDK's part
 
 
-def test_the_sdk_sends_its_last_written_position_on_every_read(sdk: Engramlog) -> None:
+def test_the_sdk_sends_its_last_written_position_on_every_read(sdk: Engramlog, no_model) -> None:  # type: ignore[no-untyped-def]
     """Every domain read the SDK makes carries min_position = its last written position (a query parameter on
     GETs, the body on recalls), and the routes take it (no 422: each names min_position)."""
     sent: list[httpx.Request] = []
@@ -221,14 +295,17 @@ def test_the_sdk_sends_its_last_written_position_on_every_read(sdk: Engramlog) -
              lambda: sdk.transcript_chunk(f"t-{tag}", 0), lambda: sdk.code_files("sent"),
              lambda: sdk.search_symbols("sent", f"fetch_{tag}"), lambda: sdk.symbol("sent", f"p.m{tag}.fetch_{tag}"),
              lambda: sdk.list_sessions(), lambda: sdk.session_messages(f"s-{tag}"),
-             lambda: sdk.resume_context(f"s-{tag}")]
+             lambda: sdk.resume_context(f"s-{tag}"), lambda: sdk.blind_spots(),
+             lambda: sdk.recall_record(sdk.recall(f"{tag} canoe").recall_id)]
     for read in reads:
         sent.clear()
         read()
         assert sent[-1].url.params.get("min_position") == str(last), sent[-1].url
     sent.clear()
-    sdk.recall_multi(f"{tag} canoe")
-    assert json.loads(sent[-1].content)["min_position"] == last
+    for recall in (lambda: sdk.recall_multi(f"{tag} canoe"), lambda: sdk.deep_recall(f"where is the {tag} canoe?")):
+        sent.clear()
+        recall()
+        assert json.loads(sent[-1].content)["min_position"] == last
     assert sdk.last_position == last  # reads (drills and recalls append hit-log events) do not move it
 
 

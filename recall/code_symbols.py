@@ -48,7 +48,6 @@ _FILES = text("""
 SELECT path, content_hash, language, symbols, calls, parse_errors, first_error_line, version FROM code_files
 WHERE tenant = :tenant AND repo = :repo AND path > :after ORDER BY path LIMIT :limit
 """)
-_HAS_REPO = text("SELECT EXISTS (SELECT 1 FROM code_files WHERE tenant = :tenant AND repo = :repo)")
 
 
 def gated(policy: PrivacyPolicy, repo: str, path: str | None) -> bool:
@@ -135,9 +134,5 @@ def list_files(conn: Connection, tenant: str, repo: str, policy: PrivacyPolicy, 
     return [dict(r._mapping) for r in rows], next_after
 
 
-def has_repo(conn: Connection, tenant: str, repo: str) -> bool:
-    return bool(conn.execute(_HAS_REPO, {"tenant": tenant, "repo": repo}).scalar_one())
-
-
-__all__ = ["MAX_EDGES", "contents", "gated", "handle_of", "has_repo", "list_files", "symbol_answer", "symbol_answers",
+__all__ = ["MAX_EDGES", "contents", "gated", "handle_of", "list_files", "symbol_answer", "symbol_answers",
            "symbols_by_ids", "symbols_named"]

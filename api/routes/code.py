@@ -27,7 +27,7 @@ from api.schemas import Body
 from domain.code.languages import repo_problem
 from domain.errors import InvalidPayload, NotFound
 from domain.knowledge.paths import MAX_PATH_CHARS
-from recall.code_symbols import has_repo, list_files, symbol_answer, symbols_named
+from recall.code_symbols import list_files, symbol_answer, symbols_named
 from recall.domains.base import DomainQuery
 from recall.domains.code import CodeDomain
 from recall.privacy import policy_of
@@ -208,7 +208,8 @@ def get_symbol(repo: str, qualified_name: str, who: Annotated[Caller, Depends(ca
         policy = policy_of(conn, who.tenant)
         rows = symbols_named(conn, who.tenant, _repo(repo), qualified_name, policy, file)
         if not rows:
-            known = has_repo(conn, who.tenant, repo)
+            # a repository whose every file the policy excludes is unknown, as one never indexed
+            known = bool(list_files(conn, who.tenant, repo, policy, "", 1)[0])
             raise NotFound(f"no symbol {qualified_name!r} in repository {repo!r}" if known
                            else f"no repository {repo!r}")
         answer = symbol_answer(conn, who.tenant, rows[0], policy)

@@ -46,6 +46,7 @@ def test_no_cursor_delete_drill_or_put_tells_of_an_excluded_item(app, tenant, en
         _ok(r.put(f"/v1/transcripts/{tid}", content=b"[2026-02-01T09:00:00Z] USER: hello there\n"))
     _ok(r.post("/v1/code/eng/files", json={"files": [{"path": p, "content": "x = 1\n"} for p in (
         "a.py", "hr/1.py", "hr/2.py", "z.py")]}))
+    _ok(r.post("/v1/code/hr/files", json={"files": [{"path": "pay.py", "content": "def salary():\n    return 1\n"}]}))
     project(engine, _ok(r.get("/v1/events", params={"limit": 1000}))["events"][-1]["position"])
     assert put_policy(w.ops, HIDDEN).status_code == 200
 
@@ -71,6 +72,8 @@ def test_no_cursor_delete_drill_or_put_tells_of_an_excluded_item(app, tenant, en
             same(client.get("/v1/knowledge/hr/1.md", params={k: v for k, v in version.items() if k == "version"}),
                  client.get("/v1/knowledge/hr/9.md", params={k: v for k, v in version.items() if k == "version"}),
                  "hr/1.md", "hr/9.md")
+        # a repository whose every file is excluded is as unknown as one never indexed
+        same(client.get("/v1/code/hr/symbols/salary"), client.get("/v1/code/zz/symbols/salary"), "'hr'", "'zz'")
         for params in ({}, {"content_hash": "0" * 64}):
             same(client.get("/v1/transcripts/t-hidden/chunks/0", params=params),
                  client.get("/v1/transcripts/t-never/chunks/0", params=params), "t-hidden", "t-never")

@@ -96,9 +96,9 @@ class BlockResult:
     at_deadline: bool = False  # stopped by the deep recall's hard timeout
 
 
-def _error_text(exc: MontyError) -> str:
+def _error_text(exc: BaseException) -> str:
     try:
-        return exc.display()  # type: ignore[attr-defined]  # on MontyError's subclasses, not the base
+        return exc.display()  # type: ignore[attr-defined]  # on MontyError's subclasses only
     except Exception:  # a crash error has no display
         return f"{type(exc).__name__}: {exc}"
 

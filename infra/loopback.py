@@ -57,7 +57,7 @@ def is_local_url(url: str) -> bool:
         host = urlsplit(url).hostname
     except ValueError:
         return False
-    return bool(host) and is_local_address(host)  # type: ignore[arg-type]
+    return bool(host and is_local_address(host))
 
 
 def host_header_is_loopback(value: str | None) -> bool:

@@ -56,7 +56,7 @@ def run(package: str, functions: list[str]) -> dict[str, Any]:
             def make() -> Engramlog:
                 c = Engramlog("http://127.0.0.1")
                 c.http = http  # type: ignore[assignment]  # the app in-process: a TestClient for the httpx.Client
-                c.close = lambda: None  # type: ignore[method-assign]
+                c.close = lambda: None  # type: ignore[method-assign]  # the TestClient is closed by its with
                 return c
 
             cli.calls.client = make

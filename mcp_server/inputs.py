@@ -50,7 +50,7 @@ def inputs(described: Mapping[str, str], *models: type[BaseModel], **params: Any
             kind, default = _resolve(name, models, params)
             derived.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                              annotation=_described(kind, description)))
-        fn.__signature__ = inspect.Signature(derived, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+        fn.__signature__ = inspect.Signature(derived, return_annotation=dict[str, Any])  # type: ignore[attr-defined]  # what inspect reads
         return fn
     return give
 

@@ -171,7 +171,7 @@ def build_server(client_for: ClientFor) -> MCPServer:
 
     @server.tool()
     @inputs({"session_id": "The conversation's id", "messages": "Messages, in order", "agent_id": AGENT,
-             "project": PROJECT}, BatchIn, session_id=str, messages=list[ChatMessage])  # type: ignore[valid-type]
+             "project": PROJECT}, BatchIn, session_id=str, messages=list[ChatMessage])  # type: ignore[valid-type]  # a model made at run time
     async def sessions_append(ctx: Context, **args: Any) -> dict[str, Any]:
         """Append messages to a conversation's transcript, so it can be resumed later (resume_context)."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:

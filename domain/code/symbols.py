@@ -79,7 +79,7 @@ class ParsedFile:
 def _parser(language: str) -> Parser:
     from tree_sitter_language_pack import get_parser
 
-    return get_parser(language)  # type: ignore[arg-type]
+    return get_parser(language)  # type: ignore[arg-type]  # the pack types its names as a Literal
 
 
 def line_slice(content: str, start_line: int, end_line: int) -> str:

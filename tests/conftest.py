@@ -105,7 +105,7 @@ def servers() -> None:
 
 
 @pytest.fixture(scope="session")
-def engine(servers):  # type: ignore[no-untyped-def]
+def engine(servers):
     from infra.db import get_engine
 
     return get_engine()
@@ -118,14 +118,14 @@ def tenant() -> str:
 
 
 @pytest.fixture(scope="session")
-def app(servers):  # type: ignore[no-untyped-def]
+def app(servers):
     from api.app import create_app
 
     return create_app()
 
 
 @pytest.fixture
-def http(app):  # type: ignore[no-untyped-def]
+def http(app):
     """An HTTP client on the real app (single default tenant: ENGRAMLOG_API_KEYS unset), from loopback as the
     keyless API requires."""
     from fastapi.testclient import TestClient
@@ -135,7 +135,7 @@ def http(app):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def client(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def client(app, tenant, monkeypatch):
     """An HTTP client whose API key maps to this test's own tenant (ENGRAMLOG_API_KEYS set to that one key)."""
     from fastapi.testclient import TestClient
 
@@ -200,7 +200,7 @@ def start_worker(servers) -> Iterator[object]:
         w.stop()
 
 
-def wait_until(predicate, timeout: float = 60.0, interval: float = 0.1) -> bool:  # type: ignore[no-untyped-def]
+def wait_until(predicate, timeout: float = 60.0, interval: float = 0.1) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -210,7 +210,7 @@ def wait_until(predicate, timeout: float = 60.0, interval: float = 0.1) -> bool:
 
 
 @pytest.fixture(scope="module")
-def models():  # type: ignore[no-untyped-def]
+def models():
     """The deep-recall tests' scripted model server on loopback (tests/deep_recall_support.py), one per module."""
     from tests.deep_recall_support import start_scripted_models
 

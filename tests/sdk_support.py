@@ -44,7 +44,7 @@ class LiveServer:
 
 
 @pytest.fixture(scope="module")
-def api_keys(app) -> Iterator[dict[str, str]]:  # type: ignore[no-untyped-def]
+def api_keys(app) -> Iterator[dict[str, str]]:
     """ENGRAMLOG_API_KEYS for this module: key → tenant; tests add their own (`tenant_key`)."""
     import api.context
     from infra.settings import get_settings, replace
@@ -57,7 +57,7 @@ def api_keys(app) -> Iterator[dict[str, str]]:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def tenant_key(api_keys, tenant) -> str:  # type: ignore[no-untyped-def]
+def tenant_key(api_keys, tenant) -> str:
     """An API key of this test's own tenant."""
     key = f"key-{tenant}-{uuid.uuid4().hex[:6]}"
     api_keys[key] = tenant
@@ -65,14 +65,14 @@ def tenant_key(api_keys, tenant) -> str:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def live_server(app, api_keys) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
+def live_server(app, api_keys) -> Iterator[LiveServer]:
     server = LiveServer(app).start()
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def module_worker(servers) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def module_worker(servers) -> Iterator[object]:
     """One real Dramatiq worker for the whole module (recall's read-your-writes waits for its projections)."""
     from conftest import WorkerProcess
 

@@ -13,7 +13,7 @@ from conftest import wait_until
 from sqlalchemy import text
 
 
-def count_events(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def count_events(engine, tenant: str) -> int:
     """The tenant's own events; the governor's decisions, appended in the same transaction as each memory
     written, are not counted."""
     with engine.connect() as conn:
@@ -24,7 +24,7 @@ def count_events(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def nothing_written(engine, tenant):  # type: ignore[no-untyped-def]
+def nothing_written(engine, tenant):
     """Call it after the refused requests: asserts the tenant's log is exactly as it was."""
     before = count_events(engine, tenant)
 
@@ -38,7 +38,7 @@ def memory_event(content: str = "ok", **data: object) -> dict:
     return {"type": "MemoryRecorded", "data": {"memory_id": str(uuid.uuid4()), "content": content, **data}}
 
 
-def refused(response, status: int, *needles: str) -> dict:  # type: ignore[no-untyped-def]
+def refused(response, status: int, *needles: str) -> dict:
     assert response.status_code == status, (response.status_code, response.text)
     body = response.json()
     assert set(body) == {"error", "detail"}, body

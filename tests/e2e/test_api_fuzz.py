@@ -18,7 +18,7 @@ SEED = 7
 
 
 @pytest.fixture(scope="module")
-def served(app):  # type: ignore[no-untyped-def]
+def served(app):
     worker = WorkerProcess().start()  # one for both modes: read-your-writes recalls need the projections
     try:
         with serve(app) as base_url:
@@ -29,7 +29,7 @@ def served(app):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_no_generated_input_gets_a_5xx(served, tenant, mode):  # type: ignore[no-untyped-def]
+def test_no_generated_input_gets_a_5xx(served, tenant, mode):
     base_url, schema = served
     report = FuzzReport()
     fuzz_mode(schema, base_url, mode, tenant, report, examples=EXAMPLES, seed=SEED)
@@ -40,7 +40,7 @@ def test_no_generated_input_gets_a_5xx(served, tenant, mode):  # type: ignore[no
     assert report.statuses[201] and report.statuses[200], report.statuses
 
 
-def test_dead_letters_filtered_by_an_unknown_projection_is_404(http):  # type: ignore[no-untyped-def]
+def test_dead_letters_filtered_by_an_unknown_projection_is_404(http):
     # Found by the fuzzer: ?projection=%00 reached the SQL (NUL in a text parameter) and answered 500.
     for name in ("\x00à", "no-such-projection"):
         r = http.get("/v1/projections/dead-letters", params={"projection": name})

@@ -17,12 +17,12 @@ SURROGATE = "\ud800"
 
 
 @pytest.fixture
-def nothing_written(engine, tenant):  # type: ignore[no-untyped-def]
+def nothing_written(engine, tenant):
     before = count_events(engine, tenant)
     return lambda: count_events(engine, tenant) == before or pytest.fail("a refused request wrote events")
 
 
-def raw(client, path: str, body: object):  # type: ignore[no-untyped-def]
+def raw(client, path: str, body: object):
     # ensure_ascii JSON carries a lone surrogate as the escape "\ud800", as any client may send it.
     return client.post(path, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
 
@@ -127,7 +127,7 @@ def test_an_exhausted_pool_is_a_json_503(app, client):
 ODD_PARAMETERS = ("%00", "a%00b", "%ED%A0%80", "%FF", "x%C0%80")  # NUL, a lone surrogate, stray bytes
 
 
-def _routes(app):  # type: ignore[no-untyped-def]
+def _routes(app):
     """(method, path, path parameters, query parameters) of every operation, from the app's own schema."""
     for path, operations in app.openapi()["paths"].items():
         for method, operation in operations.items():
@@ -167,5 +167,5 @@ def test_a_supersede_with_a_nul_idempotency_key_is_422(client, nothing_written):
     assert count_events_of(client) == written
 
 
-def count_events_of(client) -> int:  # type: ignore[no-untyped-def]
+def count_events_of(client) -> int:
     return len(client.get("/v1/events", params={"limit": 1000}).json()["events"])

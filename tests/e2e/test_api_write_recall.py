@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 
 @pytest.fixture(scope="module")
-def warm_worker(engine):  # type: ignore[no-untyped-def]
+def warm_worker(engine):
     """One worker for the module, started once and waited on until it has its model loaded."""
     w = WorkerProcess().start()
     try:
@@ -31,7 +31,7 @@ def warm_worker(engine):  # type: ignore[no-untyped-def]
         w.stop()
 
 
-def wait_projected(engine, position: int, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+def wait_projected(engine, position: int, timeout: float = 60) -> None:
     from projections.registry import PROJECTORS
     from projections.runner import has_reached
 
@@ -42,7 +42,7 @@ def wait_projected(engine, position: int, timeout: float = 60) -> None:  # type:
     assert wait_until(reached, timeout=timeout, interval=0.1), f"projections did not reach {position}"
 
 
-def count_events(engine, tenant: str, type_: str | None = None) -> int:  # type: ignore[no-untyped-def]
+def count_events(engine, tenant: str, type_: str | None = None) -> int:
     """The tenant's events of a type, or all its own (not the governor's decisions written with each memory)."""
     sql = "SELECT count(*) FROM events WHERE tenant = :t" + (
         " AND type = :type" if type_ else
@@ -51,7 +51,7 @@ def count_events(engine, tenant: str, type_: str | None = None) -> int:  # type:
         return conn.execute(text(sql), {"t": tenant, "type": type_}).scalar_one()
 
 
-def read_model_fingerprint(engine) -> tuple:  # type: ignore[no-untyped-def]
+def read_model_fingerprint(engine) -> tuple:
     """Row counts and content digests of the content read models: what recall, and the projection of its hit-log
     event, must not change. Checkpoints and access statistics do advance: the workers project RecallServed."""
     queries = [

@@ -29,23 +29,23 @@ CLIENT = ("from .parser import parse_http_url\n\n\n"
           "        return parse_http_url(url)\n")
 
 
-def project(engine) -> None:  # type: ignore[no-untyped-def]
+def project(engine) -> None:
     catch_up(engine, CodeProjector(), 500, max_seconds=120)
 
 
-def events(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def events(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar()
 
 
-def index(client, engine, files: dict[str, str], repo: str = "net"):  # type: ignore[no-untyped-def]
+def index(client, engine, files: dict[str, str], repo: str = "net"):
     r = client.post(f"/v1/code/{repo}/files", json={"files": [{"path": p, "content": c} for p, c in files.items()]})
     assert r.status_code == 200, r.text
     project(engine)
     return r.json()
 
 
-def test_symbol_route_answers_source_and_callers(client, engine) -> None:  # type: ignore[no-untyped-def]
+def test_symbol_route_answers_source_and_callers(client, engine) -> None:
     out = index(client, engine, {"net/parser.py": PARSER, "net/client.py": CLIENT})
     assert [f["action"] for f in out["files"]] == ["put", "put"] and out["written"] == 2
     r = client.get("/v1/code/net/symbols/net.parser.parse_http_url")
@@ -77,7 +77,7 @@ def test_symbol_route_answers_source_and_callers(client, engine) -> None:  # typ
     ([{"path": "../a.py", "content": "x = 1\n"}], 422, "segment"),
     ([{"path": "a.py", "content": "x\n"}, {"path": "a.py", "content": "y\n"}], 422, "twice"),
 ])
-def test_bad_files_are_refused_and_nothing_written(client, engine, tenant, files, status,  # type: ignore[no-untyped-def]
+def test_bad_files_are_refused_and_nothing_written(client, engine, tenant, files, status,
                                                    reason) -> None:
     before = events(engine, tenant)
     r = client.post("/v1/code/net/files", json={"files": files})
@@ -86,7 +86,7 @@ def test_bad_files_are_refused_and_nothing_written(client, engine, tenant, files
     assert events(engine, tenant) == before  # the good file of the batch is not written either
 
 
-def test_bad_repository_name_and_nul_parameters_are_refused(client) -> None:  # type: ignore[no-untyped-def]
+def test_bad_repository_name_and_nul_parameters_are_refused(client) -> None:
     r = client.post("/v1/code/.hidden/files", json={"files": [{"path": "a.py", "content": "x = 1\n"}]})
     assert r.status_code == 422 and "repository" in r.json()["detail"]
     assert client.get("/v1/code/net/symbols/a%00b").status_code == 422
@@ -94,7 +94,7 @@ def test_bad_repository_name_and_nul_parameters_are_refused(client) -> None:  # 
     assert client.get("/v1/code/net/files", params={"after": "a\x00"}).status_code == 422
 
 
-def test_unparseable_source_is_indexed_with_its_errors(client, engine) -> None:  # type: ignore[no-untyped-def]
+def test_unparseable_source_is_indexed_with_its_errors(client, engine) -> None:
     index(client, engine, {"broken.py": "def ok():\n    pass\n\ndef broken(:\n    return (\n"})
     [f] = client.get("/v1/code/net/files").json()["files"]
     assert f["parse_errors"] > 0 and f["first_error_line"] is not None
@@ -102,7 +102,7 @@ def test_unparseable_source_is_indexed_with_its_errors(client, engine) -> None: 
 
 
 @pytest.fixture
-def ops(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def ops(app, tenant, monkeypatch):
     import api.context
     from infra.settings import get_settings, replace
 
@@ -116,7 +116,7 @@ def ops(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
         yield c
 
 
-def test_privacy_gate_and_tenant_isolation(ops, engine) -> None:  # type: ignore[no-untyped-def]
+def test_privacy_gate_and_tenant_isolation(ops, engine) -> None:
     index(ops, engine, {"net/parser.py": PARSER, "net/client.py": CLIENT})
     assert ops.other.get("/v1/code/net/symbols/net.parser.parse_http_url").status_code == 404  # other tenant
     assert ops.other.get("/v1/code/net/files").json()["files"] == []
@@ -131,7 +131,7 @@ def test_privacy_gate_and_tenant_isolation(ops, engine) -> None:  # type: ignore
     assert all(r["handle"]["file"] != "net/client.py" for b in multi["buckets"] for r in b["results"])
 
 
-def test_code_bucket_in_recall_multi(client, engine) -> None:  # type: ignore[no-untyped-def]
+def test_code_bucket_in_recall_multi(client, engine) -> None:
     index(client, engine, {"net/parser.py": PARSER, "net/client.py": CLIENT})
     r = client.post("/v1/recall/multi", json={"query": "parse an http url", "domains": ["code"]})
     assert r.status_code == 200, r.text
@@ -144,13 +144,13 @@ def test_code_bucket_in_recall_multi(client, engine) -> None:  # type: ignore[no
     assert "code" in [b["domain"] for b in default["buckets"]]  # the default fan-out asks the domains with data
 
 
-def cli_on(client, monkeypatch):  # type: ignore[no-untyped-def]
+def cli_on(client, monkeypatch):
     from engramlog_client import Engramlog
 
     import cli.calls
     import cli.main
 
-    def make():  # type: ignore[no-untyped-def]
+    def make():
         c = Engramlog("http://testserver")
         c.http = client
         c.close = lambda: None
@@ -161,7 +161,7 @@ def cli_on(client, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("as_git", [True, False])
-def test_cli_index_sends_only_changed_files(client, engine, monkeypatch, tmp_path: Path,  # type: ignore[no-untyped-def]
+def test_cli_index_sends_only_changed_files(client, engine, monkeypatch, tmp_path: Path,
                                             as_git: bool) -> None:
     root = tmp_path / "webshop"
     (root / "net").mkdir(parents=True)

@@ -22,21 +22,21 @@ FACTS = [("s-march", "We decided to roll the walrus deploy back to v41 on March 
 
 
 @pytest.fixture
-def deep(models, monkeypatch):  # type: ignore[no-untyped-def]
+def deep(models, monkeypatch):
     """The route's settings pointed at the scripted models (the shortcut off unless a test turns it on)."""
     configure = point_route_at(models, monkeypatch)
     configure.models = models  # type: ignore[attr-defined]
     return configure
 
 
-def seed(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+def seed(client: TestClient, engine) -> None:
     for session_id, content in FACTS:
         assert client.post(f"/v1/sessions/{session_id}/messages",
                            json={"role": "user", "content": content, "agent_id": "ops"}).status_code == 201
     catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
 
 
-def ask(client: TestClient, question: str = "what did we decide about the walrus deploy?", **body):  # type: ignore[no-untyped-def]
+def ask(client: TestClient, question: str = "what did we decide about the walrus deploy?", **body):
     r = client.post("/v1/deep_recall", json={"question": question, **body})
     assert r.status_code == 200, r.text
     return r.json()
@@ -46,12 +46,12 @@ TURN_COST = (100 * 3.0 + 50 * 15.0) / 1_000_000  # the scripted usage at the tes
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_multi_iteration_searches_then_final(client, engine, deep, stream) -> None:  # type: ignore[no-untyped-def]
+def test_multi_iteration_searches_then_final(client, engine, deep, stream) -> None:
     seed(client, engine)
     deep(llm_stream=stream)
     models = deep.models
 
-    def second(messages):  # type: ignore[no-untyped-def]
+    def second(messages):
         assert "walrus" in last_user(messages)  # the first block's printed search results came back
         return code("s = list_sessions()", "print([x['session_id'] for x in s])",
                     "t = load_transcript('s-march')", "print(grep(t, 'v41'))")
@@ -78,7 +78,7 @@ def test_multi_iteration_searches_then_final(client, engine, deep, stream) -> No
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_a_turn_cut_at_max_tokens_inside_a_block_is_told_so(client, engine, deep, stream) -> None:  # type: ignore[no-untyped-def]
+def test_a_turn_cut_at_max_tokens_inside_a_block_is_told_so(client, engine, deep, stream) -> None:
     seed(client, engine)
     deep(llm_stream=stream)
     models = deep.models
@@ -94,7 +94,7 @@ def test_a_turn_cut_at_max_tokens_inside_a_block_is_told_so(client, engine, deep
     assert all(not it["blocks"] for it in audit["iterations"])
 
 
-def test_a_sub_call_at_depth_1_is_a_plain_completion(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_a_sub_call_at_depth_1_is_a_plain_completion(client, engine, deep) -> None:
     seed(client, engine)
     models = deep.models
     models.script(ROOT, code("a = llm_query('summarise: ' + str(context['knowledge'])[:500])", "print(a)"),
@@ -109,7 +109,7 @@ def test_a_sub_call_at_depth_1_is_a_plain_completion(client, engine, deep) -> No
     assert audit["sub_calls"][0]["kind"] == "completion" and audit["sub_calls"][0]["answer"] == "the summary"
 
 
-def test_depth_2_makes_a_sub_call_a_nested_loop(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_depth_2_makes_a_sub_call_a_nested_loop(client, engine, deep) -> None:
     seed(client, engine)
     models = deep.models
     models.script(ROOT, code("print(llm_query('which version did the walrus go back to?'))"),
@@ -126,7 +126,7 @@ def test_depth_2_makes_a_sub_call_a_nested_loop(client, engine, deep) -> None:  
     assert nested["kind"] == "loop" and nested["iterations"] == 2 and nested["stopped"] == "final"
 
 
-def test_the_iteration_budget_runs_out_with_a_warning(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_the_iteration_budget_runs_out_with_a_warning(client, engine, deep) -> None:
     models = deep.models
     models.script(ROOT, *[code("print('still looking')")] * 5)
     body = ask(client, "where is the walrus budget?", budgets={"iterations": 3})
@@ -135,13 +135,13 @@ def test_the_iteration_budget_runs_out_with_a_warning(client, engine, deep) -> N
     assert "BUDGET WARNING" in last_user(models.of(ROOT)[2]["messages"])
 
 
-def test_the_dollar_budget_runs_out(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_the_dollar_budget_runs_out(client, engine, deep) -> None:
     deep.models.script(ROOT, *[code("print(1)")] * 5)
     body = ask(client, "walrus dollars?", budgets={"cost_usd": TURN_COST * 1.5})
     assert body["stopped"] == "budget" and body["iterations"] == 2 and "dollar budget" in body["reason"]
 
 
-def test_the_sub_call_budget_refuses_further_sub_calls(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_the_sub_call_budget_refuses_further_sub_calls(client, engine, deep) -> None:
     models = deep.models
     models.script(ROOT, code("print(llm_query_parallel(['a', 'b', 'c']))"),
                   lambda m: code(f"FINAL({str('sub-call budget spent' in last_user(m))!r})"))
@@ -150,7 +150,7 @@ def test_the_sub_call_budget_refuses_further_sub_calls(client, engine, deep) -> 
     assert body["answer"] == "True" and body["sub_calls"] == 2 and len(models.of(SUB)) == 2
 
 
-def test_the_hard_timeout_stops_the_loop(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_the_hard_timeout_stops_the_loop(client, engine, deep) -> None:
     models = deep.models
     models.script(ROOT, code("print(1)"), code("print(2)"))
     models.delay_s = 0.8
@@ -158,13 +158,13 @@ def test_the_hard_timeout_stops_the_loop(client, engine, deep) -> None:  # type:
     assert body["stopped"] == "timeout" and "hard timeout" in body["reason"]
 
 
-def test_a_model_error_stops_with_error(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_error_stops_with_error(client, engine, deep) -> None:
     deep(llm_base_url="http://127.0.0.1:9/v1")  # nothing listens on the discard port
     body = ask(client, "walrus unreachable?")
     assert body["stopped"] == "error" and "model error" in body["reason"]
 
 
-def test_a_cached_question_answers_at_once(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_a_cached_question_answers_at_once(client, engine, deep) -> None:
     models = deep.models
     models.script(ROOT, "FINAL: cached walrus")
     first = ask(client, "What about the Walrus cache?")
@@ -175,7 +175,7 @@ def test_a_cached_question_answers_at_once(client, engine, deep) -> None:  # typ
     assert other_scope["cached"] is False
 
 
-def test_no_useful_answer_registers_a_blind_spot(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_no_useful_answer_registers_a_blind_spot(client, engine, deep) -> None:
     deep.models.script(ROOT, code("FINAL('NOT FOUND: nothing about penguins')"), "FINAL: NOT FOUND again")
     body = ask(client, "what about the penguins?", agent_id="ops")
     assert body["stopped"] == "final"
@@ -188,7 +188,7 @@ def test_no_useful_answer_registers_a_blind_spot(client, engine, deep) -> None: 
     assert client.get("/v1/blind_spots").json()["blind_spots"] == []  # another scope
 
 
-def test_the_shortcut_answers_high_scores_without_the_loop(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_the_shortcut_answers_high_scores_without_the_loop(client, engine, deep) -> None:
     seed(client, engine)
     deep(deep_shortcut_hits=3, deep_shortcut_score=0.0001)
     body = ask(client, "walrus")
@@ -201,7 +201,7 @@ def test_the_shortcut_answers_high_scores_without_the_loop(client, engine, deep)
     assert ask(client, "walrus again")["shortcut"] is False
 
 
-def test_with_no_model_the_quick_results_answer_and_say_why(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_with_no_model_the_quick_results_answer_and_say_why(client, engine, deep) -> None:
     seed(client, engine)
     deep(llm_model="")
     body = ask(client, "walrus cluster")
@@ -210,7 +210,7 @@ def test_with_no_model_the_quick_results_answer_and_say_why(client, engine, deep
     assert body["results"] and body["stopped"] == "final"
 
 
-def test_the_store_survives_calls_and_restarts(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_the_store_survives_calls_and_restarts(client, engine, deep) -> None:
     models = deep.models
     models.script(ROOT, code("store('walrus', {'version': 'v41'})", "FINAL('kept')"),
                   code("FINAL(get('walrus')['version'])"),
@@ -235,7 +235,7 @@ def test_the_store_survives_calls_and_restarts(client, engine, deep) -> None:  #
     assert ask(client, "read the walrus once more", session_id="w")["answer"] == "v41 after rebuild"
 
 
-def test_bad_input_is_refused_with_nothing_written(client, engine, deep, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_refused_with_nothing_written(client, engine, deep, tenant) -> None:
     for body in ({"question": ""}, {"question": "x", "max_depth": 4}, {"question": "x", "budgets": {"iterations": 0}},
                  {"question": "x", "budgets": {"cost_usd": 1000}}, {"question": "x", "surprise": 1}):
         r = client.post("/v1/deep_recall", json=body)
@@ -244,7 +244,7 @@ def test_bad_input_is_refused_with_nothing_written(client, engine, deep, tenant)
         assert conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one() == 0
 
 
-def test_the_anthropic_messages_client_drives_the_loop(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_the_anthropic_messages_client_drives_the_loop(client, engine, deep) -> None:
     models = deep.models
     deep(llm_provider="anthropic", llm_base_url=models.url.removesuffix("/v1"), llm_api_key="k-test")
     models.script(ROOT, code("print(len(list_sessions()))"), "FINAL: via anthropic")
@@ -255,7 +255,7 @@ def test_the_anthropic_messages_client_drives_the_loop(client, engine, deep) -> 
     assert first[0]["role"] == "system" and "Turn protocol" in first[0]["content"]  # sent as `system`
 
 
-def test_the_bootstrap_snapshot_is_rebuilt_after_its_ttl_and_the_store_survives(client, engine, deep) -> None:  # type: ignore[no-untyped-def]
+def test_the_bootstrap_snapshot_is_rebuilt_after_its_ttl_and_the_store_survives(client, engine, deep) -> None:
     models = deep.models
     read = code("store('seen', get('seen', 0) + 1)", "FINAL(context['built_at'] + ' ' + str(get('seen')))")
     models.script(ROOT, read, read, read)

@@ -37,7 +37,7 @@ def _sub(messages: list[dict[str, Any]]) -> str:
 
 
 def test_concurrent_depth_two_deep_recalls_end_by_their_deadline_and_the_service_answers(client, models, worker,
-                                                                                         monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                                                         monkeypatch) -> None:
     point_route_at(models, monkeypatch, deep_tenant_concurrent=CONCURRENT)
     models.delay_s = 0.3  # each model turn takes a while, so the deep recalls overlap and contend for workers
     models.script(ROOT, *[_root] * (4 * CONCURRENT))
@@ -92,7 +92,7 @@ def test_concurrent_depth_two_deep_recalls_end_by_their_deadline_and_the_service
 
 
 def test_a_tenant_beyond_its_concurrent_deep_recalls_gets_a_429_with_the_reason(client, models,
-                                                                               monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                                               monkeypatch) -> None:
     point_route_at(models, monkeypatch, deep_tenant_concurrent=1)
     started = threading.Event()
 

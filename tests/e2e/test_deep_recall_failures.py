@@ -16,7 +16,7 @@ import deep_recall.sandbox as sandbox_module
 from tests.deep_recall_support import ROOT, Raw, code, last_user, point_route_at
 
 
-def _ask(client, question: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _ask(client, question: str) -> dict[str, Any]:
     r = client.post("/v1/deep_recall", json={"question": question})
     assert r.status_code == 200, r.text
     body = r.json()
@@ -39,7 +39,7 @@ def _kill_sandbox_workers() -> int:
 
 
 def test_a_killed_worker_ends_its_block_with_an_audited_error_and_the_next_block_runs(client, models,
-                                                                                       monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                                                       monkeypatch) -> None:
     point_route_at(models, monkeypatch)
     killed: list[int] = []
 
@@ -59,7 +59,7 @@ def test_a_killed_worker_ends_its_block_with_an_audited_error_and_the_next_block
     assert "fresh 2" in body["audit"]["iterations"][2]["blocks"][0]["output"]
 
 
-def test_a_sandbox_that_cannot_start_is_the_blocks_error(client, models, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_sandbox_that_cannot_start_is_the_blocks_error(client, models, monkeypatch) -> None:
     point_route_at(models, monkeypatch)
 
     class NoWorkers:
@@ -75,7 +75,7 @@ def test_a_sandbox_that_cannot_start_is_the_blocks_error(client, models, monkeyp
     assert "no sandbox could be started" in body["audit"]["iterations"][0]["blocks"][0]["error"]
 
 
-def test_a_session_is_not_reused_after_its_block_timed_out(client, models, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_is_not_reused_after_its_block_timed_out(client, models, monkeypatch) -> None:
     point_route_at(models, monkeypatch, deep_block_timeout_s=1.0)
     models.script(ROOT, "```python\nx = 41\n```\n```python\nwhile True:\n    x += 1\n```",
                   code("print(x)"), "FINAL: done")
@@ -97,7 +97,7 @@ def test_a_session_is_not_reused_after_its_block_timed_out(client, models, monke
     ("anthropic", False, {"content": [{"type": "text", "text": 12}], "usage": []}),
 ])
 def test_a_model_reply_of_an_unexpected_shape_is_a_model_error(client, models, monkeypatch, provider: str,
-                                                               stream: bool, reply: Any) -> None:  # type: ignore[no-untyped-def]
+                                                               stream: bool, reply: Any) -> None:
     configure = point_route_at(models, monkeypatch, llm_provider=provider, llm_stream=stream)
     if provider == "anthropic":
         configure(llm_base_url=models.url.removesuffix("/v1"))  # it posts to {base}/v1/messages

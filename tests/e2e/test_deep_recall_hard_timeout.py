@@ -20,10 +20,10 @@ def _ask(client, question: str, timeout_s: float) -> dict:  # type: ignore[no-un
 
 
 def test_an_infinite_loop_is_stopped_at_the_hard_timeout_before_its_block_limit(client, models,
-                                                                               monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                                               monkeypatch) -> None:
     point_route_at(models, monkeypatch, deep_block_timeout_s=60.0)
 
-    def slow_turn(_messages):  # type: ignore[no-untyped-def]
+    def slow_turn(_messages):
         time.sleep(1.5)  # the block starts with less time left than its own limit, min(60 s, 3 s)
         return code("n = 0", "while True:", "    n += 1")
 
@@ -36,7 +36,7 @@ def test_an_infinite_loop_is_stopped_at_the_hard_timeout_before_its_block_limit(
     assert len(models.of(ROOT)) == 1  # stopped there: no further turn
 
 
-def test_a_live_call_still_waiting_is_abandoned_at_the_hard_timeout(client, models, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_live_call_still_waiting_is_abandoned_at_the_hard_timeout(client, models, monkeypatch) -> None:
     point_route_at(models, monkeypatch, deep_block_timeout_s=60.0, llm_stream=True)
     models.trickle_s[SUB] = 1.0  # every chunk in time for the client's read timeout; the whole reply ~10 s
     models.script(SUB, "the walrus went back to v41, said slowly, one small piece at a time....")

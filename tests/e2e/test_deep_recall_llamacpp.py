@@ -105,7 +105,7 @@ FACTS = [("s-march", "We decided to roll the walrus deploy back to v41 on March 
          ("s-april", "In April we moved the walrus service to the new cluster.")]
 
 
-def test_the_loop_runs_against_a_real_local_model(client, engine, llama_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_loop_runs_against_a_real_local_model(client, engine, llama_server, monkeypatch) -> None:
     for session_id, content in FACTS:
         assert client.post(f"/v1/sessions/{session_id}/messages",
                            json={"role": "user", "content": content, "agent_id": "ops"}).status_code == 201

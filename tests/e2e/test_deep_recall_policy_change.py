@@ -14,12 +14,12 @@ from privacy_support import SECRET_AGENT, privacy_clients, put_policy
 from tests.deep_recall_support import ROOT, code, point_route_at
 
 
-def _ok(r):  # type: ignore[no-untyped-def]
+def _ok(r):
     assert r.status_code in (200, 201), (r.status_code, r.text)
     return r.json()
 
 
-def _secret_doc(client, engine) -> str:  # type: ignore[no-untyped-def]
+def _secret_doc(client, engine) -> str:
     marker = f"zebra-{uuid.uuid4().hex[:8]}"
     done = _ok(client.put("/v1/knowledge/hr/pay.md",
                           json={"content": f"# Pay\n\n## Grid\nThe classified salary grid is {marker}.\n"}))
@@ -28,7 +28,7 @@ def _secret_doc(client, engine) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_the_cache_and_the_snapshot_follow_a_new_policy_at_once(app, tenant, engine, models,
-                                                              monkeypatch):  # type: ignore[no-untyped-def]
+                                                              monkeypatch):
     world = privacy_clients(app, tenant, monkeypatch)
     marker = _secret_doc(world.reader, engine)
     point_route_at(models, monkeypatch)
@@ -65,7 +65,7 @@ def test_the_cache_and_the_snapshot_follow_a_new_policy_at_once(app, tenant, eng
     assert marker in world.reader.get(f"/v1/recalls/{first['recall_id']}").text
 
 
-def test_blind_spots_pass_the_gate(app, tenant, engine, models, monkeypatch):  # type: ignore[no-untyped-def]
+def test_blind_spots_pass_the_gate(app, tenant, engine, models, monkeypatch):
     world = privacy_clients(app, tenant, monkeypatch)
     point_route_at(models, monkeypatch)
     models.script(ROOT, "FINAL: NOT FOUND")

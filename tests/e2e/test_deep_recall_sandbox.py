@@ -35,7 +35,7 @@ ESCAPES = [
 ]
 
 
-def test_every_escape_is_contained_and_told_to_the_model(client, engine, tenant, models, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_every_escape_is_contained_and_told_to_the_model(client, engine, tenant, models, monkeypatch) -> None:
     settings = replace(get_settings(), llm_model=ROOT, llm_base_url=models.url, deep_shortcut_hits=1000,
                        deep_block_timeout_s=1.0, deep_sandbox_memory_mb=64, deep_print_bytes=65536)
     monkeypatch.setattr(route, "get_settings", lambda: settings)
@@ -52,7 +52,7 @@ def test_every_escape_is_contained_and_told_to_the_model(client, engine, tenant,
     turn = "".join(f"```python\n{c}\n```\n" for c, _ in ESCAPES) + "```python\nprint('still alive', 6 * 7)\n```\n"
     told: dict[str, str] = {}
 
-    def finish(messages):  # type: ignore[no-untyped-def]
+    def finish(messages):
         told["feedback"] = last_user(messages)
         return "FINAL: contained"
 

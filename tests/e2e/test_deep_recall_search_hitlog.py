@@ -17,14 +17,14 @@ DOC = ("# Zoo\n\n## Walrus pool\nThe walrus pool is cleaned on Mondays.\n\n"
        "## Penguin colony\nThe penguin colony moved to the north enclosure in April.\n")
 
 
-def _ref_count(engine, tenant: str, heading: str) -> int:  # type: ignore[no-untyped-def]
+def _ref_count(engine, tenant: str, heading: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT ref_count FROM knowledge_sections WHERE tenant = :t AND heading_path = :h"
                                  " AND status = 'active'"), {"t": tenant, "h": heading}).scalar_one()
 
 
 def test_a_sandboxed_search_appends_its_recall_served_and_the_audit_names_it(client, engine, tenant, models,
-                                                                            monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                                            monkeypatch) -> None:
     point_route_at(models, monkeypatch)
     assert client.put("/v1/knowledge/zoo.md", json={"content": DOC}).status_code in (200, 201)
     catch_up(engine, KnowledgeProjector(), 500, max_seconds=120)

@@ -20,11 +20,11 @@ FACTS = ["We decided to roll the walrus deploy back to v41 on March 12.",
 
 
 @pytest.fixture
-def deep(models, monkeypatch):  # type: ignore[no-untyped-def]
+def deep(models, monkeypatch):
     return point_route_at(models, monkeypatch)
 
 
-def seed(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+def seed(client: TestClient, engine) -> None:
     for i, content in enumerate(FACTS):
         assert client.post(f"/v1/sessions/s{i}/messages", json={"role": "user", "content": content}).status_code == 201
     catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
@@ -36,19 +36,19 @@ def ask(client: TestClient, question: str) -> dict[str, Any]:
     return r.json()
 
 
-def audit(engine, tenant: str, recall_id: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def audit(engine, tenant: str, recall_id: str) -> dict[str, Any]:
     with engine.connect() as conn:
         return conn.execute(text("SELECT data FROM events WHERE tenant = :t AND type = 'DeepRecallServed'"
                                  " AND stream_id = :s"), {"t": tenant, "s": f"recall-{recall_id}"}).scalar_one()
 
 
-def blind_spots(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def blind_spots(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t AND type = 'BlindSpotRegistered'"),
                             {"t": tenant}).scalar_one()
 
 
-def test_no_model_and_the_condition_unmet_answers_the_quick_results_not_as_the_shortcut(  # type: ignore[no-untyped-def]
+def test_no_model_and_the_condition_unmet_answers_the_quick_results_not_as_the_shortcut(
         client, engine, tenant, deep) -> None:
     seed(client, engine)
     deep(llm_model="", deep_shortcut_hits=1000)
@@ -64,7 +64,7 @@ def test_no_model_and_the_condition_unmet_answers_the_quick_results_not_as_the_s
     assert blind_spots(engine, tenant) == 0  # it answered something
 
 
-def test_no_model_and_no_results(client, engine, tenant, deep) -> None:  # type: ignore[no-untyped-def]
+def test_no_model_and_no_results(client, engine, tenant, deep) -> None:
     deep(llm_model="")
     body = ask(client, "what did we decide about the quokka migration?")
     assert (body["shortcut"], body["stopped"], body["results"], body["answer"]) == (False, "final", [], None)
@@ -73,7 +73,7 @@ def test_no_model_and_no_results(client, engine, tenant, deep) -> None:  # type:
     assert blind_spots(engine, tenant) == 1
 
 
-def test_no_model_and_the_condition_met_is_the_shortcut(client, engine, tenant, deep) -> None:  # type: ignore[no-untyped-def]
+def test_no_model_and_the_condition_met_is_the_shortcut(client, engine, tenant, deep) -> None:
     seed(client, engine)
     deep(llm_model="", deep_shortcut_hits=1, deep_shortcut_score=0.0001)
     body = ask(client, "walrus cluster")
@@ -81,7 +81,7 @@ def test_no_model_and_the_condition_met_is_the_shortcut(client, engine, tenant, 
     assert audit(engine, tenant, body["recall_id"])["shortcut"] is True
 
 
-def test_a_cached_answer_keeps_its_flag(client, engine, tenant, models, deep) -> None:  # type: ignore[no-untyped-def]
+def test_a_cached_answer_keeps_its_flag(client, engine, tenant, models, deep) -> None:
     seed(client, engine)
     models.script(ROOT, "FINAL: the walrus moved in April")
     first = ask(client, "where is the walrus service?")

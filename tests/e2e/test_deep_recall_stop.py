@@ -46,7 +46,7 @@ def _gone(proc: psutil.Process) -> bool:
         return True
 
 
-def test_sigterm_ends_stuck_deep_recalls_and_the_api_exits_reaping_its_workers(models, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_ends_stuck_deep_recalls_and_the_api_exits_reaping_its_workers(models, tmp_path: Path) -> None:
     models.reset()
     models.script(ROOT_MODEL, *[code("n = 0", "while True:", "    n += 1")] * (STUCK - 1))
 

@@ -20,7 +20,7 @@ FLOOD = code("refused = None",
              "print(refused)")
 
 
-def _stored(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def _stored(engine, tenant: str) -> int:
     from sqlalchemy import text
 
     with engine.connect() as conn:
@@ -28,13 +28,13 @@ def _stored(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
                             {"t": tenant, "type": DeepRecallStored.type_name()}).scalar_one()
 
 
-def _ask(client, models, question: str):  # type: ignore[no-untyped-def]
+def _ask(client, models, question: str):
     r = client.post("/v1/deep_recall", json={"question": question})
     assert r.status_code == 200, r.text
     return r.json(), last_user(models.of(ROOT)[-1]["messages"])
 
 
-def test_store_calls_are_capped_per_deep_recall(client, engine, tenant, models, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_store_calls_are_capped_per_deep_recall(client, engine, tenant, models, monkeypatch) -> None:
     point_route_at(models, monkeypatch, deep_store_calls=5)
     models.script(ROOT, FLOOD, "FINAL: kept five")
     body, feedback = _ask(client, models, "keep many things")
@@ -43,7 +43,7 @@ def test_store_calls_are_capped_per_deep_recall(client, engine, tenant, models, 
     assert _stored(engine, tenant) == 5
 
 
-def test_bytes_stored_are_capped_per_deep_recall(client, engine, tenant, models, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_bytes_stored_are_capped_per_deep_recall(client, engine, tenant, models, monkeypatch) -> None:
     point_route_at(models, monkeypatch, deep_store_bytes=3000)
     models.script(ROOT, FLOOD, "FINAL: kept two")
     body, feedback = _ask(client, models, "keep big things")
@@ -52,7 +52,7 @@ def test_bytes_stored_are_capped_per_deep_recall(client, engine, tenant, models,
     assert _stored(engine, tenant) == 2
 
 
-def test_an_audit_over_its_cap_is_cut_to_fit_and_says_so(client, engine, tenant, models, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_audit_over_its_cap_is_cut_to_fit_and_says_so(client, engine, tenant, models, monkeypatch) -> None:
     limit = 30_000
     point_route_at(models, monkeypatch, deep_audit_bytes=limit)
     many_calls = code("for i in range(300):", "    list_sessions()", "print('x' * 5000)")

@@ -10,7 +10,7 @@ import api.routes.events as events_route
 from infra.settings import get_settings, replace
 
 
-def _ids(client, **params) -> tuple[list[str], int]:  # type: ignore[no-untyped-def]
+def _ids(client, **params) -> tuple[list[str], int]:
     ids, pages, cursor = [], 0, None
     while True:
         r = client.get("/v1/events", params={"limit": 1000, **params, **({"cursor": cursor} if cursor else {})})
@@ -22,7 +22,7 @@ def _ids(client, **params) -> tuple[list[str], int]:  # type: ignore[no-untyped-
             return ids, pages
 
 
-def test_a_page_is_cut_at_its_byte_bound_and_paging_goes_on(client, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_page_is_cut_at_its_byte_bound_and_paging_goes_on(client, monkeypatch) -> None:
     for _ in range(6):
         content = base64.b64encode(os.urandom(18_000)).decode()  # 24k characters, incompressible
         assert client.post("/v1/memories", json={"content": content}).status_code == 201

@@ -36,7 +36,7 @@ def _forged() -> dict[str, dict]:
     }
 
 
-def _count(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def _count(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
 

@@ -18,7 +18,7 @@ ZERO_SIGNALS = {"surprise": 0, "decision": 0, "causal": 0, "effort": 0, "correct
 
 
 @pytest.fixture(scope="module")
-def module_worker(engine):  # type: ignore[no-untyped-def]
+def module_worker(engine):
     w = WorkerProcess().start()
     try:
         from services.remember import MemoryInput, remember
@@ -32,7 +32,7 @@ def module_worker(engine):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def client(app, tenant, monkeypatch, module_worker):  # type: ignore[no-untyped-def]
+def client(app, tenant, monkeypatch, module_worker):
     import api.context
     from infra.settings import get_settings, replace
 
@@ -45,7 +45,7 @@ def client(app, tenant, monkeypatch, module_worker):  # type: ignore[no-untyped-
 
 
 @pytest.fixture
-def governance_settings(monkeypatch):  # type: ignore[no-untyped-def]
+def governance_settings(monkeypatch):
     """Change governance knobs for the writes of one test (the API runs in this process)."""
     import services.append_events
     from infra.settings import get_settings, replace
@@ -57,7 +57,7 @@ def governance_settings(monkeypatch):  # type: ignore[no-untyped-def]
     return set_knobs
 
 
-def wait_projected(engine, position: int, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+def wait_projected(engine, position: int, timeout: float = 60) -> None:
     from projections.registry import PROJECTORS
     from projections.runner import has_reached
 
@@ -68,31 +68,31 @@ def wait_projected(engine, position: int, timeout: float = 60) -> None:  # type:
     assert wait_until(reached, timeout=timeout, interval=0.05), f"projections did not reach {position}"
 
 
-def write(client, content: str, **fields) -> dict:  # type: ignore[no-untyped-def]
+def write(client, content: str, **fields) -> dict:
     r = client.post("/v1/memories", json={"content": content, **fields})
     assert r.status_code == 201, r.text
     return r.json()
 
 
-def memory(client, memory_id: str) -> dict:  # type: ignore[no-untyped-def]
+def memory(client, memory_id: str) -> dict:
     r = client.get(f"/v1/memories/{memory_id}")
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def stream(client, memory_id: str) -> list[dict]:  # type: ignore[no-untyped-def]
+def stream(client, memory_id: str) -> list[dict]:
     r = client.get("/v1/events", params={"stream_id": f"memory-{memory_id}"})
     assert r.status_code == 200, r.text
     return r.json()["events"]
 
 
-def recalled(client, query: str, position: int, **fields) -> list[str]:  # type: ignore[no-untyped-def]
+def recalled(client, query: str, position: int, **fields) -> list[str]:
     r = client.post("/v1/recall", json={"query": query, "k": 10, "min_position": position, **fields})
     assert r.status_code == 200, r.text
     return [x["memory_id"] for x in r.json()["results"]]
 
 
-def statuses(engine, tenant: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def statuses(engine, tenant: str) -> dict[str, str]:
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT memory_id::text, status FROM memories WHERE tenant = :t"), {"t": tenant})
         return dict(rows.all())
@@ -435,7 +435,7 @@ def test_retried_write_answers_the_same_decision(client, engine, tenant):
         assert conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one() == 2
 
 
-def replay_differences(engine, projector, tenant: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def replay_differences(engine, projector, tenant: str) -> dict[str, int]:
     """`projections verify`, restricted to one tenant's rows: replay the log from 0 into scratch tables (as
     verify does, under the projection's lock, up to its checkpoint) and count the rows of `tenant` that differ.
     Other tests may tamper with other tenants' read-model rows on purpose; this test's rows must not differ."""

@@ -18,7 +18,7 @@ HOSTILE = "x = a" + ".f()" * ((1024 * 1024 - 8) // 4) + "\n"
 
 
 @pytest.fixture
-def two_tenants(monkeypatch):  # type: ignore[no-untyped-def]
+def two_tenants(monkeypatch):
     import api.context
     from api.app import create_app
     from infra.settings import _parse_api_keys, get_settings, replace
@@ -39,7 +39,7 @@ def _recalls(client: TestClient, memory_id: str, query: str) -> bool:
     return r.status_code == 200 and any(str(x.get("memory_id")) == memory_id for x in r.json()["results"])
 
 
-def test_a_hostile_file_in_one_tenant_holds_no_other_tenant(two_tenants, engine, start_worker) -> None:  # type: ignore[no-untyped-def]
+def test_a_hostile_file_in_one_tenant_holds_no_other_tenant(two_tenants, engine, start_worker) -> None:
     a, b = two_tenants["a"], two_tenants["b"]
     assert len(HOSTILE.encode()) <= 1024 * 1024
     start_worker(extra_env={"ENGRAMLOG_PROJECTION_EVENT_TIMEOUT_S": "20"})

@@ -16,17 +16,17 @@ V1 = "# Ops\r\nintro\r\n## Rollback\r\nrun deploy --undo\r\n## Canary\r\nship to
 V2 = V1.replace("deploy --undo", "deploy --undo and page oncall")
 
 
-def project(engine) -> None:  # type: ignore[no-untyped-def]
+def project(engine) -> None:
     catch_up(engine, KnowledgeProjector(), 500, max_seconds=120)
 
 
-def count(engine, tenant: str, type_: str | None = None) -> int:  # type: ignore[no-untyped-def]
+def count(engine, tenant: str, type_: str | None = None) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t AND (CAST(:ty AS text) IS NULL"
                                  " OR type = :ty)"), {"t": tenant, "ty": type_}).scalar()
 
 
-def test_put_get_versions_and_noop(client) -> None:  # type: ignore[no-untyped-def]
+def test_put_get_versions_and_noop(client) -> None:
     r = client.put("/v1/knowledge/ops/deploys.md", json={"content": V1, "title": "Ops", "tags": ["ops"]})
     assert r.status_code == 200, r.text
     assert (r.json()["version"], r.json()["changed"], r.json()["sections"]) == (1, True, 3)
@@ -43,7 +43,7 @@ def test_put_get_versions_and_noop(client) -> None:  # type: ignore[no-untyped-d
     assert client.get("/v1/knowledge/ops/other.md").status_code == 404
 
 
-def test_drill_by_handle_after_the_document_changed(client, engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_drill_by_handle_after_the_document_changed(client, engine, tenant) -> None:
     client.put("/v1/knowledge/ops/deploys.md", json={"content": V1})
     project(engine)
     old = next(s for s in split_sections(V1) if s.heading_path == "Ops > Rollback")
@@ -74,7 +74,7 @@ def test_drill_by_handle_after_the_document_changed(client, engine, tenant) -> N
     assert count(engine, tenant, "ResultDrilled") == 3
 
 
-def test_delete_retires(client, engine) -> None:  # type: ignore[no-untyped-def]
+def test_delete_retires(client, engine) -> None:
     client.put("/v1/knowledge/a.md", json={"content": "## A\nx\n"})
     r = client.delete("/v1/knowledge/a.md")
     assert r.status_code == 200 and r.json()["changed"]
@@ -96,14 +96,14 @@ def test_delete_retires(client, engine) -> None:  # type: ignore[no-untyped-def]
     ("/v1/knowledge/ok.md", {"json": {"content": "é" * (1024 * 1024 + 1)}}, 413),
     ("/v1/knowledge/ok.md", {"json": {"content": "x", "tags": ["t" * 200]}}, 422),
 ])
-def test_bad_input_refused_nothing_written(client, engine, tenant, url, kwargs, status) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_refused_nothing_written(client, engine, tenant, url, kwargs, status) -> None:
     r = client.put(url, **kwargs)
     assert r.status_code == status, r.text
     assert r.json()["detail"]
     assert count(engine, tenant) == 0
 
 
-def test_batch_all_or_nothing(client, engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_batch_all_or_nothing(client, engine, tenant) -> None:
     bad = client.post("/v1/knowledge/batch", json={"documents": [{"path": "a.md", "content": "a"},
                                                                  {"path": "../b.md", "content": "b"}]})
     assert bad.status_code == 422 and "'..'" in str(bad.json()["detail"])
@@ -115,7 +115,7 @@ def test_batch_all_or_nothing(client, engine, tenant) -> None:  # type: ignore[n
     assert client.get("/v1/knowledge/b.md").status_code == 404  # another project's document
 
 
-def test_tenant_isolation(app, monkeypatch, engine) -> None:  # type: ignore[no-untyped-def]
+def test_tenant_isolation(app, monkeypatch, engine) -> None:
     from fastapi.testclient import TestClient
 
     import api.context

@@ -7,21 +7,21 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 
-def cli_on(client, monkeypatch):  # type: ignore[no-untyped-def]
+def cli_on(client, monkeypatch):
     """The CLI's API client speaking to the test app (as this test's tenant)."""
     from engramlog_client import Engramlog
 
     import cli.calls
     import cli.main
 
-    def make():  # type: ignore[no-untyped-def]
+    def make():
         return Engramlog(http_client=client)  # the SDK through the test app (not closed by the SDK: not its own)
 
     monkeypatch.setattr(cli.calls, "client", make)
     return cli.main.app
 
 
-def test_put_and_sync_only_changed(client, engine, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_put_and_sync_only_changed(client, engine, monkeypatch, tmp_path: Path) -> None:
     from projections.knowledge import KnowledgeProjector
     from projections.runner import catch_up
 

@@ -15,7 +15,7 @@ HR = "## Salaries\nbands\n"
 
 
 @pytest.fixture
-def ops(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def ops(app, tenant, monkeypatch):
     import api.context
     from infra.settings import get_settings, replace
 
@@ -27,7 +27,7 @@ def ops(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("policy", [{"exclude_paths": ["hr/**"]}, {"exclude_tags": ["confidential"]}])
-def test_excluded_documents_are_unknown(ops, engine, policy) -> None:  # type: ignore[no-untyped-def]
+def test_excluded_documents_are_unknown(ops, engine, policy) -> None:
     assert ops.put("/v1/knowledge/hr/salaries.md", json={"content": HR, "tags": ["confidential"]}).status_code == 200
     assert ops.put("/v1/knowledge/ops/deploys.md", json={"content": "## Rollback\nundo\n"}).status_code == 200
     catch_up(engine, KnowledgeProjector(), 500, max_seconds=120)

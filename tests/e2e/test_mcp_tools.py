@@ -126,24 +126,24 @@ async def _drilled(session: ClientSession, tagged: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def library(live_server, tenant_key):  # type: ignore[no-untyped-def]
+def library(live_server, tenant_key):
     def put(tagged: str) -> None:
         with Engramlog(live_server.url, api_key=tenant_key) as sdk:
             sdk.put_document(f"lockers-{tagged}.md", "# Gym\n\n## Lockers\nThe lockers are on level -1.\n")
     return put
 
 
-def test_streamable_http_at_mcp_every_tool(live_server, tenant_key, module_worker, library) -> None:  # type: ignore[no-untyped-def]
+def test_streamable_http_at_mcp_every_tool(live_server, tenant_key, module_worker, library) -> None:
     library("http")
     asyncio.run(_exercise(_http(live_server.url, tenant_key), "http", stdio=False))
 
 
-def test_stdio_engramlog_mcp_every_tool(live_server, tenant_key, module_worker, library) -> None:  # type: ignore[no-untyped-def]
+def test_stdio_engramlog_mcp_every_tool(live_server, tenant_key, module_worker, library) -> None:
     library("stdio")
     asyncio.run(_exercise(_stdio(live_server.url, tenant_key), "stdio", stdio=True))
 
 
-def test_mcp_refuses_a_wrong_key(live_server, tenant_key) -> None:  # type: ignore[no-untyped-def]
+def test_mcp_refuses_a_wrong_key(live_server, tenant_key) -> None:
     refused = httpx.post(f"{live_server.url}/mcp", headers={"Authorization": "Bearer not-a-key"},
                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401 and refused.json()["detail"] == "unknown API key"
@@ -240,7 +240,7 @@ def _conforms(tool: Any, route: Any, where: str) -> None:
         _conforms(tool[key], route[key], f"{where}.{key}")
 
 
-def test_every_tool_takes_its_routes_inputs(app) -> None:  # type: ignore[no-untyped-def]
+def test_every_tool_takes_its_routes_inputs(app) -> None:
     """Listed over MCP and compared with the app's OpenAPI: one source of truth for both (mcp_server/inputs.py)."""
     from mcp_server.tools import build_server
 

@@ -27,13 +27,13 @@ from privacy_support import (
 from tests.deep_recall_support import ROOT, code, point_route_at
 
 
-def _ok(r):  # type: ignore[no-untyped-def]
+def _ok(r):
     assert r.status_code in (200, 201), (r.status_code, r.text)
     return r.json()
 
 
 def test_every_content_bearing_type_is_decided_by_its_domains_identity(app, tenant, engine, models,
-                                                                       monkeypatch):  # type: ignore[no-untyped-def]
+                                                                       monkeypatch):
     world = build_privacy_world(privacy_clients(app, tenant, monkeypatch))
     reader, m = world.reader, uuid.uuid4().hex[:8]
 
@@ -117,7 +117,7 @@ def test_every_content_bearing_type_is_decided_by_its_domains_identity(app, tena
 
 
 def test_lifting_the_policy_shows_the_deep_recall_again_and_an_unrelated_one_stays(app, tenant, engine, models,
-                                                                                  monkeypatch):  # type: ignore[no-untyped-def]
+                                                                                  monkeypatch):
     """A deep recall served under a policy at least as strict as the one in force now is shown whole."""
     world = privacy_clients(app, tenant, monkeypatch)
     reader = world.reader
@@ -133,7 +133,7 @@ def test_lifting_the_policy_shows_the_deep_recall_again_and_an_unrelated_one_sta
     assert deep["recall_id"] in json.dumps(all_events(reader, type="DeepRecallServed"))
 
 
-def test_the_decay_decisions_of_each_domain_follow_their_items(app, tenant, engine, monkeypatch):  # type: ignore[no-untyped-def]
+def test_the_decay_decisions_of_each_domain_follow_their_items(app, tenant, engine, monkeypatch):
     """The lifecycle's decisions on a section, a session message, a transcript chunk and a code symbol name their
     item only by its domain's keys: each is hidden exactly when its item is."""
     from datetime import UTC, datetime

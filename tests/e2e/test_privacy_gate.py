@@ -26,7 +26,7 @@ from domain.events import PRIVACY_STREAM
 
 
 @pytest.fixture
-def world(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def world(app, tenant, monkeypatch):
     import api.context
     from infra.settings import get_settings, replace
 
@@ -40,7 +40,7 @@ def world(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
     yield build_privacy_world(PrivacyWorld(tenant, clients["ops"], clients["reader"], clients["other_ops"], other))
 
 
-def _policy_events(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def _policy_events(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t AND stream_id = :s"),
                             {"t": tenant, "s": PRIVACY_STREAM}).scalar_one()

@@ -14,17 +14,17 @@ from sqlalchemy import text
 HIDDEN = {"exclude_paths": ["hr/**", "eng/hr/**"], "exclude_sessions": ["t-hidden", "t-never"]}
 
 
-def _ok(r):  # type: ignore[no-untyped-def]
+def _ok(r):
     assert r.status_code in (200, 201), (r.status_code, r.text)
     return r.json()
 
 
-def _count(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def _count(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
 
 
-def _pages(client, route: str, key: str, field: str, limit: int) -> tuple[list[str], list[str]]:  # type: ignore[no-untyped-def]
+def _pages(client, route: str, key: str, field: str, limit: int) -> tuple[list[str], list[str]]:
     """Every item a listing pages through, and every cursor it answered."""
     items, cursors, after = [], [], ""
     for _ in range(50):
@@ -37,7 +37,7 @@ def _pages(client, route: str, key: str, field: str, limit: int) -> tuple[list[s
     raise AssertionError("the listing never ended")
 
 
-def test_no_cursor_delete_drill_or_put_tells_of_an_excluded_item(app, tenant, engine, monkeypatch):  # type: ignore[no-untyped-def]
+def test_no_cursor_delete_drill_or_put_tells_of_an_excluded_item(app, tenant, engine, monkeypatch):
     w = privacy_clients(app, tenant, monkeypatch)
     r = w.reader
     for path in ("a.md", "hr/1.md", "hr/2.md", "hr/3.md", "z.md"):
@@ -60,7 +60,7 @@ def test_no_cursor_delete_drill_or_put_tells_of_an_excluded_item(app, tenant, en
 
     before = _count(engine, tenant)
     for client in (r, w.ops):
-        def same(hidden, unknown, secret: str, other: str) -> None:  # type: ignore[no-untyped-def]
+        def same(hidden, unknown, secret: str, other: str) -> None:
             assert hidden.status_code == unknown.status_code, (hidden.text, unknown.text)
             assert hidden.text == unknown.text.replace(other, secret), (hidden.text, unknown.text)
 
@@ -86,7 +86,7 @@ def test_no_cursor_delete_drill_or_put_tells_of_an_excluded_item(app, tenant, en
     assert _count(engine, tenant) == before  # nothing written (a drill of a visible item would append one)
 
 
-def test_a_tenant_learns_its_own_head_not_the_logs(app, tenant, engine, monkeypatch):  # type: ignore[no-untyped-def]
+def test_a_tenant_learns_its_own_head_not_the_logs(app, tenant, engine, monkeypatch):
     w = privacy_clients(app, tenant, monkeypatch)
     mine = _ok(w.reader.post("/v1/memories", json={"content": "mine", "must_keep": True}))["position"]
     for i in range(3):  # another tenant writes after: the log's head moves past this tenant's

@@ -49,7 +49,7 @@ class RefusingProjector:
 
 
 @pytest.fixture
-def refusing(engine, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def refusing(engine, tenant, monkeypatch):
     projector = RefusingProjector(tenant)
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE IF NOT EXISTS test_refused_applied (projection text, position bigint)"))
@@ -61,13 +61,13 @@ def refusing(engine, tenant, monkeypatch):  # type: ignore[no-untyped-def]
         conn.execute(text("DELETE FROM projection_checkpoints WHERE name = :p"), {"p": projector.name})
 
 
-def applied(engine, projector) -> list[int]:  # type: ignore[no-untyped-def]
+def applied(engine, projector) -> list[int]:
     with engine.connect() as conn:
         return list(conn.execute(text("SELECT position FROM test_refused_applied WHERE projection = :p "
                                       "ORDER BY position"), {"p": projector.name}).scalars())
 
 
-def write(engine, tenant: str, *contents: str) -> list[int]:  # type: ignore[no-untyped-def]
+def write(engine, tenant: str, *contents: str) -> list[int]:
     done = remember(engine, tenant, [MemoryInput(c, agent_id="a", must_keep=True) for c in contents], META)
     return [d.position for d in done]
 
@@ -119,7 +119,7 @@ def test_a_bad_event_is_parked_after_bounded_failures_and_the_projector_moves_pa
 
 
 @pytest.fixture
-def operator(app, client, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def operator(app, client, tenant, monkeypatch):
     """Beside `client` (a tenant key): a client with an operator key."""
     from fastapi.testclient import TestClient
 

@@ -31,7 +31,7 @@ CONTENTS = [
 
 
 @pytest.fixture(scope="module")
-def projected(engine):  # type: ignore[no-untyped-def]
+def projected(engine):
     """This module's memories, and every projection caught up in-process (no worker runs here)."""
     import uuid
 
@@ -82,14 +82,14 @@ def projected(engine):  # type: ignore[no-untyped-def]
     return tenant, done
 
 
-def verify_all(engine):  # type: ignore[no-untyped-def]
+def verify_all(engine):
     from projections.rebuild import verify
     from projections.registry import PROJECTORS
 
     return {name: verify(engine, p, batch_size=300) for name, p in PROJECTORS.items()}
 
 
-def rebuild_all(engine) -> None:  # type: ignore[no-untyped-def]
+def rebuild_all(engine) -> None:
     from projections.rebuild import rebuild
     from projections.registry import PROJECTORS
 
@@ -104,7 +104,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
-def table_rows(engine, table: str, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def table_rows(engine, table: str, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text(f"SELECT count(*) FROM {table} WHERE tenant = :t"), {"t": tenant}).scalar_one()
 

@@ -26,13 +26,13 @@ ROUNDS = 50
 
 
 @pytest.fixture
-def sdk(live_server, tenant_key, module_worker) -> Iterator[Engramlog]:  # type: ignore[no-untyped-def]
+def sdk(live_server, tenant_key, module_worker) -> Iterator[Engramlog]:
     with Engramlog(live_server.url, api_key=tenant_key, timeout=60) as client:
         yield client
 
 
 @pytest.fixture
-def raw(live_server, tenant_key, module_worker) -> Iterator[httpx.Client]:  # type: ignore[no-untyped-def]
+def raw(live_server, tenant_key, module_worker) -> Iterator[httpx.Client]:
     """Plain HTTP, no SDK: the test passes min_position itself."""
     with httpx.Client(base_url=live_server.url, headers={"authorization": f"Bearer {tenant_key}"},
                       timeout=60) as client:
@@ -234,7 +234,7 @@ DEEP_ROUNDS = 25
 
 
 @pytest.fixture
-def no_model(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def no_model(monkeypatch) -> None:
     """Deep recall without a model (tests/deep_recall_support.py's other way): its quick recall's results are the
     answer, so whether it saw the write is what it answers."""
     import api.routes.deep_recall as route
@@ -244,7 +244,7 @@ def no_model(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(route, "get_settings", lambda: settings)
 
 
-def test_deep_recall_sdk(sdk: Engramlog, no_model) -> None:  # type: ignore[no-untyped-def]
+def test_deep_recall_sdk(sdk: Engramlog, no_model) -> None:
     """remember, then deep recall at once: its quick recall finds the memory (the SDK sends last_position in the
     body); the record of that deep recall read right after names it too."""
     for i in range(DEEP_ROUNDS):
@@ -256,7 +256,7 @@ def test_deep_recall_sdk(sdk: Engramlog, no_model) -> None:  # type: ignore[no-u
         assert done.memory_id in [r.memory_id for r in record.results]
 
 
-def test_deep_recall_and_blind_spots_http(raw: httpx.Client, no_model) -> None:  # type: ignore[no-untyped-def]
+def test_deep_recall_and_blind_spots_http(raw: httpx.Client, no_model) -> None:
     """A deep recall at a write's position finds it; one that finds nothing registers a blind spot, listed by
     GET /v1/blind_spots at the deep recall's position at once."""
     for i in range(DEEP_ROUNDS):
@@ -276,7 +276,7 @@ def test_deep_recall_and_blind_spots_http(raw: httpx.Client, no_model) -> None: 
 # ------------------------------------------------------------------------------------------------ the SDK's part
 
 
-def test_the_sdk_sends_its_last_written_position_on_every_read(sdk: Engramlog, no_model) -> None:  # type: ignore[no-untyped-def]
+def test_the_sdk_sends_its_last_written_position_on_every_read(sdk: Engramlog, no_model) -> None:
     """Every domain read the SDK makes carries min_position = its last written position (a query parameter on
     GETs, the body on recalls), and the routes take it (no 422: each names min_position)."""
     sent: list[httpx.Request] = []
@@ -309,7 +309,7 @@ def test_the_sdk_sends_its_last_written_position_on_every_read(sdk: Engramlog, n
     assert sdk.last_position == last  # reads (drills and recalls append hit-log events) do not move it
 
 
-def test_the_async_sdk_reads_its_own_writes(live_server, tenant_key, module_worker) -> None:  # type: ignore[no-untyped-def]
+def test_the_async_sdk_reads_its_own_writes(live_server, tenant_key, module_worker) -> None:
     async def run() -> None:
         async with AsyncEngramlog(live_server.url, api_key=tenant_key, timeout=60) as client:
             for i in range(ROUNDS):

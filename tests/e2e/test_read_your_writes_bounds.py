@@ -17,7 +17,7 @@ from projections.runner import catch_up
 
 
 @pytest.fixture
-def two(app, monkeypatch):  # type: ignore[no-untyped-def]
+def two(app, monkeypatch):
     """Clients of two fresh tenants, with a short read-your-writes wait and no waiter slot free: a read that is
     caught up answers without taking one, any other is refused (503) at once."""
     import api.context
@@ -35,7 +35,7 @@ def two(app, monkeypatch):  # type: ignore[no-untyped-def]
         c.close()
 
 
-def test_unapplied_is_503_after_the_wait_then_200_once_projected(two, engine) -> None:  # type: ignore[no-untyped-def]
+def test_unapplied_is_503_after_the_wait_then_200_once_projected(two, engine) -> None:
     a, _ = two
     at = a.post("/v1/sessions/s-1/messages", json={"role": "user", "content": "the red tent"})
     assert at.status_code == 201, at.text
@@ -52,7 +52,7 @@ def test_unapplied_is_503_after_the_wait_then_200_once_projected(two, engine) ->
                                   "/v1/sessions", "/v1/transcripts", "/v1/code/repo/files",
                                   "/v1/knowledge-sections?path=a.md&heading_path=A",
                                   "/v1/recalls/00000000-0000-0000-0000-000000000002", "/v1/blind_spots"])
-def test_beyond_the_head_and_negative_are_422(two, path) -> None:  # type: ignore[no-untyped-def]
+def test_beyond_the_head_and_negative_are_422(two, path) -> None:
     a, _ = two
     beyond = a.get(path, params={"min_position": 2**62})
     assert beyond.status_code == 422 and "min_position" in beyond.text, beyond.text
@@ -60,7 +60,7 @@ def test_beyond_the_head_and_negative_are_422(two, path) -> None:  # type: ignor
     assert negative.status_code == 422 and "min_position" in negative.text, negative.text
 
 
-def test_deep_recall_beyond_the_head_and_negative_are_422_nothing_written(two, engine) -> None:  # type: ignore[no-untyped-def]
+def test_deep_recall_beyond_the_head_and_negative_are_422_nothing_written(two, engine) -> None:
     from sqlalchemy import text
 
     a, _ = two
@@ -74,7 +74,7 @@ def test_deep_recall_beyond_the_head_and_negative_are_422_nothing_written(two, e
     assert served == 0
 
 
-def test_deep_recall_waits_for_its_read_models(two, engine) -> None:  # type: ignore[no-untyped-def]
+def test_deep_recall_waits_for_its_read_models(two, engine) -> None:
     """A memory not projected yet: the deep recall at its position is a 503 after the wait, before any search
     (nothing served); once projected, its quick recall finds the memory."""
     from api.read_your_writes import read_models_of
@@ -93,7 +93,7 @@ def test_deep_recall_waits_for_its_read_models(two, engine) -> None:  # type: ig
     assert at.json()["memory_id"] in [r.get("memory_id") for r in found.json()["results"]], found.json()
 
 
-def test_another_tenants_backlog_does_not_hold_a_read(two, app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_another_tenants_backlog_does_not_hold_a_read(two, app, monkeypatch) -> None:
     """A's session message is unprojected; B then writes a memory (a later position). B's sessions read at its
     own position waits for nothing: none of B's events there is unapplied (no waiter slot needed), while A's read
     at its own position still is refused."""
@@ -113,7 +113,7 @@ def test_another_tenants_backlog_does_not_hold_a_read(two, app, monkeypatch) -> 
     assert held.status_code == 503 and "already waiting" in held.text, held.text
 
 
-def test_every_read_route_of_the_domains_takes_min_position(app) -> None:  # type: ignore[no-untyped-def]
+def test_every_read_route_of_the_domains_takes_min_position(app) -> None:
     """A read route added to a domain later without `reads(...)` fails here."""
     domains = ("/v1/memories", "/v1/knowledge", "/v1/sessions", "/v1/transcripts", "/v1/code", "/v1/recalls",
                "/v1/blind_spots")

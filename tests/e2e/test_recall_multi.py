@@ -54,7 +54,7 @@ class Notes:
 
 
 @pytest.fixture
-def notes(monkeypatch, tenant):  # type: ignore[no-untyped-def]
+def notes(monkeypatch, tenant):
     import recall.domains.registry
     import recall.multi
 

@@ -52,7 +52,7 @@ def conforms(app, method: str, path: str, status: int, body: Any) -> None:
 
 
 @pytest.fixture
-def operator(app, client, monkeypatch):  # type: ignore[no-untyped-def]
+def operator(app, client, monkeypatch):
     """Beside `client` (a tenant key): a client with an operator key."""
     from fastapi.testclient import TestClient
 
@@ -66,7 +66,7 @@ def operator(app, client, monkeypatch):  # type: ignore[no-untyped-def]
         yield c
 
 
-def test_session_routes(app, client, engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_session_routes(app, client, engine, tenant: str) -> None:
     r = client.post("/v1/sessions/s1/messages", json={"agent_id": "ag", "messages": [
         {"message_id": "u1", "role": "user", "content": "roll back payments", "created_at": "2026-01-02T10:00:00Z"},
         {"message_id": "a1", "role": "assistant", "content": None, "tool_calls": [
@@ -104,7 +104,7 @@ def test_session_routes(app, client, engine, tenant: str) -> None:  # type: igno
         "content"]
 
 
-def test_code_routes(app, client, engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_code_routes(app, client, engine, tenant: str) -> None:
     files = [{"path": "hello.py", "content": SOURCE}, {"path": "broken.py", "content": "def (:\n"}]
     assert client.post("/v1/code/demo/files", json={"files": files}).status_code == 200
     catch_up(engine, CodeProjector(), 500, max_seconds=120)
@@ -146,7 +146,7 @@ class NoopProjector:
 
 
 @pytest.fixture
-def parked(engine, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def parked(engine, tenant, monkeypatch):
     """A projection dead letter (a test projector's, parked) and a parked ingest message, of this tenant."""
     from services.remember import MemoryInput, remember
 
@@ -166,7 +166,7 @@ def parked(engine, tenant, monkeypatch):  # type: ignore[no-untyped-def]
         conn.execute(text("DELETE FROM ingest_dead_letters WHERE tenant = :t"), {"t": tenant})
 
 
-def test_operations_routes(app, engine, tenant: str, operator, parked) -> None:  # type: ignore[no-untyped-def]
+def test_operations_routes(app, engine, tenant: str, operator, parked) -> None:
     projector, position, ingest_id = parked
     r = operator.get("/v1/projections").json()
     conforms(app, "get", "/v1/projections", 200, r)

@@ -18,7 +18,7 @@ live_server, module_worker = sdk_support.live_server, sdk_support.module_worker
 
 
 @pytest.fixture
-def sdk(live_server, tenant_key, module_worker):  # type: ignore[no-untyped-def]
+def sdk(live_server, tenant_key, module_worker):
     with Engramlog(live_server.url, api_key=tenant_key, timeout=60) as client:
         yield client
 
@@ -96,7 +96,7 @@ def test_knowledge_put_get_list_drill_delete_batch(sdk: Engramlog) -> None:
     assert sdk.get_document("ops/notes.txt", project="ops").retired is True
 
 
-def test_privacy_policy_and_errors(sdk: Engramlog, live_server) -> None:  # type: ignore[no-untyped-def]
+def test_privacy_policy_and_errors(sdk: Engramlog, live_server) -> None:
     # The module's keys are tenant keys, not operator keys: setting the policy is refused with the reason.
     with pytest.raises(AuthError) as refused:
         sdk.set_privacy_policy(exclude_tags=["secret"])

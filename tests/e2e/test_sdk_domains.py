@@ -58,12 +58,12 @@ OPENAI_TURNS: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def sdk(live_server, tenant_key, module_worker):  # type: ignore[no-untyped-def]
+def sdk(live_server, tenant_key, module_worker):
     with Engramlog(live_server.url, api_key=tenant_key, timeout=60) as client:
         yield client
 
 
-def projected(engine, name: str, ready: Callable[[], object]) -> bool:  # type: ignore[no-untyped-def]
+def projected(engine, name: str, ready: Callable[[], object]) -> bool:
     """Until `ready()` holds: the read model behind it is the worker's to project (helped along here)."""
     def check() -> bool:
         catch_up(engine, PROJECTORS[name], 500, max_seconds=30)
@@ -71,7 +71,7 @@ def projected(engine, name: str, ready: Callable[[], object]) -> bool:  # type: 
     return wait_until(check, timeout=120, interval=0.25)
 
 
-def test_transcripts(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped-def]
+def test_transcripts(sdk: Engramlog, engine) -> None:
     put = sdk.put_transcript("t-kayak", TRANSCRIPT)
     assert isinstance(put, TranscriptWritten) and put.changed and put.format == "text"
     assert (put.version, put.lines, put.turns, put.bytes) == (1, 12, 12, len(TRANSCRIPT.encode()))
@@ -110,7 +110,7 @@ def test_transcripts(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped
     assert bad.value.status == 422
 
 
-def test_code(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped-def]
+def test_code(sdk: Engramlog, engine) -> None:
     written = sdk.put_code_files("net", [{"path": "net/parser.py", "content": PARSER},
                                          {"path": "net/client.py", "content": CLIENT}])
     assert isinstance(written, CodeFilesWritten) and written.written == 2
@@ -146,7 +146,7 @@ def test_code(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped-def]
         sdk.put_code_files(".hidden", [{"path": "a.py", "content": "x = 1\n"}])
 
 
-def test_sessions(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped-def]
+def test_sessions(sdk: Engramlog, engine) -> None:
     done = sdk.append_messages("s-weather", OPENAI_TURNS, agent_id="assistant")
     assert len(done.message_ids) == 3 and sdk.last_position == done.position
     pending = sdk.append_messages("s-weather", [ChatMessage(role="assistant", content="Sunny in Lisbon today.",
@@ -190,7 +190,7 @@ def test_sessions(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped-de
         sdk.append_messages("s-weather", [{"content": "no role"}])  # refused before anything is sent
 
 
-def test_deep_recall_without_a_model_and_blind_spots(sdk: Engramlog, engine) -> None:  # type: ignore[no-untyped-def]
+def test_deep_recall_without_a_model_and_blind_spots(sdk: Engramlog, engine) -> None:
     # No model configured and nothing in the scope: the quick recall's (empty) results, not the shortcut (it needs
     # results), and a blind spot registered.
     answer = sdk.deep_recall("what did we decide about the quokka migration?", agent_id="planner",
@@ -207,7 +207,7 @@ def test_deep_recall_without_a_model_and_blind_spots(sdk: Engramlog, engine) -> 
         sdk.deep_recall("x", budgets={"iteratoins": 3})  # a typo is refused before anything is sent
 
 
-async def _async_flow(url: str, key: str, engine) -> None:  # type: ignore[no-untyped-def]
+async def _async_flow(url: str, key: str, engine) -> None:
     async with AsyncEngramlog(url, api_key=key, timeout=60) as sdk:
         put = await sdk.put_transcript("a-kayak", TRANSCRIPT)
         assert put.changed and sdk.last_position == put.position
@@ -247,11 +247,11 @@ async def _async_flow(url: str, key: str, engine) -> None:  # type: ignore[no-un
         assert [s.recall_id for s in await sdk.blind_spots()] == [answer.recall_id]
 
 
-def test_async_client_domains(live_server, tenant_key, module_worker, engine) -> None:  # type: ignore[no-untyped-def]
+def test_async_client_domains(live_server, tenant_key, module_worker, engine) -> None:
     asyncio.run(_async_flow(live_server.url, tenant_key, engine))
 
 
-def test_through_a_test_client_of_another_httpx(client) -> None:  # type: ignore[no-untyped-def]
+def test_through_a_test_client_of_another_httpx(client) -> None:
     # Starlette's TestClient answers responses of its own httpx (httpx2): answers are duck-typed, not isinstance'd.
     with Engramlog("http://testserver", http_client=client) as sdk:
         put = sdk.put_transcript("t-tc", "[2026-02-01T09:00:00Z] USER: the heron plan\n")

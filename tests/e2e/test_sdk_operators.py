@@ -46,7 +46,7 @@ class RefusingProjector:
 
 
 @pytest.fixture
-def operator_key(api_keys, monkeypatch):  # type: ignore[no-untyped-def]
+def operator_key(api_keys, monkeypatch):
     """An operator key (ENGRAMLOG_OPERATOR_KEYS) beside the module's tenant keys, for this test."""
     import api.context
     from infra.settings import replace
@@ -59,7 +59,7 @@ def operator_key(api_keys, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def refusing(engine, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def refusing(engine, tenant, monkeypatch):
     from sqlalchemy import text
 
     projector = RefusingProjector(tenant)
@@ -71,7 +71,7 @@ def refusing(engine, tenant, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 def test_projection_dead_letters_rebuild_metrics(live_server, operator_key, tenant_key, engine, tenant,
-                                                 refusing) -> None:  # type: ignore[no-untyped-def]
+                                                 refusing) -> None:
     [poison] = [d.position for d in remember(engine, tenant, [MemoryInput("POISON pill", must_keep=True)], META)]
     for _ in range(MAX_EVENT_FAILURES):
         catch_up(engine, refusing, 500)
@@ -110,7 +110,7 @@ def test_projection_dead_letters_rebuild_metrics(live_server, operator_key, tena
             assert no.value.status == 403 and "operator" in no.value.detail
 
 
-def _parked(engine, tenant: str, content: str) -> int:  # type: ignore[no-untyped-def]
+def _parked(engine, tenant: str, content: str) -> int:
     """A queued message parked as ingest parks one it could not append (here: appendable now)."""
     from workers.ingest_dead_letters import park
 
@@ -122,7 +122,7 @@ def _parked(engine, tenant: str, content: str) -> int:  # type: ignore[no-untype
     return parked
 
 
-async def _ingest_flow(url: str, key: str, engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+async def _ingest_flow(url: str, key: str, engine, tenant: str) -> None:
     first, second = _parked(engine, tenant, "Nia's locker is 12"), _parked(engine, tenant, "Nia's locker is 14")
     async with AsyncEngramlog(url, api_key=key, timeout=60) as ops:
         mine = [d for d in (await ops.ingest_dead_letters()).dead_letters if d.tenant == tenant]
@@ -141,5 +141,5 @@ async def _ingest_flow(url: str, key: str, engine, tenant: str) -> None:  # type
         assert isinstance((await ops.dead_letters()).dead_letters, list) and "# HELP" in await ops.metrics()
 
 
-def test_ingest_dead_letters_async(live_server, operator_key, engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_ingest_dead_letters_async(live_server, operator_key, engine, tenant) -> None:
     asyncio.run(_ingest_flow(live_server.url, operator_key, engine, tenant))

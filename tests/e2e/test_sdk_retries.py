@@ -77,7 +77,7 @@ def _logged(engine: Engine, tenant: str, stream_id: str, type_: str) -> list[tup
 
 
 def test_lost_answers_to_writes_are_retried_once_each_written_once(live_server, tenant_key, tenant, engine,
-                                                                    module_worker) -> None:  # type: ignore[no-untyped-def]
+                                                                    module_worker) -> None:
     def recorded(memory_id: object) -> list[dict]:
         return [data for _, data in _logged(engine, tenant, f"memory-{memory_id}", "MemoryRecorded")]
 
@@ -118,7 +118,7 @@ def test_lost_answers_to_writes_are_retried_once_each_written_once(live_server, 
         assert [p for p, _ in feedback] == [given.position]
 
 
-def test_without_retries_the_error_carries_the_status_and_reason(live_server, tenant_key) -> None:  # type: ignore[no-untyped-def]
+def test_without_retries_the_error_carries_the_status_and_reason(live_server, tenant_key) -> None:
     with Engramlog(live_server.url, api_key=tenant_key, retry=Retry(attempts=1),
                    transport=LosesAnswers(["503"])) as sdk, pytest.raises(UnavailableError) as lost:
         sdk.remember("Kim's desk is on floor 5", must_keep=True)
@@ -131,7 +131,7 @@ def test_without_retries_the_error_carries_the_status_and_reason(live_server, te
     assert refused.value.status == 0 and "after 3 attempt(s)" in str(refused.value)
 
 
-async def _projected_section(sdk: AsyncEngramlog, path: str, heading_path: str):  # type: ignore[no-untyped-def]
+async def _projected_section(sdk: AsyncEngramlog, path: str, heading_path: str):
     """The drill reads the knowledge read model: asked until the put is projected."""
     import asyncio
 
@@ -164,7 +164,7 @@ async def _async_flow(url: str, key: str) -> None:
         assert await sdk.wait_recallable() is True
 
 
-def test_async_client(live_server, tenant_key, module_worker) -> None:  # type: ignore[no-untyped-def]
+def test_async_client(live_server, tenant_key, module_worker) -> None:
     import asyncio
 
     asyncio.run(_async_flow(live_server.url, tenant_key))
@@ -177,7 +177,7 @@ def _count(engine: Engine, tenant: str, type_: str) -> int:
 
 
 def test_lost_answers_to_domain_writes_are_retried_never_doubled(live_server, tenant_key, tenant, engine,
-                                                                 module_worker) -> None:  # type: ignore[no-untyped-def]
+                                                                 module_worker) -> None:
     from conftest import wait_until
 
     net = LosesAnswers(["503", "drop"])

@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 
 @pytest.fixture
-def keyed(app, monkeypatch):  # type: ignore[no-untyped-def]
+def keyed(app, monkeypatch):
     import api.context
     from infra.settings import get_settings, replace
 

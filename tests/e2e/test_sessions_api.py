@@ -21,16 +21,16 @@ OPENAI = [
 ]
 
 
-def project(engine) -> None:  # type: ignore[no-untyped-def]
+def project(engine) -> None:
     catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
 
 
-def events_of(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def events_of(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
 
 
-def test_append_an_openai_list_as_is_then_page_it(client: TestClient, engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_append_an_openai_list_as_is_then_page_it(client: TestClient, engine, tenant: str) -> None:
     r = client.post("/v1/sessions/s1/messages", json={"messages": OPENAI, "agent_id": "deployer"})
     assert r.status_code == 201, r.text
     assert len(r.json()["message_ids"]) == 5
@@ -53,7 +53,7 @@ def test_append_an_openai_list_as_is_then_page_it(client: TestClient, engine, te
     assert len(bare.json()["message_ids"]) == 5
 
 
-def test_sessions_newest_first_paged(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+def test_sessions_newest_first_paged(client: TestClient, engine) -> None:
     for i in range(5):
         at = f"2026-01-0{i + 1}T10:00:00Z"
         assert client.post(f"/v1/sessions/day{i}/messages",
@@ -66,7 +66,7 @@ def test_sessions_newest_first_paged(client: TestClient, engine) -> None:  # typ
     assert ids == ["day4", "day3", "day2", "day1", "day0"] and third["next_cursor"] is None
 
 
-def test_pending_then_sent(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+def test_pending_then_sent(client: TestClient, engine) -> None:
     client.post("/v1/sessions/p/messages", json={"messages": [
         {"role": "user", "content": "what is the quokka plan"},
         {"message_id": "out-1", "role": "assistant", "content": "the quokka plan is ready", "sent": False}]})
@@ -81,7 +81,7 @@ def test_pending_then_sent(client: TestClient, engine) -> None:  # type: ignore[
     assert "the quokka plan is ready" in client.get("/v1/sessions/p/resume").json()["context"]
 
 
-def test_bad_input_is_refused_and_nothing_is_written(client: TestClient, engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_refused_and_nothing_is_written(client: TestClient, engine, tenant: str) -> None:
     from infra.settings import get_settings
 
     huge = "x" * (get_settings().max_session_message_chars + 1)
@@ -104,7 +104,7 @@ def test_bad_input_is_refused_and_nothing_is_written(client: TestClient, engine,
     assert events_of(engine, tenant) == 0
 
 
-def test_privacy_gate_and_tenant_isolation(client: TestClient, app, engine, tenant: str,  # type: ignore[no-untyped-def]
+def test_privacy_gate_and_tenant_isolation(client: TestClient, app, engine, tenant: str,
                                            monkeypatch) -> None:
     from services.privacy import set_privacy_policy
 
@@ -137,7 +137,7 @@ def test_privacy_gate_and_tenant_isolation(client: TestClient, app, engine, tena
     assert "open" not in [s["session_id"] for s in http.get("/v1/sessions").json()["sessions"]]
 
 
-def test_the_sessions_bucket_in_recall_multi(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+def test_the_sessions_bucket_in_recall_multi(client: TestClient, engine) -> None:
     client.post("/v1/sessions/s/messages", json={"messages": OPENAI})
     project(engine)
     body = client.post("/v1/recall/multi", json={"query": "roll back payments", "k": 4}).json()
@@ -149,7 +149,7 @@ def test_the_sessions_bucket_in_recall_multi(client: TestClient, engine) -> None
 
 
 def test_resume_is_byte_identical_across_a_rebuild_and_needs_no_redis_or_embedder(
-        client: TestClient, engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        client: TestClient, engine, monkeypatch) -> None:
     from projections.rebuild import rebuild
 
     messages = []
@@ -167,7 +167,7 @@ def test_resume_is_byte_identical_across_a_rebuild_and_needs_no_redis_or_embedde
     import infra.broker
     import infra.embedding
 
-    def down(*a, **k):  # type: ignore[no-untyped-def]
+    def down(*a, **k):
         raise ConnectionError("down")
 
     monkeypatch.setattr(infra.broker.broker, "enqueue", down)  # Redis unreachable

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from tests.e2e.test_knowledge_cli import cli_on
 
 
-def test_append_list_show_resume(client, engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_append_list_show_resume(client, engine, monkeypatch) -> None:
     from projections.runner import catch_up
     from projections.sessions import SessionsProjector
 

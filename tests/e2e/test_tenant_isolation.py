@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 
 @pytest.fixture
-def two_tenants(monkeypatch):  # type: ignore[no-untyped-def]
+def two_tenants(monkeypatch):
     import api.context
     from api.app import create_app
     from infra.settings import _parse_api_keys, get_settings, replace
@@ -35,7 +35,7 @@ def two_tenants(monkeypatch):  # type: ignore[no-untyped-def]
         }
 
 
-def events_of(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def events_of(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
 

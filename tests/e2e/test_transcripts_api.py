@@ -20,13 +20,13 @@ def turns(n: int, start: int = 0) -> str:
                    f"step {i} of the kayak{i} plan\n" for i in range(start, start + n))
 
 
-def _events(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def _events(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t AND type = 'TranscriptChunksPut'"),
                             {"t": tenant}).scalar_one()
 
 
-def test_put_get_lines_and_delta_sync_over_http(client, engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_put_get_lines_and_delta_sync_over_http(client, engine, tenant) -> None:
     r = client.put("/v1/transcripts/s-100", content=turns(100).encode())
     assert r.status_code == 200, r.text
     assert r.json() | {"position": None} == {
@@ -85,7 +85,7 @@ def test_put_get_lines_and_delta_sync_over_http(client, engine, tenant) -> None:
     (b"x" * (16 * 1024 * 1024 + 1), {}, 413, "limit"),
 ])
 def test_bad_input_is_refused_and_nothing_is_written(client, engine, tenant, body, params, status,
-                                                     reason) -> None:  # type: ignore[no-untyped-def]
+                                                     reason) -> None:
     r = client.put("/v1/transcripts/s-bad", content=body, params=params)
     assert r.status_code == status and reason in r.json()["detail"], r.text
     assert _events(engine, tenant) == 0
@@ -95,7 +95,7 @@ def test_bad_input_is_refused_and_nothing_is_written(client, engine, tenant, bod
 
 
 @pytest.fixture
-def ops(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
+def ops(app, tenant, monkeypatch):
     import api.context
     from infra.settings import get_settings, replace
 
@@ -107,7 +107,7 @@ def ops(app, tenant, monkeypatch):  # type: ignore[no-untyped-def]
         yield c, o
 
 
-def test_privacy_gate_and_tenant_isolation(ops, engine) -> None:  # type: ignore[no-untyped-def]
+def test_privacy_gate_and_tenant_isolation(ops, engine) -> None:
     c, other = ops
     assert c.put("/v1/transcripts/secret-1", content=turns(20).encode()).status_code == 200
     assert c.put("/v1/transcripts/public-1", content=turns(20, start=100).encode()).status_code == 200

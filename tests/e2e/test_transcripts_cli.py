@@ -15,7 +15,7 @@ def turns(n: int, start: int = 0) -> str:
                    for i in range(start, start + n))
 
 
-def test_put_and_sync(client, engine, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_put_and_sync(client, engine, monkeypatch, tmp_path: Path) -> None:
     from projections.runner import catch_up
     from projections.transcripts import TranscriptsProjector
 

@@ -12,7 +12,7 @@ import uuid
 from sqlalchemy import text
 
 
-def _project(engine) -> None:  # type: ignore[no-untyped-def]
+def _project(engine) -> None:
     from projections.registry import PROJECTORS
     from projections.runner import catch_up
 

@@ -23,7 +23,7 @@ from domain.events import (
 )
 
 
-def tenant_events(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def tenant_events(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
 

@@ -23,7 +23,7 @@ from test_governance_write_path import (  # noqa: F401 (fixtures)
 from typer.testing import CliRunner
 
 
-def recall(client, query: str, position: int, **fields) -> dict:  # type: ignore[no-untyped-def]
+def recall(client, query: str, position: int, **fields) -> dict:
     r = client.post("/v1/recall", json={"query": query, "k": 5, "min_position": position, **fields})
     assert r.status_code == 200, r.text
     return r.json()
@@ -140,7 +140,7 @@ def test_a_staging_memory_holding_what_the_active_ones_lack_answers_before_a_nea
     assert plain["explanation"]["staging_fallback"] is None
 
 
-def _engramlog_client(app, key: str):  # type: ignore[no-untyped-def]
+def _engramlog_client(app, key: str):
     from engramlog_client import Engramlog
 
     return Engramlog(api_key=key, http_client=TestClient(app))  # the SDK, sending through the test app

@@ -49,7 +49,7 @@ def _okapi(query: str) -> dict[str, float]:
     return scores
 
 
-def test_scores_are_okapi_bm25(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_scores_are_okapi_bm25(engine, tenant: str) -> None:
     _load(engine, tenant)
     uid_of = {message_uid(tenant, "s1", f"m{i}"): f"m{i}" for i in range(len(CONTENTS))}
     with engine.connect() as conn:
@@ -65,7 +65,7 @@ def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [plan, *(n for child in plan.get("Plans", []) for n in _plan_nodes(child))]
 
 
-def test_idf_is_computed_once_per_term_in_float8(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_idf_is_computed_once_per_term_in_float8(engine, tenant: str) -> None:
     _load(engine, tenant)
     captured: list[tuple[str, Any]] = []
 

@@ -25,29 +25,29 @@ APP = "from .util import get_user_name\n\n\nclass Page:\n    def render(self):\n
 STORE = "def save():\n    pass\n"
 
 
-def project(engine) -> None:  # type: ignore[no-untyped-def]
+def project(engine) -> None:
     catch_up(engine, CodeProjector(), 500, max_seconds=120)
 
 
-def put(engine, tenant: str, files: dict[str, str | None], repo: str = "shop"):  # type: ignore[no-untyped-def]
+def put(engine, tenant: str, files: dict[str, str | None], repo: str = "shop"):
     done = write_files(engine, tenant, repo, [FileInput(p, c, remove=c is None) for p, c in files.items()], META)
     project(engine)
     return done
 
 
-def calls(engine, tenant: str) -> dict[tuple[str, str], tuple]:  # type: ignore[no-untyped-def]
+def calls(engine, tenant: str) -> dict[tuple[str, str], tuple]:
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT caller, callee, resolved_name, candidates, how FROM code_calls"
                                  " WHERE tenant = :t"), {"t": tenant}).all()
     return {(r.caller, r.callee): (r.resolved_name, r.candidates, r.how) for r in rows}
 
 
-def ask(engine, tenant: str, query: str, policy: PrivacyPolicy = NO_POLICY, **options):  # type: ignore[no-untyped-def]
+def ask(engine, tenant: str, query: str, policy: PrivacyPolicy = NO_POLICY, **options):
     return CodeDomain().search(engine, DomainQuery(Scope(tenant), query, 5, datetime.now(UTC), policy,
                                                    options=options))
 
 
-def test_calls_follow_the_repository_as_it_changes(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_calls_follow_the_repository_as_it_changes(engine, tenant: str) -> None:
     put(engine, tenant, {"shop/util.py": UTIL, "shop/app.py": APP, "shop/store.py": STORE})
     c = calls(engine, tenant)
     assert c[("shop.app.Page.title", "get_user_name")] == ("shop.util.get_user_name", 1, "import")
@@ -73,7 +73,7 @@ def test_calls_follow_the_repository_as_it_changes(engine, tenant: str) -> None:
                                      {"t": tenant}).scalar()
 
 
-def test_rebuild_gives_the_same_rows(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_rebuild_gives_the_same_rows(engine, tenant: str) -> None:
     from projections.rebuild import verify
 
     put(engine, tenant, {"shop/util.py": UTIL, "shop/app.py": APP, "shop/store.py": STORE})
@@ -83,7 +83,7 @@ def test_rebuild_gives_the_same_rows(engine, tenant: str) -> None:  # type: igno
     assert report.identical, [t.samples for t in report.tables if not t.identical]
 
 
-def test_search_answers_exact_slices_with_callers(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_search_answers_exact_slices_with_callers(engine, tenant: str) -> None:
     put(engine, tenant, {"shop/util.py": UTIL, "shop/app.py": APP, "shop/store.py": STORE})
     answer = ask(engine, tenant, "getUserName")
     top = answer.results[0]
@@ -102,7 +102,7 @@ def test_search_answers_exact_slices_with_callers(engine, tenant: str) -> None: 
     assert ask(engine, tenant + "-x", "getUserName").results == []  # another tenant sees nothing
 
 
-def test_privacy_gate_hides_excluded_files(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_privacy_gate_hides_excluded_files(engine, tenant: str) -> None:
     put(engine, tenant, {"shop/util.py": UTIL, "shop/app.py": APP})
     policy = PrivacyPolicy(exclude_paths=("shop/shop/app.py",))  # <repo>/<file path>
     names = {h.fields["symbol"] for h in ask(engine, tenant, "title render page user name", policy).results}

@@ -16,7 +16,7 @@ from eventstore.append import append
 CLOCK = datetime(2031, 5, 1, 12, 0, tzinfo=UTC)
 
 
-def _gap(engine, tenant: str, question: str, priority: float, agent_id: str | None = None,  # type: ignore[no-untyped-def]
+def _gap(engine, tenant: str, question: str, priority: float, agent_id: str | None = None,
          registered: timedelta = timedelta(hours=-1), ttl: timedelta = timedelta(days=7)) -> str:
     """A BlindSpotRegistered as deep recall appends it (registered `registered` from CLOCK, live for `ttl`)."""
     scope_key = deep_scope_key(agent_id, None, None)
@@ -30,7 +30,7 @@ def _gap(engine, tenant: str, question: str, priority: float, agent_id: str | No
     return question
 
 
-def test_the_consolidation_report_lists_the_live_blind_spots_of_its_tenant_only(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_the_consolidation_report_lists_the_live_blind_spots_of_its_tenant_only(engine, tenant) -> None:
     from workers.consolidation import consolidate
 
     other = f"{tenant}-other"

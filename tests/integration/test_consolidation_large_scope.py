@@ -45,12 +45,12 @@ OTHERS = ["Alice adopted a grey cat named Biscuit last spring.",
           "Our CI runners cache pip wheels between builds."]
 
 
-def db_now(engine: Engine):  # type: ignore[no-untyped-def]
+def db_now(engine: Engine):
     with engine.connect() as conn:
         return conn.execute(text("SELECT now()")).scalar_one()
 
 
-def settings_with(**changes: object):  # type: ignore[no-untyped-def]
+def settings_with(**changes: object):
     from infra.settings import get_settings, replace
 
     return replace(get_settings(), **changes)
@@ -62,7 +62,7 @@ def activity_rows(engine: Engine, tenant: str) -> dict[uuid.UUID, dict]:
             text("SELECT * FROM memory_activity WHERE tenant = :t"), {"t": tenant})}
 
 
-def test_a_scope_larger_than_a_page_is_consolidated_whole(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_scope_larger_than_a_page_is_consolidated_whole(engine, tenant) -> None:
     from projections.rebuild import verify
     from projections.registry import PROJECTORS
     from workers.consolidation import consolidate
@@ -107,7 +107,7 @@ def test_a_scope_larger_than_a_page_is_consolidated_whole(engine, tenant) -> Non
     assert verify(engine, PROJECTORS["edges"], batch_size=50).identical
 
 
-def test_the_kept_memory_carries_the_merged_ones_statistics(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_the_kept_memory_carries_the_merged_ones_statistics(engine, tenant) -> None:
     from projections.activity import activity_for
     from workers.consolidation import consolidate
     from workers.lifecycle import decay_sweep

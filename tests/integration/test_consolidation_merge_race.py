@@ -103,7 +103,7 @@ def test_a_memory_reinforced_after_the_snapshot_keeps_its_new_text(engine, tenan
     original_prune = consolidation.prune
     injected: list[bool] = []
 
-    def prune_then_reinforce(nodes, threshold):  # type: ignore[no-untyped-def]
+    def prune_then_reinforce(nodes, threshold):
         merges = original_prune(nodes, threshold)
         if merges and not injected:  # the plan is made; now a write reinforces the kept memory
             injected.append(True)
@@ -140,7 +140,7 @@ def test_a_write_after_the_merge_is_decided_on_the_merged_memory(engine, tenant,
     key = {"key": lock_key("memories")}
     original_prune = consolidation.prune
 
-    def prune_then_pause_memories(nodes, threshold):  # type: ignore[no-untyped-def]
+    def prune_then_pause_memories(nodes, threshold):
         merges = original_prune(nodes, threshold)
         if merges and not holder.info.get("locked"):  # keep the memories projection from applying the merge
             holder.execute(text("SELECT pg_advisory_lock(hashtext(:key))"), key)

@@ -25,7 +25,7 @@ def test_talks_about_leaves_the_speaker_out() -> None:
     assert talks_about("The Berlin office moved to Lisbon") == ["berlin", "lisbon"]
 
 
-def test_projection_rows_and_entity_walk(engine) -> None:  # type: ignore[no-untyped-def]
+def test_projection_rows_and_entity_walk(engine) -> None:
     tenant = f"ent-{uuid.uuid4().hex[:8]}"
     done = remember_all(engine, tenant, DIARY, agent_id="mel")
     other = remember_all(engine, tenant, ["Melanie: Oliver chewed the sofa"], agent_id="someone-else")

@@ -35,7 +35,7 @@ def captured(engine: Any, until: read.Checkpoint | None, types: tuple[str, ...])
     """The SQL text and parameters read_after sends to the driver."""
     seen: list[tuple[str, dict[str, Any]]] = []
 
-    def grab(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+    def grab(conn, cursor, statement, parameters, context, executemany):
         seen.append((statement, dict(parameters)))
 
     with engine.connect() as conn:
@@ -74,7 +74,7 @@ def explain(engine: Any, statement: str, params: dict[str, Any], generic: bool) 
     return doc[0]["Plan"]
 
 
-def walk(plan: dict[str, Any], parent: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
+def walk(plan: dict[str, Any], parent: dict[str, Any] | None = None):
     yield plan, parent
     for child in plan.get("Plans", []):
         yield from walk(child, plan)

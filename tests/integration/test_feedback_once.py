@@ -44,7 +44,7 @@ def assert_rebuild_identical(engine: Engine, tenant: str) -> None:
     assert verify_tenant(engine, "edges", tenant) == {"memory_edges": 0}
 
 
-def test_a_retry_is_answered_and_a_changed_verdict_refused(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_retry_is_answered_and_a_changed_verdict_refused(engine, tenant) -> None:
     from domain.errors import FeedbackAlreadyGiven
     from services.feedback import give_feedback
 
@@ -81,7 +81,7 @@ def test_a_retry_is_answered_and_a_changed_verdict_refused(engine, tenant) -> No
     assert_rebuild_identical(engine, tenant)
 
 
-def test_a_repeat_in_the_log_is_applied_once_everywhere(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_repeat_in_the_log_is_applied_once_everywhere(engine, tenant) -> None:
     """Written straight into the log (as before the rule): the projectors decide from the log, first verdict wins."""
     a, b, c = record(engine, tenant, [f"logged repeat memory {i}" for i in range(3)])
     recall = served(engine, tenant, [a, b, c])
@@ -103,7 +103,7 @@ def test_a_repeat_in_the_log_is_applied_once_everywhere(engine, tenant) -> None:
     assert_rebuild_identical(engine, tenant)
 
 
-def test_http_feedback_twice(app, engine, tenant, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_http_feedback_twice(app, engine, tenant, monkeypatch) -> None:
     import api.context
     from infra.settings import get_settings, replace
 

@@ -11,18 +11,18 @@ from funnel_support import COOKING, ask, build_cross_encoder, remember_all, stag
 
 
 @pytest.fixture(scope="module")
-def kitchen(engine):  # type: ignore[no-untyped-def]
+def kitchen(engine):
     tenant = f"knobs-{uuid.uuid4().hex[:8]}"
     extra = [f"Note {i}: the oven thermometer reads {150 + i * 10} degrees after preheating" for i in range(40)]
     return tenant, remember_all(engine, tenant, COOKING + extra)
 
 
 @pytest.fixture(scope="module")
-def cross_encoder(tmp_path_factory):  # type: ignore[no-untyped-def]
+def cross_encoder(tmp_path_factory):
     return build_cross_encoder(tmp_path_factory.mktemp("cross-encoder"))
 
 
-def env_settings(monkeypatch, **env: str):  # type: ignore[no-untyped-def]
+def env_settings(monkeypatch, **env: str):
     """Settings read from the environment with `env` set: the knob goes in through its real override."""
     from infra.settings import Settings, get_settings, replace
 

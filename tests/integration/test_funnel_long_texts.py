@@ -41,7 +41,7 @@ def _scans_of(plan: dict[str, Any], relation: str) -> int:
     return own + sum(_scans_of(child, relation) for child in plan.get("Plans", []))
 
 
-def test_entity_neighbours_follow_the_rule_and_scale_with_distinct_entities(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_entity_neighbours_follow_the_rule_and_scale_with_distinct_entities(engine, tenant) -> None:
     texts = messages(24, seed=5)
     mine = remember_all(engine, tenant, texts[:18], agent_id="dev")
     remember_all(engine, tenant, texts[18:], agent_id="other")  # the same entities, another agent: never linked
@@ -67,7 +67,7 @@ def test_entity_neighbours_follow_the_rule_and_scale_with_distinct_entities(engi
         assert scans <= 1 + len(distinct) + len(named), (scans, len(distinct), len(named))
 
 
-def test_memoised_text_views_leave_the_answers_as_they_were(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_memoised_text_views_leave_the_answers_as_they_were(engine, tenant) -> None:
     remember_all(engine, tenant, messages(16, seed=9), agent_id="dev")
     cfg = settings(sim_candidate_floor=-1.0)
     for query in ("Why did it fail on the Docker runner?", "How did we fix the KeyError in OrderService?",

@@ -15,7 +15,7 @@ STAGES = ["coref", "embed", "candidates", "composite", "prf", "graph", "rerank",
 
 
 @pytest.fixture(scope="module")
-def kitchen(engine):  # type: ignore[no-untyped-def]
+def kitchen(engine):
     tenant = f"kitchen-{uuid.uuid4().hex[:8]}"
     done = remember_all(engine, tenant, COOKING)
     return tenant, done
@@ -164,7 +164,7 @@ def test_graph_walk_boosts_a_connected_candidate(engine):
 
 
 @pytest.fixture
-def keyed(app, monkeypatch):  # type: ignore[no-untyped-def]
+def keyed(app, monkeypatch):
     """Two tenants with their own API keys on the real app."""
     import api.context
 

@@ -50,7 +50,7 @@ def _decisions(engine: Engine, tenant: str) -> tuple[Counter[str], list[dict], l
     return Counter(r.type for r in rows), admitted, [r.data for r in rows if r.type == "MemoryReinforced"]
 
 
-def test_identical_racing_writes_admit_one_and_reinforce_it(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_identical_racing_writes_admit_one_and_reinforce_it(engine, tenant) -> None:
     content = f"The racing deploy key for cluster {uuid.uuid4().hex[:6]} rotates every Sunday at midnight"
     results = _race(engine, tenant, content, {"agent_id": "racer", "project": "p1"})
     types, admitted, reinforced = _decisions(engine, tenant)
@@ -68,7 +68,7 @@ def test_identical_racing_writes_admit_one_and_reinforce_it(engine, tenant) -> N
     assert {str(r.reinforced) for r in results if r.reinforced} == {first["memory_id"]}  # type: ignore[attr-defined]
 
 
-def test_racing_writes_see_an_unprojected_promotion(engine, tenant, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_racing_writes_see_an_unprojected_promotion(engine, tenant, monkeypatch) -> None:
     """The first write lands in staging; the second reinforces and promotes it. The ones after must see it as
     active (its unprojected MemoryStatusChanged), and reinforce it too: one promotion, no second memory."""
     import services.append_events
@@ -84,7 +84,7 @@ def test_racing_writes_see_an_unprojected_promotion(engine, tenant, monkeypatch)
     assert types["MemoryReinforced"] == WRITERS - 1 and types["MemoryStatusChanged"] == 1
 
 
-def test_other_scopes_are_not_serialized_into_each_other(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_other_scopes_are_not_serialized_into_each_other(engine, tenant) -> None:
     """The same text in two scopes is two memories, also when written at the same time."""
     from services.neighbours import scope_lock_key
 

@@ -21,7 +21,7 @@ def recorded(content: str, memory_id: uuid.UUID | None = None, **fields: object)
             "data": {"memory_id": str(memory_id or uuid.uuid4()), "content": content, "agent_id": "a"}, **fields}
 
 
-def parked(engine, tenant: str) -> list:  # type: ignore[no-untyped-def]
+def parked(engine, tenant: str) -> list:
     with engine.connect() as conn:
         return conn.execute(text("SELECT id, reason, error, status FROM ingest_dead_letters WHERE tenant = :t "
                                  "ORDER BY id"), {"t": tenant}).all()

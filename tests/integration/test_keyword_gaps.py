@@ -71,7 +71,7 @@ def _hit_log(engine: Engine, tenant: str) -> None:
                                           drill_stream(drill_id))], META)
 
 
-def test_keyword_gaps_per_domain(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_keyword_gaps_per_domain(engine, tenant: str) -> None:
     _hit_log(engine, tenant)
     with engine.connect() as conn:
         gaps = {g.domain: g for g in keyword_gaps(conn, tenant)}
@@ -89,7 +89,7 @@ def test_keyword_gaps_per_domain(engine, tenant: str) -> None:  # type: ignore[n
         assert keyword_gaps(conn, f"{tenant}-other") == []  # tenant isolation
 
 
-def test_cli_prints_the_figures_and_the_gate(engine, tenant: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_cli_prints_the_figures_and_the_gate(engine, tenant: str, monkeypatch) -> None:
     from typer.testing import CliRunner
 
     import cli.calls

@@ -129,13 +129,13 @@ def _expected_bm25(final: dict[uuid.UUID, str], terms: list[str], k1: float, b: 
 
 
 @pytest.fixture
-def logged(engine, tenant):  # type: ignore[no-untyped-def]
+def logged(engine, tenant):
     ids, final = _write_log(engine, tenant)
     sync(engine)  # every projection caught up, batch as configured
     return ids, final
 
 
-def test_same_rows_however_batches_are_cut_live_and_rebuilt(engine, tenant, logged) -> None:  # type: ignore[no-untyped-def]
+def test_same_rows_however_batches_are_cut_live_and_rebuilt(engine, tenant, logged) -> None:
     from projections.keyword import KeywordProjector
     from projections.rebuild import rebuild, verify
 
@@ -162,7 +162,7 @@ def test_same_rows_however_batches_are_cut_live_and_rebuilt(engine, tenant, logg
     assert verify(engine, KeywordProjector(), batch_size=4).identical
 
 
-def test_bm25_scores_are_those_of_the_final_texts(engine, tenant, logged) -> None:  # type: ignore[no-untyped-def]
+def test_bm25_scores_are_those_of_the_final_texts(engine, tenant, logged) -> None:
     from infra.settings import get_settings
     from recall.keyword import bm25_top
     from recall.scope import Scope
@@ -195,7 +195,7 @@ def _index_columns(conn: Any, plan: Any) -> list[list[str]]:
     return found
 
 
-def test_postings_are_found_by_memory_and_by_term_through_an_index(engine, tenant, logged) -> None:  # type: ignore[no-untyped-def]
+def test_postings_are_found_by_memory_and_by_term_through_an_index(engine, tenant, logged) -> None:
     """A re-indexed memory's old postings are read and deleted through an index led by (tenant, memory_id), and
     recall's postings of a term through one led by (tenant, term). With the primary key (tenant, term, memory_id)
     alone, the by-memory lookups were a skip scan: one descent per distinct term of the tenant."""

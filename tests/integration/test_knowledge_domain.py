@@ -21,18 +21,18 @@ DEPLOYS = "# Deploys\nhow we ship\n\n## Rollback\nrun deploy undo to roll back a
 HR = "## Salaries\nthe salary bands for rollback engineers\n"
 
 
-def setup(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def setup(engine, tenant: str) -> None:
     put_document(engine, tenant, DocumentInput("ops/deploys.md", DEPLOYS, tags=["ops"]), META)
     put_document(engine, tenant, DocumentInput("hr/salaries.md", HR, tags=["confidential"]), META)
     catch_up(engine, KnowledgeProjector(), 500, max_seconds=120)
 
 
-def ask(engine, tenant: str, query: str, policy: PrivacyPolicy = NO_POLICY, **kw):  # type: ignore[no-untyped-def]
+def ask(engine, tenant: str, query: str, policy: PrivacyPolicy = NO_POLICY, **kw):
     q = DomainQuery(Scope(tenant), query, kw.pop("k", 5), datetime.now(UTC), policy, **kw)
     return KnowledgeDomain().search(engine, q)
 
 
-def test_search_answers_exact_sections(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_search_answers_exact_sections(engine, tenant: str) -> None:
     setup(engine, tenant)
     answer = ask(engine, tenant, "how do I roll back a release?")
     top = answer.results[0]
@@ -47,7 +47,7 @@ def test_search_answers_exact_sections(engine, tenant: str) -> None:  # type: ig
     assert ask(engine, f"{tenant}-other", "rollback").results == []
 
 
-def test_privacy_gate_hides_paths_and_tags(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_privacy_gate_hides_paths_and_tags(engine, tenant: str) -> None:
     setup(engine, tenant)
     assert "hr/salaries.md" in {h.handle["path"] for h in ask(engine, tenant, "rollback salary").results}
     for policy in (PrivacyPolicy(exclude_paths=("hr/**",)), PrivacyPolicy(exclude_tags=("confidential",)),
@@ -61,7 +61,7 @@ def test_privacy_gate_hides_paths_and_tags(engine, tenant: str) -> None:  # type
             assert KnowledgeDomain().fetch(conn, Scope(tenant), handle, NO_POLICY) is not None
 
 
-def test_history_scores_replaced_sections_lower(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_history_scores_replaced_sections_lower(engine, tenant: str) -> None:
     setup(engine, tenant)
     put_document(engine, tenant, DocumentInput("ops/deploys.md", DEPLOYS.replace("roll back", "revert")), META)
     catch_up(engine, KnowledgeProjector(), 500, max_seconds=120)
@@ -72,7 +72,7 @@ def test_history_scores_replaced_sections_lower(engine, tenant: str) -> None:  #
     assert replaced and replaced[0].explanation["history_factor"] == 0.1
 
 
-def test_vector_leg_for_sections_with_a_vector(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_vector_leg_for_sections_with_a_vector(engine, tenant: str) -> None:
     from infra.settings import get_settings
 
     setup(engine, tenant)
@@ -89,7 +89,7 @@ def test_vector_leg_for_sections_with_a_vector(engine, tenant: str) -> None:  # 
     assert hit.legs["keyword"] is None
 
 
-def test_fetch_by_handle_after_the_document_changed(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_fetch_by_handle_after_the_document_changed(engine, tenant: str) -> None:
     setup(engine, tenant)
     old = ask(engine, tenant, "roll back release").results[0]
     put_document(engine, tenant, DocumentInput("ops/deploys.md", DEPLOYS.replace("a release", "any release")), META)

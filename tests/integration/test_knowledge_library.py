@@ -24,11 +24,11 @@ DOC_V1 = "# Deploys\nhow we ship\n\n## Rollback\nrun `deploy --undo`\r\n\n## Can
 DOC_V2 = "# Deploys\nhow we ship\n\n## Rollback\nrun `deploy --undo` then page oncall\n\n## Canary\nship to 5% first\n"
 
 
-def project(engine) -> None:  # type: ignore[no-untyped-def]
+def project(engine) -> None:
     catch_up(engine, KnowledgeProjector(), 500, max_seconds=120)
 
 
-def sections(engine, tenant: str, path: str = "ops/deploys.md") -> list:  # type: ignore[no-untyped-def]
+def sections(engine, tenant: str, path: str = "ops/deploys.md") -> list:
     with engine.connect() as conn:
         return conn.execute(text(
             "SELECT section_id, heading_path, ordinal, text, content_hash, status, version, first_version, ref_count,"
@@ -36,17 +36,17 @@ def sections(engine, tenant: str, path: str = "ops/deploys.md") -> list:  # type
             {"t": tenant, "p": path}).all()
 
 
-def postings_of(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def postings_of(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM knowledge_postings WHERE tenant = :t"), {"t": tenant}).scalar()
 
 
-def events_of(engine, tenant: str) -> int:  # type: ignore[no-untyped-def]
+def events_of(engine, tenant: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t"), {"t": tenant}).scalar()
 
 
-def test_put_cuts_exact_sections(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_put_cuts_exact_sections(engine, tenant: str) -> None:
     done = put_document(engine, tenant, DocumentInput("ops/deploys.md", DOC_V1, title="Deploys", tags=["ops"]), META)
     assert (done.version, done.changed, done.sections, done.sections_changed) == (1, True, 3, 3)
     project(engine)
@@ -60,7 +60,7 @@ def test_put_cuts_exact_sections(engine, tenant: str) -> None:  # type: ignore[n
     assert tuple(doc) == (1, "active", "Deploys", ["ops"])
 
 
-def test_reput_reindexes_only_changed_sections(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_reput_reindexes_only_changed_sections(engine, tenant: str) -> None:
     put_document(engine, tenant, DocumentInput("ops/deploys.md", DOC_V1), META)
     project(engine)
     before = {r.heading_path: r for r in sections(engine, tenant)}
@@ -90,7 +90,7 @@ def test_reput_reindexes_only_changed_sections(engine, tenant: str) -> None:  # 
     assert postings_of(engine, tenant) == postings_before + new_terms
 
 
-def test_unchanged_put_is_a_noop(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_unchanged_put_is_a_noop(engine, tenant: str) -> None:
     first = put_document(engine, tenant, DocumentInput("a.md", "## A\nx\n", tags=["t"]), META)
     n = events_of(engine, tenant)
     same = put_document(engine, tenant, DocumentInput("a.md", "## A\nx\n", tags=["t"]), META)
@@ -100,7 +100,7 @@ def test_unchanged_put_is_a_noop(engine, tenant: str) -> None:  # type: ignore[n
     assert (retagged.version, retagged.changed, retagged.sections_changed) == (2, True, 0)
 
 
-def test_retire_and_reput(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_retire_and_reput(engine, tenant: str) -> None:
     put_document(engine, tenant, DocumentInput("ops/deploys.md", DOC_V1), META)
     gone = retire_document(engine, tenant, "ops/deploys.md", None, META)
     assert (gone.version, gone.changed) == (2, True)
@@ -115,7 +115,7 @@ def test_retire_and_reput(engine, tenant: str) -> None:  # type: ignore[no-untyp
     assert {r.status for r in sections(engine, tenant)} == {"active"}
 
 
-def test_document_at_versions(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_document_at_versions(engine, tenant: str) -> None:
     put_document(engine, tenant, DocumentInput("d.md", DOC_V1, project="p"), META)
     put_document(engine, tenant, DocumentInput("d.md", DOC_V2, project="p"), META)
     with engine.connect() as conn:
@@ -131,13 +131,13 @@ def test_document_at_versions(engine, tenant: str) -> None:  # type: ignore[no-u
     DocumentInput("../escape.md", "x"), DocumentInput("/abs.md", "x"), DocumentInput("a\x00.md", "x"),
     DocumentInput("ok.md", "nul \x00 inside"), DocumentInput("ok.md", "x", metadata={"k" * 200: 1}),
 ])
-def test_bad_input_writes_nothing(engine, tenant: str, doc: DocumentInput) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_writes_nothing(engine, tenant: str, doc: DocumentInput) -> None:
     with pytest.raises(InvalidPayload):
         put_documents(engine, tenant, [DocumentInput("good.md", "fine"), doc], META)
     assert events_of(engine, tenant) == 0
 
 
-def test_huge_document_refused(engine, tenant: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_huge_document_refused(engine, tenant: str, monkeypatch) -> None:
     import services.knowledge
     from infra.settings import get_settings, replace
 
@@ -148,7 +148,7 @@ def test_huge_document_refused(engine, tenant: str, monkeypatch) -> None:  # typ
     assert events_of(engine, tenant) == 0
 
 
-def test_the_generic_event_api_refuses_documents_naming_their_route(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_generic_event_api_refuses_documents_naming_their_route(engine, tenant: str) -> None:
     """A DocumentPut is appended by PUT /v1/knowledge/{path} (its version, its stream), never by the generic
     append path: refused with that route, nothing written."""
     from domain.text import content_hash
@@ -160,7 +160,7 @@ def test_the_generic_event_api_refuses_documents_naming_their_route(engine, tena
     assert events_of(engine, tenant) == 0
 
 
-def test_references_from_the_hit_log(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_references_from_the_hit_log(engine, tenant: str) -> None:
     put_document(engine, tenant, DocumentInput("ops/deploys.md", DOC_V1), META)
     project(engine)
     rollback = next(s for s in split_sections(DOC_V1) if s.heading_path == "Deploys > Rollback")
@@ -180,7 +180,7 @@ def test_references_from_the_hit_log(engine, tenant: str) -> None:  # type: igno
     assert {r.ref_count for r in sections(engine, tenant) if r.heading_path != "Deploys > Rollback"} == {0}
 
 
-def test_rebuild_gives_the_same_rows(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_rebuild_gives_the_same_rows(engine, tenant: str) -> None:
     from projections.rebuild import rebuild, verify
 
     put_documents(engine, tenant, [DocumentInput("ops/deploys.md", DOC_V1, tags=["ops"]),

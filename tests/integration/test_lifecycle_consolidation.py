@@ -38,18 +38,18 @@ TEA = ["Bob prefers green tea over coffee in the morning.",
 LONER = ["The quarterly budget review moved from Tuesday to Thursday."]
 
 
-def db_now(engine):  # type: ignore[no-untyped-def]
+def db_now(engine):
     with engine.connect() as conn:
         return conn.execute(text("SELECT now()")).scalar_one()
 
 
-def settings_with(**changes: object):  # type: ignore[no-untyped-def]
+def settings_with(**changes: object):
     from infra.settings import get_settings, replace
 
     return replace(get_settings(), **changes)
 
 
-def test_consolidation_merges_without_loss_and_a_second_run_changes_nothing(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_consolidation_merges_without_loss_and_a_second_run_changes_nothing(engine, tenant) -> None:
     from projections.rebuild import verify
     from projections.registry import PROJECTORS
     from workers.consolidation import consolidate
@@ -117,7 +117,7 @@ def test_consolidation_merges_without_loss_and_a_second_run_changes_nothing(engi
         assert verify(engine, PROJECTORS[name], batch_size=50).identical
 
 
-def test_old_unused_hebbian_edges_are_forgotten(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_old_unused_hebbian_edges_are_forgotten(engine, tenant) -> None:
     from workers.consolidation import consolidate
 
     a, b = record(engine, tenant, ["The staging server restarts every night at two.",
@@ -137,7 +137,7 @@ def test_old_unused_hebbian_edges_are_forgotten(engine, tenant) -> None:  # type
     assert not any(consolidate(engine, later, tenant=tenant).runs[0].report["changes"].values())
 
 
-def test_cli_consolidate_one_agent(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_cli_consolidate_one_agent(engine, tenant) -> None:
     ours = record(engine, tenant, TEA[:2], agent_id="cli-a")
     theirs = record(engine, tenant, TEA[:2], agent_id="cli-b")
     sync(engine)

@@ -17,12 +17,12 @@ from sqlalchemy import text
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def db_now(engine) -> datetime:  # type: ignore[no-untyped-def]
+def db_now(engine) -> datetime:
     with engine.connect() as conn:
         return conn.execute(text("SELECT now()")).scalar_one()
 
 
-def test_decay_transitions_are_events_and_replay_identically(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_decay_transitions_are_events_and_replay_identically(engine, tenant) -> None:
     from projections.rebuild import rebuild, verify
     from projections.registry import PROJECTORS
     from workers.lifecycle import decay_sweep
@@ -82,7 +82,7 @@ def test_decay_transitions_are_events_and_replay_identically(engine, tenant) -> 
     assert statuses(engine, tenant) == final
 
 
-def test_sweep_leaves_other_tenants_alone(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_sweep_leaves_other_tenants_alone(engine, tenant) -> None:
     from workers.lifecycle import decay_sweep
 
     [mine] = record(engine, tenant, ["decay isolation: mine"])
@@ -93,7 +93,7 @@ def test_sweep_leaves_other_tenants_alone(engine, tenant) -> None:  # type: igno
     assert statuses(engine, tenant + "-other") == {theirs: "active"}
 
 
-def test_cli_decay_with_a_pinned_clock(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_cli_decay_with_a_pinned_clock(engine, tenant) -> None:
     [memory] = record(engine, tenant, ["decay cli: a memory nobody reads"])
     sync(engine)
     clock = (db_now(engine) + timedelta(days=35)).astimezone(UTC).isoformat()
@@ -116,7 +116,7 @@ def test_cli_decay_with_a_pinned_clock(engine, tenant) -> None:  # type: ignore[
     assert bad.returncode == 2 and "ISO 8601" in bad.stderr
 
 
-def test_a_scheduled_sweep_skips_while_another_runs(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_scheduled_sweep_skips_while_another_runs(engine, tenant) -> None:
     import pytest
 
     from workers.lifecycle import JobBusy, decay_sweep, job_lock

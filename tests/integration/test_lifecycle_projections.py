@@ -16,19 +16,19 @@ from domain.events import NewEvent, validate_payload
 from eventstore.append import append
 
 
-def activity(engine, tenant: str) -> dict[uuid.UUID, dict]:  # type: ignore[no-untyped-def]
+def activity(engine, tenant: str) -> dict[uuid.UUID, dict]:
     with engine.connect() as conn:
         return {r.memory_id: dict(r._mapping) for r in conn.execute(
             text("SELECT * FROM memory_activity WHERE tenant = :t"), {"t": tenant})}
 
 
-def edges(engine, tenant: str) -> dict[tuple, tuple]:  # type: ignore[no-untyped-def]
+def edges(engine, tenant: str) -> dict[tuple, tuple]:
     with engine.connect() as conn:
         return {(r.source_id, r.target_id, r.kind): (r.weight, r.updated_at) for r in conn.execute(
             text("SELECT * FROM memory_edges WHERE tenant = :t"), {"t": tenant})}
 
 
-def recorded_at(engine, tenant: str, stream: str, type_: str = "RecallServed") -> object:  # type: ignore[no-untyped-def]
+def recorded_at(engine, tenant: str, stream: str, type_: str = "RecallServed") -> object:
     with engine.connect() as conn:
         return conn.execute(text("""SELECT max(recorded_at) FROM events
                                     WHERE tenant = :t AND stream_id = :s AND type = :type"""),
@@ -39,7 +39,7 @@ def key(a: uuid.UUID, b: uuid.UUID, kind: str = "hebbian") -> tuple:
     return (*sorted((a, b), key=str), kind)
 
 
-def test_activity_counts_hits_reinforcements_and_feedback(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_activity_counts_hits_reinforcements_and_feedback(engine, tenant) -> None:
     from projections.activity import activity_for
 
     m = record(engine, tenant, [f"activity memory {i}" for i in range(5)])
@@ -65,7 +65,7 @@ def test_activity_counts_hits_reinforcements_and_feedback(engine, tenant) -> Non
         assert activity_for(conn, "some-other-tenant", m) == {}
 
 
-def test_hebbian_edges_only_through_the_validation_gate(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_hebbian_edges_only_through_the_validation_gate(engine, tenant) -> None:
     m = record(engine, tenant, [f"hebbian memory {i}" for i in range(5)])
     r1 = served(engine, tenant, [m[0], m[1], m[2], m[3]])
     feedback(engine, tenant, r1, used=[m[0], m[1]], not_useful=[m[2]])  # m0–m1 pass; m2 was not useful
@@ -85,7 +85,7 @@ def test_hebbian_edges_only_through_the_validation_gate(engine, tenant) -> None:
     assert updated_at == recorded_at(engine, tenant, f"recall-{r4}", "RecallFeedbackGiven")
 
 
-def test_causal_and_adjusted_edges_and_read_time_decay(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_causal_and_adjusted_edges_and_read_time_decay(engine, tenant) -> None:
     from projections.edges import neighbours
 
     m = record(engine, tenant, [f"edge memory {i}" for i in range(4)])
@@ -126,7 +126,7 @@ def test_causal_and_adjusted_edges_and_read_time_decay(engine, tenant) -> None: 
     assert key(m[0], m[3], "semantic") not in edges(engine, tenant)
 
 
-def test_rebuild_reproduces_activity_and_edges(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_rebuild_reproduces_activity_and_edges(engine, tenant) -> None:
     from projections.rebuild import rebuild, verify
     from projections.registry import PROJECTORS
 

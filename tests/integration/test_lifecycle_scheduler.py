@@ -44,17 +44,17 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.classid = :c AND l.objid = :o 
 """)
 
 
-def holders(engine) -> list[str]:  # type: ignore[no-untyped-def]
+def holders(engine) -> list[str]:
     with engine.connect() as conn:
         return list(conn.execute(_HOLDERS, {"c": LEADER_LOCK[0], "o": LEADER_LOCK[1]}).scalars())
 
 
-def leader_pid(engine) -> int | None:  # type: ignore[no-untyped-def]
+def leader_pid(engine) -> int | None:
     names = holders(engine)
     return int(names[0].rsplit(":", 1)[1]) if len(names) == 1 else None
 
 
-def test_one_scheduler_leader_across_workers_and_failover(engine) -> None:  # type: ignore[no-untyped-def]
+def test_one_scheduler_leader_across_workers_and_failover(engine) -> None:
     from infra.broker import broker
 
     broker.client.delete(f"{LAST_RUN_PREFIX}decay")

@@ -33,13 +33,13 @@ def test_no_layer_below_the_workers_imports_them() -> None:
 class _Sent:
     """Records the messages the real broker enqueues (and enqueues them: the real Redis gets them)."""
 
-    def __init__(self, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, monkeypatch) -> None:
         import infra.wake
 
         self.messages: list[object] = []
         real = infra.wake.broker.enqueue
 
-        def enqueue(message, **kwargs):  # type: ignore[no-untyped-def]
+        def enqueue(message, **kwargs):
             self.messages.append(message)
             return real(message, **kwargs)
 
@@ -58,7 +58,7 @@ def _appended_total() -> float:
     return EVENTS_APPENDED._value.get()
 
 
-def test_recall_counts_its_hit_log_and_wakes_the_projectors(engine, tenant, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_recall_counts_its_hit_log_and_wakes_the_projectors(engine, tenant, monkeypatch) -> None:
     remember_all(engine, tenant, ["The deploy script lives in the ops repository under tools/deploy.sh"])
     sent = _Sent(monkeypatch)
     before = _appended_total()
@@ -68,7 +68,7 @@ def test_recall_counts_its_hit_log_and_wakes_the_projectors(engine, tenant, monk
     assert sent.wake_ups() == 1
 
 
-def test_feedback_counts_every_event_it_appends_and_wakes(engine, tenant, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_feedback_counts_every_event_it_appends_and_wakes(engine, tenant, monkeypatch) -> None:
     from services.feedback import give_feedback
 
     remember_all(engine, tenant, ["The staging database is reset every Sunday night at 02:00 UTC"])
@@ -87,7 +87,7 @@ def test_feedback_counts_every_event_it_appends_and_wakes(engine, tenant, monkey
     assert sent.wake_ups() == 1
 
 
-def test_a_governed_write_is_counted_with_its_decisions_once(engine, tenant, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_governed_write_is_counted_with_its_decisions_once(engine, tenant, monkeypatch) -> None:
     from services.remember import MemoryInput, remember
 
     sent = _Sent(monkeypatch)

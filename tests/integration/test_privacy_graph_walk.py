@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 
-def _catch_up(engine) -> None:  # type: ignore[no-untyped-def]
+def _catch_up(engine) -> None:
     from projections.registry import PROJECTORS
     from projections.runner import catch_up
 

@@ -15,7 +15,7 @@ from eventstore.append import append
 from eventstore.read import Checkpoint, read_after
 
 
-def _large(engine, tenant: str, n: int, size: int) -> list[int]:  # type: ignore[no-untyped-def]
+def _large(engine, tenant: str, n: int, size: int) -> list[int]:
     events = [NewEvent("MemoryRecorded", memory_stream(m), {
         "memory_id": str(m), "content": base64.b64encode(os.urandom(size)).decode(), "kind": "observation",
         "agent_id": None, "project": None, "session_id": None, "tags": [], "metadata": {}}, expected_version=0)
@@ -24,7 +24,7 @@ def _large(engine, tenant: str, n: int, size: int) -> list[int]:  # type: ignore
         return append(conn, tenant, events, {"actor": "test"})
 
 
-def test_a_batch_stops_at_its_byte_bound_and_reads_every_event_once(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_batch_stops_at_its_byte_bound_and_reads_every_event_once(engine, tenant) -> None:
     positions = _large(engine, tenant, 6, 60_000)
     with engine.connect() as conn:
         tx = conn.execute(text("SELECT tx_id::text::bigint FROM events WHERE position = :p"),

@@ -20,7 +20,7 @@ class Exploding:
         self.inner, self.bad = get_projector("keyword"), str(bad)
         self.name, self.tables, self.types = self.inner.name, self.inner.tables, self.inner.types
 
-    def apply(self, conn, events):  # type: ignore[no-untyped-def]
+    def apply(self, conn, events):
         if any(e.data.get("memory_id") == self.bad for e in events):
             raise ValueError("cannot apply this event")
         self.inner.apply(conn, events)

@@ -30,7 +30,7 @@ class Stalling:
     def __init__(self, tenant: str) -> None:
         self.name, self.tenant, self.applied = f"test-stall-{uuid.uuid4().hex[:8]}", tenant, []
 
-    def apply(self, conn, events):  # type: ignore[no-untyped-def]
+    def apply(self, conn, events):
         for e in events:
             how = e.data["content"] if e.tenant == self.tenant else ""
             if how == "spin":
@@ -44,7 +44,7 @@ class Stalling:
         self.applied.extend(e.position for e in events)
 
 
-def _memories(engine, tenant: str, contents: list[str]) -> list[int]:  # type: ignore[no-untyped-def]
+def _memories(engine, tenant: str, contents: list[str]) -> list[int]:
     events = [NewEvent("MemoryRecorded", memory_stream(m), {
         "memory_id": str(m), "content": c, "kind": "observation", "agent_id": None, "project": None,
         "session_id": None, "tags": [], "metadata": {}}, expected_version=0)
@@ -53,7 +53,7 @@ def _memories(engine, tenant: str, contents: list[str]) -> list[int]:  # type: i
         return append(conn, tenant, events, {"actor": "test"})
 
 
-def _start_before(engine, projector: Stalling, first: int) -> None:  # type: ignore[no-untyped-def]
+def _start_before(engine, projector: Stalling, first: int) -> None:
     """The projector's checkpoint just before `first` (not the whole log of the test session)."""
     with engine.begin() as conn:
         tx = conn.execute(text("SELECT tx_id::text::bigint FROM events WHERE position = :p"), {"p": first}).scalar()
@@ -63,14 +63,14 @@ def _start_before(engine, projector: Stalling, first: int) -> None:  # type: ign
 
 
 @pytest.fixture
-def limit(monkeypatch):  # type: ignore[no-untyped-def]
+def limit(monkeypatch):
     settings = replace(get_settings(), projection_event_timeout_s=1.0)
     monkeypatch.setattr(runner, "get_settings", lambda: settings)
 
 
 @pytest.mark.parametrize("how,error", [("spin", "ApplyTimeExceeded"), ("sleep", "QueryCanceled")])
 def test_an_event_over_its_time_is_counted_then_parked_and_the_rest_applied(engine, tenant, limit, how,
-                                                                             error) -> None:  # type: ignore[no-untyped-def]
+                                                                             error) -> None:
     positions = _memories(engine, tenant, ["fine before", "fine too", how, "fine after"])
     projector = Stalling(tenant)
     _start_before(engine, projector, positions[0])
@@ -87,7 +87,7 @@ def test_an_event_over_its_time_is_counted_then_parked_and_the_rest_applied(engi
     assert took < 60, took  # three bounded attempts, not a stall (generous for a loaded machine)
 
 
-def test_the_actors_time_limit_is_counted_too(engine, tenant, limit) -> None:  # type: ignore[no-untyped-def]
+def test_the_actors_time_limit_is_counted_too(engine, tenant, limit) -> None:
     positions = _memories(engine, tenant, ["actor"])
     projector = Stalling(tenant)
     _start_before(engine, projector, positions[0])

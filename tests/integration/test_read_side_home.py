@@ -32,7 +32,7 @@ def test_the_log_is_read_through_the_eventstore() -> None:
     assert offenders == []
 
 
-def test_history_chain_through_the_read_model_query(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_history_chain_through_the_read_model_query(engine, tenant) -> None:
     from funnel_support import project
 
     from domain.errors import NotFound

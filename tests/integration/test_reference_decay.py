@@ -101,7 +101,7 @@ def _now(engine: Engine) -> datetime:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.domain for c in CASES])
-def test_unreferenced_units_decay_and_a_referenced_one_comes_back_and_stays(engine, tenant, case) -> None:  # type: ignore[no-untyped-def]
+def test_unreferenced_units_decay_and_a_referenced_one_comes_back_and_stays(engine, tenant, case) -> None:
     case.write(engine, tenant)
     sync(engine)
     t0 = _now(engine)
@@ -142,7 +142,7 @@ def test_unreferenced_units_decay_and_a_referenced_one_comes_back_and_stays(engi
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.domain for c in CASES])
-def test_a_sweep_and_references_stay_within_their_tenant(engine, tenant, case) -> None:  # type: ignore[no-untyped-def]
+def test_a_sweep_and_references_stay_within_their_tenant(engine, tenant, case) -> None:
     other = f"{tenant}-other"
     case.write(engine, tenant)
     case.write(engine, other)
@@ -161,7 +161,7 @@ def test_a_sweep_and_references_stay_within_their_tenant(engine, tenant, case) -
     assert _statuses(engine, case, other) == {"zebra": "dormant", "giraffe": "active"}
 
 
-def test_a_session_message_counts_from_when_it_was_sent_not_its_created_at(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_message_counts_from_when_it_was_sent_not_its_created_at(engine, tenant) -> None:
     from domain.privacy import NO_POLICY as POLICY
     from services.sessions import mark_sent
 
@@ -179,7 +179,7 @@ def test_a_session_message_counts_from_when_it_was_sent_not_its_created_at(engin
     assert all(n == 0 for n in verify_tenant(engine, "sessions", tenant).values())
 
 
-def test_a_code_symbol_keeps_its_status_and_age_across_a_new_version_of_its_file(engine, tenant) -> None:  # type: ignore[no-untyped-def]
+def test_a_code_symbol_keeps_its_status_and_age_across_a_new_version_of_its_file(engine, tenant) -> None:
     def created() -> dict[str, datetime]:
         with engine.connect() as conn:
             return dict(conn.execute(text("SELECT name, created_at FROM code_symbols WHERE tenant = :t"),

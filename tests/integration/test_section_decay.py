@@ -12,7 +12,7 @@ from sqlalchemy import text
 DOC = "# Ops\n\n## Backups\n\nBackups run nightly at 02:00.\n\n## Restores\n\nRestores need two approvals.\n"
 
 
-def _statuses(engine, tenant):  # type: ignore[no-untyped-def]
+def _statuses(engine, tenant):
     with engine.connect() as conn:
         return dict(conn.execute(text("SELECT heading_path, status FROM knowledge_sections WHERE tenant = :t "
                                       "AND heading_path <> ''"), {"t": tenant}).all())

@@ -71,7 +71,7 @@ def _project(engine: Engine) -> None:
     catch_up(engine, SectionVectorsProjector(), 500, max_seconds=300)
 
 
-def test_a_section_has_a_vector_only_after_its_first_hit(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_section_has_a_vector_only_after_its_first_hit(engine, tenant: str) -> None:
     _project(engine)  # whatever earlier tests left
     _put(engine, tenant)
     _project(engine)
@@ -108,7 +108,7 @@ def test_a_section_has_a_vector_only_after_its_first_hit(engine, tenant: str) ->
     assert all(v["vector"] is None for s, v in legs.items() if s not in hit | {drilled})
 
 
-def test_rebuild_reproduces_the_embedded_set(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_rebuild_reproduces_the_embedded_set(engine, tenant: str) -> None:
     from lifecycle_support import verify_tenant
 
     from projections.rebuild import rebuild
@@ -131,7 +131,7 @@ def test_rebuild_reproduces_the_embedded_set(engine, tenant: str) -> None:  # ty
 
 
 @pytest.fixture
-def eager(monkeypatch, engine):  # type: ignore[no-untyped-def]
+def eager(monkeypatch, engine):
     """Eager mode for this process's projector; afterwards the live table is rebuilt in lazy mode, so it is again
     what the log gives in the mode every other run uses."""
     import projections.section_vectors
@@ -146,7 +146,7 @@ def eager(monkeypatch, engine):  # type: ignore[no-untyped-def]
     rebuild(engine, SectionVectorsProjector())
 
 
-def test_eager_embeds_every_section_of_a_put(engine, tenant: str, eager) -> None:  # type: ignore[no-untyped-def]
+def test_eager_embeds_every_section_of_a_put(engine, tenant: str, eager) -> None:
     _put(engine, tenant)
     assert _embedded(engine, tenant) == set()
     _project(engine)
@@ -156,7 +156,7 @@ def test_eager_embeds_every_section_of_a_put(engine, tenant: str, eager) -> None
     assert _embedded(engine, tenant) == _all_sections(tenant)
 
 
-def test_a_handle_naming_no_section_is_skipped(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_handle_naming_no_section_is_skipped(engine, tenant: str) -> None:
     from domain.events import NewEvent, ResultDrilled, drill_stream
     from eventstore.append import append
 

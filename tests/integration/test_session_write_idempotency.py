@@ -17,13 +17,13 @@ BATCH = [{"message_id": "q-1", "role": "user", "content": "is the heron deploy d
          {"message_id": "a-1", "role": "assistant", "content": "it is rolling out", "sent": False}]
 
 
-def count(engine, tenant: str, type_name: str) -> int:  # type: ignore[no-untyped-def]
+def count(engine, tenant: str, type_name: str) -> int:
     with engine.connect() as conn:
         return conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t AND type = :y"),
                             {"t": tenant, "y": type_name}).scalar_one()
 
 
-def test_a_resent_append_is_answered_the_first_answer_and_appends_nothing(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_resent_append_is_answered_the_first_answer_and_appends_nothing(engine, tenant: str) -> None:
     first = append_messages(engine, tenant, "heron", BATCH, META, agent_id="deployer")
     again = append_messages(engine, tenant, "heron", BATCH, META, agent_id="deployer")  # its answer was lost
     assert again == first
@@ -35,7 +35,7 @@ def test_a_resent_append_is_answered_the_first_answer_and_appends_nothing(engine
     assert count(engine, tenant, "SessionMessagesAppended") == 2
 
 
-def test_a_resent_append_of_a_later_batch_and_one_without_ids(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_resent_append_of_a_later_batch_and_one_without_ids(engine, tenant: str) -> None:
     append_messages(engine, tenant, "s", BATCH[:1], META, agent_id="ag")
     second = append_messages(engine, tenant, "s", BATCH[1:], META)
     assert append_messages(engine, tenant, "s", BATCH[1:], META) == second
@@ -48,14 +48,14 @@ def test_a_resent_append_of_a_later_batch_and_one_without_ids(engine, tenant: st
     assert count(engine, tenant, "SessionMessagesAppended") == 5
 
 
-def test_a_mark_sent_racing_its_retry_appends_once(engine, tenant: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_mark_sent_racing_its_retry_appends_once(engine, tenant: str, monkeypatch) -> None:
     """The retry read the log before the first mark committed and appends after it: one SessionMessageSent,
     and both are answered the first one's position."""
     append_messages(engine, tenant, "s", BATCH, META)
     read, first_done = threading.Event(), threading.Event()
     session_log = sessions.session_log
 
-    def log_then_wait(conn, tenant_, session_id):  # type: ignore[no-untyped-def]
+    def log_then_wait(conn, tenant_, session_id):
         log = session_log(conn, tenant_, session_id)
         if threading.current_thread().name == "retry" and not read.is_set():
             read.set()

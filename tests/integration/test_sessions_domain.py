@@ -20,7 +20,7 @@ META = {"actor": "test", "source": "test"}
 NOW = datetime.now(UTC)
 
 
-def project(engine) -> None:  # type: ignore[no-untyped-def]
+def project(engine) -> None:
     catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
 
 
@@ -29,11 +29,11 @@ def filler(n: int, start: int = 0) -> list[dict]:
             for i in range(start, start + n)]
 
 
-def ask(engine, tenant: str, query: str, policy: PrivacyPolicy = NO_POLICY, k: int = 5, **scope):  # type: ignore[no-untyped-def]
+def ask(engine, tenant: str, query: str, policy: PrivacyPolicy = NO_POLICY, k: int = 5, **scope):
     return SessionsDomain().search(engine, DomainQuery(Scope(tenant, **scope), query, k, NOW, policy))
 
 
-def test_pending_messages_never_surface_as_hit_or_in_a_window(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_pending_messages_never_surface_as_hit_or_in_a_window(engine, tenant: str) -> None:
     messages = filler(10)
     messages[4] = {"message_id": "secret", "role": "assistant", "content": "zebra crossing plan", "sent": False}
     messages[5] = {"message_id": "m5", "role": "user", "content": "the giraffe question"}
@@ -57,7 +57,7 @@ def test_pending_messages_never_surface_as_hit_or_in_a_window(engine, tenant: st
     assert [m["seq"] for m in hit.fields["window"]] == list(range(1, 11))
 
 
-def test_window_edges_and_merging(engine, tenant: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_window_edges_and_merging(engine, tenant: str, monkeypatch) -> None:
     messages = filler(40)
     for i, word in ((0, "alpha"), (39, "omega"), (20, "middle"), (24, "nearby")):
         messages[i] = {"message_id": f"m{i}", "role": "user", "content": f"{word} marker"}
@@ -82,7 +82,7 @@ def test_window_edges_and_merging(engine, tenant: str, monkeypatch) -> None:  # 
     assert seqs("middle nearby") == [list(range(19, 28))]  # windows 19-23 and 23-27 overlap at 23: merged
 
 
-def test_mix_rank_weights_change_the_order(engine, tenant: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_mix_rank_weights_change_the_order(engine, tenant: str, monkeypatch) -> None:
     old = (NOW - timedelta(days=60)).isoformat()
     append_messages(engine, tenant, "old", [
         {"message_id": "o", "role": "user", "content": "kiwi kiwi kiwi", "created_at": old}] + filler(5), META)
@@ -105,7 +105,7 @@ def test_mix_rank_weights_change_the_order(engine, tenant: str, monkeypatch) -> 
     assert all(0.0 <= hit.explanation[t] <= 1.0 for t in ("density", "recency", "richness"))
 
 
-def test_privacy_gate_and_tenant_isolation(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_privacy_gate_and_tenant_isolation(engine, tenant: str) -> None:
     append_messages(engine, tenant, "hr-1", [{"role": "user", "content": "salary review for payroll"}], META,
                     agent_id="hr", project="people")
     append_messages(engine, tenant, "ops-1", [{"role": "user", "content": "payroll deploy window"}], META,
@@ -129,7 +129,7 @@ def test_privacy_gate_and_tenant_isolation(engine, tenant: str) -> None:  # type
     assert {h.handle["session_id"] for h in ask(engine, tenant, "payroll", agent_id="ops").results} == {"ops-1"}
 
 
-def test_a_session_keeps_its_first_agent_and_repeated_ids_are_ignored(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_keeps_its_first_agent_and_repeated_ids_are_ignored(engine, tenant: str) -> None:
     from domain.errors import InvalidPayload
 
     append_messages(engine, tenant, "s", [{"message_id": "a", "role": "user", "content": "one"}], META,
@@ -148,7 +148,7 @@ def test_a_session_keeps_its_first_agent_and_repeated_ids_are_ignored(engine, te
     assert tuple(summary) == (2, 2, "ag")
 
 
-def test_rebuild_gives_the_same_rows(engine, tenant: str) -> None:  # type: ignore[no-untyped-def]
+def test_rebuild_gives_the_same_rows(engine, tenant: str) -> None:
     from projections.rebuild import rebuild, verify
 
     append_messages(engine, tenant, "r", filler(30) + [{"message_id": "p", "role": "tool", "content": "pending",

@@ -20,7 +20,7 @@ MEASURED: dict[str, float] = {}
 
 
 @pytest.fixture(scope="module")
-def corpus(engine):  # type: ignore[no-untyped-def]
+def corpus(engine):
     import psycopg
     from pgvector.psycopg import register_vector
 
@@ -57,7 +57,7 @@ def corpus(engine):  # type: ignore[no-untyped-def]
         print("\nfiltered vector search recall@10:", {k: round(v, 3) for k, v in MEASURED.items()})
 
 
-def queries(corpus, agent: str, n: int = 12) -> np.ndarray:  # type: ignore[no-untyped-def]
+def queries(corpus, agent: str, n: int = 12) -> np.ndarray:
     """Half near cluster centres, half perturbed members of the filtered agent."""
     rng = corpus["rng"]
     members = np.flatnonzero(corpus["agents"] == agent)
@@ -69,14 +69,14 @@ def queries(corpus, agent: str, n: int = 12) -> np.ndarray:  # type: ignore[no-u
     return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
-def exact_top(corpus, agent: str | None, q: np.ndarray, k: int = K) -> set[uuid.UUID]:  # type: ignore[no-untyped-def]
+def exact_top(corpus, agent: str | None, q: np.ndarray, k: int = K) -> set[uuid.UUID]:
     mask = np.ones(N_ROWS, dtype=bool) if agent is None else corpus["agents"] == agent
     idx = np.flatnonzero(mask)
     sims = corpus["vectors"][idx] @ q
     return set(corpus["ids"][idx[np.argsort(-sims)[:k]]])
 
 
-def plan_index(conn, scope, q: str) -> str:  # type: ignore[no-untyped-def]
+def plan_index(conn, scope, q: str) -> str:
     """Which index the planner uses for the HNSW branch's query, in this transaction's settings."""
     where, params = scope.where("v")
     plan = "\n".join(conn.execute(text(
@@ -85,7 +85,7 @@ def plan_index(conn, scope, q: str) -> str:  # type: ignore[no-untyped-def]
     return "hnsw" if "memory_vectors_hnsw" in plan else "btree+sort" if "Sort" in plan else plan
 
 
-def measure(engine, corpus, agent: str | None, exact_max_rows: int, ef_search: int = 100,  # type: ignore[no-untyped-def]
+def measure(engine, corpus, agent: str | None, exact_max_rows: int, ef_search: int = 100,
             force_graph: bool = False, keep_fallback: bool = False) -> tuple[float, str, set[str]]:
     """Mean recall@10 of nearest_vectors against the truth, the method it chose, and the plans the HNSW branch got.
     A query whose iterative scan gave up short and was answered exactly counts as the HNSW branch's (its method
@@ -147,7 +147,7 @@ def test_choice_switches_to_hnsw_above_the_threshold(engine, corpus):
     assert recall_at_10 >= 0.8, recall_at_10
 
 
-def test_short_iterative_scan_falls_back_to_exact(engine, corpus, monkeypatch):  # type: ignore[no-untyped-def]
+def test_short_iterative_scan_falls_back_to_exact(engine, corpus, monkeypatch):
     # An iterative scan gives up at hnsw.max_scan_tuples or its memory limit; simulated here by keeping only the
     # first 3 rows it found. The scope holds more, so the query is answered exactly instead, never short.
     import recall.vector

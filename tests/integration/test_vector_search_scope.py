@@ -28,7 +28,7 @@ def _literal(v: np.ndarray) -> str:
 
 
 @pytest.fixture
-def rows(engine, tenant):  # type: ignore[no-untyped-def]
+def rows(engine, tenant):
     """Inserted rows by id: (agent_id, project, status, model, vector); and the query directions."""
     from infra.settings import get_settings
 
@@ -65,21 +65,21 @@ def rows(engine, tenant):  # type: ignore[no-untyped-def]
                 conn.execute(text(f"DELETE FROM {table} WHERE tenant = :t"), {"t": tenant})
 
 
-def _settings(exact_scan_max_rows: int = 20_000):  # type: ignore[no-untyped-def]
+def _settings(exact_scan_max_rows: int = 20_000):
     from infra.settings import get_settings
 
     return replace(get_settings(), embedding_model=MODEL, exact_scan_max_rows=exact_scan_max_rows,
                    hnsw_ef_search=200)
 
 
-def _truth(made, query: str, keep, k: int) -> list[uuid.UUID]:  # type: ignore[no-untyped-def]
+def _truth(made, query: str, keep, k: int) -> list[uuid.UUID]:
     q = np.asarray([float(x) for x in query.strip("[]").split(",")])
     scored = [(-float(q @ (v / np.linalg.norm(v))), str(i), i) for i, (a, p, s, m, v) in made.items()
               if m == MODEL and keep(a, p, s)]
     return [i for _, _, i in sorted(scored)[:k]]
 
 
-def _search(engine, scope, queries, k, statuses=None, exact_scan_max_rows=20_000):  # type: ignore[no-untyped-def]
+def _search(engine, scope, queries, k, statuses=None, exact_scan_max_rows=20_000):
     from recall.vector import nearest_vectors
 
     with engine.connect() as conn, conn.begin():

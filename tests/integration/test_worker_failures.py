@@ -14,7 +14,7 @@ from conftest import _STATE, wait_until
 from sqlalchemy import text
 
 
-def counts(engine, tenant: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def counts(engine, tenant: str) -> dict[str, int]:
     sql = """
     SELECT (SELECT count(*) FROM events WHERE tenant = :t AND type = 'MemoryRecorded') AS events,
            (SELECT count(*) FROM memories WHERE tenant = :t) AS memories,
@@ -26,7 +26,7 @@ def counts(engine, tenant: str) -> dict[str, int]:  # type: ignore[no-untyped-de
         return dict(conn.execute(text(sql), {"t": tenant}).one()._mapping)
 
 
-def assert_applied_exactly_once(engine, tenant: str, expected: int) -> None:  # type: ignore[no-untyped-def]
+def assert_applied_exactly_once(engine, tenant: str, expected: int) -> None:
     assert counts(engine, tenant) == {"events": expected, "memories": expected, "keyword_docs": expected,
                                       "memory_vectors": expected, "n_docs": expected}
     with engine.connect() as conn:
@@ -46,7 +46,7 @@ def assert_applied_exactly_once(engine, tenant: str, expected: int) -> None:  # 
         assert df_sum == postings
 
 
-def wait_projected(engine, position: int, timeout: float = 60) -> bool:  # type: ignore[no-untyped-def]
+def wait_projected(engine, position: int, timeout: float = 60) -> bool:
     from projections.registry import PROJECTORS
     from projections.runner import has_reached
 
@@ -106,7 +106,7 @@ def test_worker_sigkilled_mid_batch_loses_nothing_and_doubles_nothing(engine, te
 
 
 @pytest.fixture
-def redis_server():  # type: ignore[no-untyped-def]
+def redis_server():
     server = _STATE.get("redis")
     if server is None:
         pytest.skip("REDIS_URL points at an external Redis; this test stops and restarts the embedded one")

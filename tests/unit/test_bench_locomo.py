@@ -89,7 +89,7 @@ def test_percentile_interpolates() -> None:
     assert percentile(list(range(101)), 95) == 95
 
 
-def test_load_conversations_on_a_tiny_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_load_conversations_on_a_tiny_file(tmp_path) -> None:
     sample = {
         "sample_id": "conv-x",
         "conversation": {

@@ -13,7 +13,7 @@ def _report() -> dict:
     return {"overall": {"r@10": 0.61}, "run_id": "20261201T000000-abc", "questions": [{"q": i} for i in range(3)]}
 
 
-def test_a_run_saves_a_small_summary_and_its_dump_under_runs(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_saves_a_small_summary_and_its_dump_under_runs(tmp_path, monkeypatch) -> None:
     import bench.locomo
 
     monkeypatch.setattr(bench.locomo, "RESULTS_DIR", tmp_path)
@@ -26,7 +26,7 @@ def test_a_run_saves_a_small_summary_and_its_dump_under_runs(tmp_path, monkeypat
                      "questions_file": "runs/locomo-20261201.json"}
 
 
-def test_an_old_report_is_split_into_summary_and_dump(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_old_report_is_split_into_summary_and_dump(tmp_path, monkeypatch) -> None:
     import bench.locomo
     import bench.split_results
 

@@ -27,7 +27,7 @@ def resolved(files: dict[str, str]) -> dict[tuple[str, str], Resolution]:
     return out
 
 
-def symbol(parsed: ParsedFile, qualified_name: str):  # type: ignore[no-untyped-def]
+def symbol(parsed: ParsedFile, qualified_name: str):
     return next(s for s in parsed.symbols if s.qualified_name == qualified_name)
 
 

@@ -9,7 +9,7 @@ from domain.novelty import Calibration, Neighbour, calibrate, content_terms, is_
 CAL = Calibration("test-model", unrelated=0.41, paraphrase=0.95)
 
 
-def one(text: str, neighbour: str, cosine: float):  # type: ignore[no-untyped-def]
+def one(text: str, neighbour: str, cosine: float):
     return novelty(text, [Neighbour("n1", cosine, neighbour)], CAL)
 
 

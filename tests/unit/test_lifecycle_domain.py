@@ -197,7 +197,7 @@ def corpus(seed: int = 1) -> list[Node]:
             for i, v in enumerate(vectors)]
 
 
-def apply_plan(p, nodes: list[Node], edges: list[Edge], clock: datetime):  # type: ignore[no-untyped-def]
+def apply_plan(p, nodes: list[Node], edges: list[Edge], clock: datetime):
     merged = {m for merge in p.merges for m in merge.merged_ids}
     by_key = {e.key: e for e in edges}
     for c in p.edges:

@@ -167,7 +167,7 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
     """`policy_position`: its PrivacyPolicySet's (None: never set), the version the query cache and the bootstrap
     snapshot are keyed by, so a new policy is in force for the very next deep recall."""
     _check(request)
-    limits = Limits.of(settings, **request.budgets)  # type: ignore[arg-type]
+    limits = Limits.of(settings, **request.budgets)  # type: ignore[arg-type]  # the route's BudgetsIn: ints where int
     started = time.perf_counter()
     deadline_from = time.monotonic()  # the hard timeout covers the whole call, the quick recall included
     recall_id = uuid.uuid4()

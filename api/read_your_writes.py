@@ -1,8 +1,9 @@
 """Read-your-writes on every read route: `min_position` (a position some write answered) makes the read wait,
 bounded by ENGRAMLOG_MIN_POSITION_WAIT_S, until the read models of the domains it reads have applied the caller's
 tenant's events up to it (recall/consistency.py, the one mechanism; each domain names its read models in
-recall/domains/). A route declares what it reads: `dependencies=[reads("sessions")]`; a body-carried
-min_position (the recall routes) calls `await_read_models` itself.
+recall/domains/). A route declares what it reads: `dependencies=[reads("sessions")]` (`waits_for(name)` for a
+read model outside the domains); a body-carried min_position (the recall and deep recall routes) calls
+`await_read_models` itself.
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import psycopg
 import structlog
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
@@ -35,6 +35,7 @@ from recall.funnel import rerank
 
 log = structlog.get_logger(__name__)
 MAX_BODY_BYTES = 64 * 1024 * 1024
+CallNext = Callable[[Request], Awaitable[Response]]  # an HTTP middleware's next step
 
 
 def _printable(detail: object) -> object:
@@ -80,7 +81,7 @@ def create_app() -> FastAPI:
 
     mount_mcp(app)  # the MCP tools as streamable HTTP at /mcp, same bearer keys (mcp_server/http.py)
     @app.middleware("http")
-    async def correlation(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def correlation(request: Request, call_next: CallNext) -> Response:
         correlation_id = request.headers.get("x-correlation-id") or str(uuid.uuid4())
         request.state.correlation_id = correlation_id
         structlog.contextvars.bind_contextvars(correlation_id=correlation_id)
@@ -92,7 +93,7 @@ def create_app() -> FastAPI:
         return response
 
     @app.middleware("http")
-    async def plain_text_parameters(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def plain_text_parameters(request: Request, call_next: CallNext) -> Response:
         # Every route at once: a NUL or invalid UTF-8 in the path or the query is refused before any handler.
         problem = parameter_problem(request.scope)
         if problem:
@@ -100,7 +101,7 @@ def create_app() -> FastAPI:
         return await call_next(request)
 
     @app.middleware("http")
-    async def loopback_only(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def loopback_only(request: Request, call_next: CallNext) -> Response:
         # Outermost: a refused request reads no body. Keys off → this machine only, by peer and by Host (rebinding).
         refusal = loopback_refusal(request.scope.get("client"), request.headers.get("host"))
         if refusal:

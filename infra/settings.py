@@ -364,7 +364,7 @@ class Settings:
 def replace(settings: Settings, **changes: object) -> Settings:
     values = {f.name: getattr(settings, f.name) for f in fields(settings)}
     values.update(changes)
-    return Settings(**values)  # type: ignore[arg-type]
+    return Settings(**values)
 
 
 STACK_STATE_FILE = "stack.json"

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
+from psycopg.abc import Buffer
 from psycopg.types.datetime import TimestamptzLoader
 from sqlalchemy import Connection, Engine
 
@@ -26,7 +27,7 @@ class _BoundedTimestamptzLoader(TimestamptzLoader):
     """A stored time Python cannot hold (year 0 or 10000 in UTC, written before the write path bounded
     occurred_at) reads as the earliest / latest datetime instead of failing the whole page."""
 
-    def load(self, data):  # type: ignore[no-untyped-def]
+    def load(self, data: Buffer) -> datetime:
         try:
             return super().load(data)
         except Exception as exc:  # psycopg.DataError ("timestamp too large"), or a ValueError
@@ -39,7 +40,9 @@ class _BoundedTimestamptzLoader(TimestamptzLoader):
 
 
 def _readable(conn: Connection) -> Connection:
-    conn.connection.driver_connection.adapters.register_loader("timestamptz", _BoundedTimestamptzLoader)
+    driver = conn.connection.driver_connection
+    assert driver is not None  # a checked-out connection holds its psycopg connection
+    driver.adapters.register_loader("timestamptz", _BoundedTimestamptzLoader)
     return conn
 
 

@@ -110,11 +110,11 @@ def keys_on(tenant: str) -> Iterator[str]:
     key = f"fuzz-{uuid.uuid4().hex}"
     settings = replace(get_settings(), api_keys={key: tenant}, operator_keys=())
     saved = api.context.get_settings
-    api.context.get_settings = lambda: settings  # type: ignore[assignment]
+    api.context.get_settings = lambda: settings  # type: ignore[assignment]  # the fuzz run's keys, restored after
     try:
         yield key
     finally:
-        api.context.get_settings = saved  # type: ignore[assignment]
+        api.context.get_settings = saved
 
 
 def wait_healthy(base_url: str, timeout_s: float = 180.0) -> None:

@@ -102,9 +102,14 @@ def _first(conn: Connection, tenant: str, session_id: str) -> dict[str, Any] | N
 
 def append_messages(engine: Engine, tenant: str, session_id: str, messages: Sequence[dict[str, Any]],
                     metadata: dict[str, Any], agent_id: str | None = None,
-                    project: str | None = None) -> MessagesAppended:
+                    project: str | None = None, policy: PrivacyPolicy | None = None) -> MessagesAppended:
+    """Append a batch to the session's stream. A session the privacy policy excludes (by its id, the agent or
+    project asked, or its first append's) is refused, nothing written: an append into it would be hidden at once,
+    and its answer (written, or "belongs to another agent_id") would tell that the log holds it."""
     idempotency_key = _append_key(session_id, messages)
     data = _checked(session_id, messages, agent_id, project)
+    if policy is not None:
+        _writable(policy, session_id, agent_id, project)
     stream = session_stream(session_id)
     for attempt in range(_ATTEMPTS):
         try:
@@ -114,6 +119,8 @@ def append_messages(engine: Engine, tenant: str, session_id: str, messages: Sequ
                 if first is None:
                     expected = 0
                 else:
+                    if policy is not None:
+                        _writable(policy, session_id, first.get("agent_id"), first.get("project"))
                     for key in ("agent_id", "project"):
                         if data[key] is not None and data[key] != first.get(key):
                             raise InvalidPayload(f"session {session_id!r} belongs to another {key} (its first "
@@ -133,6 +140,12 @@ def append_messages(engine: Engine, tenant: str, session_id: str, messages: Sequ
                 raise
     appended(1)
     return MessagesAppended(session_id, [m["message_id"] for m in data["messages"]], position)
+
+
+def _writable(policy: PrivacyPolicy, session_id: str, agent_id: str | None, project: str | None) -> None:
+    if policy.excludes(session_id=session_id, agent_id=agent_id, project=project):
+        raise InvalidPayload(f"session {session_id!r} is excluded by the tenant's privacy policy (exclude_sessions, "
+                             "exclude_agents, exclude_projects); it is not written")
 
 
 def session_log(conn: Connection, tenant: str, session_id: str) -> SessionLog:

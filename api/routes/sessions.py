@@ -129,12 +129,18 @@ def _parse(body: dict[str, Any] | list[Any]) -> tuple[list[dict[str, Any]], str 
     return messages, agent_id, project
 
 
+def _append(db: Engine, tenant: str, session_id: str, messages: list[dict[str, Any]], metadata: dict[str, Any],
+            agent_id: str | None, project: str | None) -> Any:
+    with db.connect() as conn:  # the policy in force now (read from the log): an excluded session is not written
+        policy = policy_of(conn, tenant)
+    return append_messages(db, tenant, session_id, messages, metadata, agent_id, project, policy)
+
+
 @router.post("/sessions/{session_id}/messages", status_code=201, response_model=MessagesAppendedOut)
 async def post_messages(session_id: str, body: Annotated[dict[str, Any] | list[Any], Body()],
                         who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)]) -> dict:
     messages, agent_id, project = _parse(body)
-    done = await run_in_threadpool(append_messages, db, who.tenant, session_id, messages, who.metadata(),
-                                   agent_id, project)
+    done = await run_in_threadpool(_append, db, who.tenant, session_id, messages, who.metadata(), agent_id, project)
     return {"session_id": done.session_id, "message_ids": done.message_ids, "position": done.position}
 
 

@@ -26,13 +26,14 @@ from domain.events import (
     validate_payload,
 )
 from domain.knowledge.paths import path_problem
+from domain.privacy import NO_POLICY, PrivacyPolicy, code_file_excluded
 from domain.text import content_hash
 from eventstore.append import append
 from eventstore.stream import last_event
 from infra.settings import get_settings
 from infra.wake import appended
 
-Action = Literal["put", "removed", "unchanged", "absent"]
+Action = Literal["put", "removed", "unchanged", "absent", "excluded"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,12 @@ def _checked(repo: str, f: FileInput) -> tuple[str, dict[str, Any]]:
         "language": language})
 
 
-def write_files(engine: Engine, tenant: str, repo: str, files: Sequence[FileInput],
-                metadata: dict[str, Any]) -> list[FileWritten]:
-    """Put or remove each file (all validated first, then one transaction). Answers in input order."""
+def write_files(engine: Engine, tenant: str, repo: str, files: Sequence[FileInput], metadata: dict[str, Any],
+                policy: PrivacyPolicy = NO_POLICY) -> list[FileWritten]:
+    """Put or remove each file (all validated first, then one transaction). Answers in input order. A file the
+    privacy policy excludes (`<repo>/<path>`) is not written, and answered the same whether the log holds it or not:
+    its answer ("unchanged", "removed" or "absent", its version) would tell what the log holds: it is answered
+    "excluded" (the batch goes on, so an index of a repository holding one still works)."""
     problem = repo_problem(repo)
     if problem:
         raise InvalidPayload(f"repository {repo!r}: {problem}")
@@ -96,6 +100,9 @@ def write_files(engine: Engine, tenant: str, repo: str, files: Sequence[FileInpu
     plans: list[tuple[NewEvent | None, FileWritten]] = []
     with engine.begin() as conn:
         for type_, data in checked:
+            if code_file_excluded(policy, repo, data["path"]):
+                plans.append((None, FileWritten(data["path"], "excluded", None, 0, None)))
+                continue
             stream = code_file_stream(repo, data["path"])
             last = last_event(conn, tenant, stream)
             head = last.stream_version if last is not None else 0

@@ -26,6 +26,7 @@ from domain.events import (
 )
 from domain.knowledge.paths import document_size_problem, path_problem
 from domain.knowledge.sections import split_sections
+from domain.privacy import NO_POLICY, PrivacyPolicy, document_excluded
 from domain.text import content_hash, has_nul
 from eventstore.append import append
 from eventstore.read import Checkpoint
@@ -108,9 +109,24 @@ def _changed_sections(before: str | None, after: str) -> tuple[int, int]:
     return len(new), len(new - old)
 
 
-def _plan(conn: Connection, tenant: str, data: dict[str, Any]) -> tuple[NewEvent | None, DocumentWritten]:
+class _Excluded(Exception):
+    """A put of a document the privacy policy excludes (put_documents decides: refused, or skipped in a batch)."""
+
+
+def _excluded(data: dict[str, Any]) -> DocumentWritten:
+    """A batch's answer for an excluded document: nothing written, the same whether the log holds it or not."""
+    return DocumentWritten(data["path"], data["project"], 0, data["content_hash"], False, 0, 0)
+
+
+def _plan(conn: Connection, tenant: str, data: dict[str, Any],
+          policy: PrivacyPolicy) -> tuple[NewEvent | None, DocumentWritten]:
+    if document_excluded(policy, data["path"], data.get("tags") or (), data["project"]):
+        raise _Excluded(data["path"])
     stream = document_stream(data["project"], data["path"])
     cur = _current(conn, tenant, stream)
+    if cur.put is not None and document_excluded(policy, data["path"], cur.put.data.get("tags") or (),
+                                                 data["project"]):
+        raise _Excluded(data["path"])  # the document as it stands is hidden: its version and hash are not told
     previous = cur.put.data if cur.put is not None and not cur.retired else None
     if previous is not None and all(previous.get(k) == data[k] for k in _SAME):
         n, _ = _changed_sections(None, data["content"])
@@ -121,9 +137,12 @@ def _plan(conn: Connection, tenant: str, data: dict[str, Any]) -> tuple[NewEvent
     return event, DocumentWritten(data["path"], data["project"], cur.head + 1, data["content_hash"], True, n, changed)
 
 
-def put_documents(engine: Engine, tenant: str, docs: Sequence[DocumentInput],
-                  metadata: dict[str, Any]) -> list[DocumentWritten]:
-    """Put each document (a folder import: all validated first, then one transaction). Answers in input order."""
+def put_documents(engine: Engine, tenant: str, docs: Sequence[DocumentInput], metadata: dict[str, Any],
+                  policy: PrivacyPolicy = NO_POLICY, skip_excluded: bool = True) -> list[DocumentWritten]:
+    """Put each document (a folder import: all validated first, then one transaction). Answers in input order.
+    A document the privacy policy excludes (by the put's path, tags or project, or its current version's tags) is
+    not written, and answered the same whether the log holds it or not (its `changed` and version would tell):
+    in a batch skipped (version 0, changed false: a folder sync goes on), else a 422."""
     if not docs:
         raise InvalidPayload("a batch needs at least one document")
     limit = get_settings().max_batch
@@ -134,15 +153,24 @@ def put_documents(engine: Engine, tenant: str, docs: Sequence[DocumentInput],
     if len(set(streams)) != len(streams):
         raise InvalidPayload("a batch names the same document (project, path) twice")
     with engine.begin() as conn:
-        plans = [_plan(conn, tenant, p) for p in payloads]
+        plans = []
+        for p in payloads:
+            try:
+                plans.append(_plan(conn, tenant, p, policy))
+            except _Excluded:
+                if not skip_excluded:
+                    raise InvalidPayload(f"document {p['path']!r}: excluded by the tenant's privacy policy "
+                                         "(exclude_paths, exclude_tags, exclude_projects); it is not written") from None
+                plans.append((None, _excluded(p)))
         events = [e for e, _ in plans if e is not None]
         positions = iter(append(conn, tenant, events, metadata))
     appended(len(events))
     return [w if e is None else DocumentWritten(**{**w.__dict__, "position": next(positions)}) for e, w in plans]
 
 
-def put_document(engine: Engine, tenant: str, doc: DocumentInput, metadata: dict[str, Any]) -> DocumentWritten:
-    [done] = put_documents(engine, tenant, [doc], metadata)
+def put_document(engine: Engine, tenant: str, doc: DocumentInput, metadata: dict[str, Any],
+                 policy: PrivacyPolicy = NO_POLICY) -> DocumentWritten:
+    [done] = put_documents(engine, tenant, [doc], metadata, policy, skip_excluded=False)
     return done
 
 

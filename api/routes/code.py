@@ -50,7 +50,7 @@ class FilesIn(Body):
 
 class FileWrittenOut(BaseModel):
     path: str
-    action: str  # put | removed | unchanged | absent
+    action: str  # put | removed | unchanged | absent | excluded (by the privacy policy: nothing written)
     content_hash: str | None
     version: int
     position: int | None
@@ -167,7 +167,9 @@ def _repo(repo: str) -> str:
 def post_files(repo: str, body: FilesIn, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)]) -> FilesWrittenOut:
     files = [FileInput(f.path, f.content, f.remove, f.language) for f in body.files]
-    done = write_files(db, who.tenant, _repo(repo), files, who.metadata())
+    with db.connect() as conn:  # an excluded file is not written (services/code.py write_files)
+        policy = policy_of(conn, who.tenant)
+    done = write_files(db, who.tenant, _repo(repo), files, who.metadata(), policy)
     return FilesWrittenOut(repo=repo, files=[FileWrittenOut(**d.__dict__) for d in done],
                            written=sum(1 for d in done if d.action in ("put", "removed")))
 

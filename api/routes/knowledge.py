@@ -17,7 +17,7 @@ Every answer passes the tenant's privacy gate (`_policy`): an excluded document 
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import ValidationError
@@ -48,6 +48,7 @@ from recall.knowledge_drill import drill
 from recall.privacy import policy_of
 from services.knowledge import (
     DocumentInput,
+    DocumentWritten,
     document_at,
     put_document,
     put_documents,
@@ -110,8 +111,16 @@ def get_documents(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine,
 def post_batch(body: DocumentsIn, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)]) -> DocumentsWrittenOut:
     docs = [DocumentInput(d.path, d.content, d.title, list(d.tags), d.metadata, d.project) for d in body.documents]
-    done = put_documents(db, who.tenant, docs, who.metadata())
+    with db.connect() as conn:
+        policy = _policy(conn, who.tenant)
+    done = put_documents(db, who.tenant, docs, who.metadata(), policy)
     return DocumentsWrittenOut(documents=[DocumentWrittenOut(**d.__dict__) for d in done])
+
+
+def _put(db: Engine, tenant: str, doc: DocumentInput, metadata: dict[str, Any]) -> DocumentWritten:
+    with db.connect() as conn:  # an excluded document is not written (services/knowledge.py put_documents)
+        policy = _policy(conn, tenant)
+    return put_document(db, tenant, doc, metadata, policy)
 
 
 @router.put("/knowledge/{path:path}", response_model=DocumentWrittenOut)
@@ -120,7 +129,7 @@ async def put_knowledge(path: str, request: Request, who: Annotated[Caller, Depe
                         title: str | None = None,
                         tag: Annotated[list[str] | None, Query()] = None) -> DocumentWrittenOut:
     doc = await _document(request, path, project, title, tag or [])
-    done = await run_in_threadpool(put_document, db, who.tenant, doc, who.metadata())
+    done = await run_in_threadpool(_put, db, who.tenant, doc, who.metadata())
     return DocumentWrittenOut(**done.__dict__)
 
 

@@ -37,3 +37,42 @@ def test_an_append_to_an_excluded_session_is_refused_as_for_an_unknown_one(app, 
 
     visible = r.post("/v1/sessions/s-open/messages", json={"role": "user", "content": "still open"})
     assert visible.status_code == 201, visible.text
+
+
+def test_a_put_of_an_excluded_document_or_code_file_is_refused_as_for_an_unknown_one(app, tenant, engine,
+                                                                                      monkeypatch):
+    w = privacy_clients(app, tenant, monkeypatch)
+    r = w.reader
+    doc = {"content": "# T\n\n## S\nsecret body\n"}
+    assert r.put("/v1/knowledge/hr/pay.md", json=doc).status_code == 200
+    assert r.put("/v1/knowledge/tagged.md", json={**doc, "tags": ["secret"]}).status_code == 200
+    src = {"path": "pay.py", "content": "def salary():\n    return 1\n"}
+    assert r.post("/v1/code/eng/files", json={"files": [src]}).status_code == 200
+    policy = {"exclude_paths": ["hr/**", "eng/pay.py", "eng/never.py"], "exclude_tags": ["secret"]}
+    assert put_policy(w.ops, policy).status_code == 200
+    before = _count(engine, tenant)
+
+    # the same content (was "changed": false, telling the log holds it), another, and a path never written
+    for body in (doc, {"content": "# T\n\n## S\nguess\n"}):
+        hidden = r.put("/v1/knowledge/hr/pay.md", json=body)
+        unknown = r.put("/v1/knowledge/hr/never.md", json=body)
+        assert hidden.status_code == unknown.status_code == 422, (hidden.text, unknown.text)
+        assert hidden.json()["detail"].replace("pay", "X") == unknown.json()["detail"].replace("never", "X")
+        # excluded by its current tags (a put without them), and a batch holding an excluded one
+        assert r.put("/v1/knowledge/tagged.md", json=body).status_code == 422
+        # in a batch (a folder sync) an excluded document is skipped, answered alike known or not
+        batch = {"documents": [{"path": "hr/pay.md", **body}, {"path": "hr/never.md", **body}]}
+        answer = r.post("/v1/knowledge/batch", json=batch)
+        assert answer.status_code == 201, answer.text
+        known, never = answer.json()["documents"]
+        assert {**known, "path": "X"} == {**never, "path": "X"} and not known["changed"] and known["version"] == 0
+    for f in (src, {"path": "pay.py", "content": "x = 2\n"}, {"path": "pay.py", "remove": True}):
+        answer = r.post("/v1/code/eng/files", json={"files": [f, {**f, "path": "never.py"}]})
+        assert answer.status_code == 200, answer.text
+        hidden, unknown = answer.json()["files"]
+        assert {**hidden, "path": "X"} == {**unknown, "path": "X"}, (hidden, unknown)
+        assert hidden["action"] == "excluded" and answer.json()["written"] == 0
+    assert _count(engine, tenant) == before  # nothing written
+
+    assert r.put("/v1/knowledge/open.md", json=doc).status_code == 200
+    assert r.post("/v1/code/eng/files", json={"files": [{**src, "path": "open.py"}]}).status_code == 200

@@ -63,6 +63,7 @@ class DeepRequest:
     session_id: str | None = None
     max_depth: int = 1
     budgets: dict[str, float | None] = field(default_factory=dict)  # iterations, sub_calls, cost_usd, timeout_s
+    min_position: int | None = None  # read-your-writes: a cached answer computed before it is not served
 
 
 def _check(request: DeepRequest) -> None:
@@ -179,8 +180,11 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
                                                              "timeout_s": limits.timeout_s,
                                                              "max_depth": request.max_depth}}
     cache_scope = {**scope, "max_depth": request.max_depth, "policy": policy_position}
+    seen = request.min_position or 0
     hit = cache.cached(settings, tenant, cache_scope, request.question)
-    if hit is not None:
+    # An answer is cached with the min_position it was computed at: a caller who wrote since (the SDK sends its
+    # last write's position) must not be answered from before that write.
+    if hit is not None and seen <= hit.get("seen_position", 0):
         record.update(cached=True, answer=hit["answer"], stopped="final", shortcut=hit.get("shortcut", False),
                       reason=f"from the query cache (deep recall {hit['recall_id']})")
         return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0,
@@ -249,7 +253,7 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
     answer = {**_served(engine, tenant, record, started, metadata, tracker.iterations, tracker.sub_calls,
                         tracker.tokens(), tracker.cost_usd), "answer": outcome.answer}  # whole, even if cut there
     if outcome.stopped == "final" and _useful(outcome.answer):
-        cache.keep(settings, tenant, cache_scope, request.question, answer)
+        cache.keep(settings, tenant, cache_scope, request.question, {**answer, "seen_position": seen})
     return answer
 
 

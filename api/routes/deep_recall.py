@@ -70,7 +70,7 @@ def _run(db: Engine, who: Caller, request: DeepRequest) -> dict[str, Any]:
 async def post_deep_recall(body: DeepRecallIn, who: Annotated[Caller, Depends(caller)],
                            db: Annotated[Engine, Depends(engine)]) -> DeepRecallOut:
     request = DeepRequest(body.question, body.agent_id, body.project, body.session_id, body.max_depth,
-                          body.budgets.model_dump())
+                          body.budgets.model_dump(), body.min_position)
     # Read-your-writes before the quick recall (a fan-out over every domain) and the model's searches; waiting
     # holds no sandbox worker or deep-recall slot.
     await await_read_models(db, who.tenant, body.min_position, read_models_of())

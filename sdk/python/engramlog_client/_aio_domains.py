@@ -161,6 +161,7 @@ class AsyncDomainMethods:
                                                  min_position))
 
     async def blind_spots(self, *, agent_id: str | None = None, project: str | None = None,
-                          session_id: str | None = None) -> list[BlindSpot]:
-        """The questions deep recall could not answer, live for the scope (knowledge gaps)."""
-        return (await self.send(calls.blind_spots(agent_id, project, session_id))).blind_spots
+                          session_id: str | None = None, min_position: int | None = None) -> list[BlindSpot]:
+        """The questions deep recall could not answer, live for the scope (knowledge gaps). A deep recall does not
+        move last_position: pass its answer's `position` as min_position to see the blind spot it registered."""
+        return (await self.send(calls.blind_spots(agent_id, project, session_id, min_position))).blind_spots

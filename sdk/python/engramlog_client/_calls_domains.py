@@ -213,6 +213,8 @@ def deep_recall(question: str, agent_id: str | None, project: str | None, sessio
                 reads_own_writes=True)
 
 
-def blind_spots(agent_id: str | None, project: str | None, session_id: str | None) -> Call[BlindSpots]:
+def blind_spots(agent_id: str | None, project: str | None, session_id: str | None,
+                min_position: int | None = None) -> Call[BlindSpots]:
     return Call("GET", "/v1/blind_spots", model(BlindSpots),
-                params=query_params(agent_id=agent_id, project=project, session_id=session_id), reads_own_writes=True)
+                params=query_params(agent_id=agent_id, project=project, session_id=session_id,
+                                    min_position=min_position), reads_own_writes=True)

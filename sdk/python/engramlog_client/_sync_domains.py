@@ -157,6 +157,7 @@ class DomainMethods:
                                            min_position))
 
     def blind_spots(self, *, agent_id: str | None = None, project: str | None = None,
-                    session_id: str | None = None) -> list[BlindSpot]:
-        """The questions deep recall could not answer, live for the scope (knowledge gaps)."""
-        return self.send(calls.blind_spots(agent_id, project, session_id)).blind_spots
+                    session_id: str | None = None, min_position: int | None = None) -> list[BlindSpot]:
+        """The questions deep recall could not answer, live for the scope (knowledge gaps). A deep recall does not
+        move last_position: pass its answer's `position` as min_position to see the blind spot it registered."""
+        return self.send(calls.blind_spots(agent_id, project, session_id, min_position)).blind_spots

@@ -60,6 +60,7 @@ class FilesWrittenOut(BaseModel):
     repo: str
     files: list[FileWrittenOut]
     written: int
+    position: int | None  # the batch's: its files' highest (read-your-writes: a read at it sees them all)
 
 
 class CodeFileOut(BaseModel):
@@ -171,7 +172,8 @@ def post_files(repo: str, body: FilesIn, who: Annotated[Caller, Depends(caller)]
         policy = policy_of(conn, who.tenant)
     done = write_files(db, who.tenant, _repo(repo), files, who.metadata(), policy)
     return FilesWrittenOut(repo=repo, files=[FileWrittenOut(**d.__dict__) for d in done],
-                           written=sum(1 for d in done if d.action in ("put", "removed")))
+                           written=sum(1 for d in done if d.action in ("put", "removed")),
+                           position=max((d.position for d in done if d.position is not None), default=None))
 
 
 @router.get("/{repo}/files", response_model=CodeFilesOut, dependencies=[reads("code")])

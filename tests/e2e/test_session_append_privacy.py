@@ -75,4 +75,5 @@ def test_a_put_of_an_excluded_document_or_code_file_is_refused_as_for_an_unknown
     assert _count(engine, tenant) == before  # nothing written
 
     assert r.put("/v1/knowledge/open.md", json=doc).status_code == 200
-    assert r.post("/v1/code/eng/files", json={"files": [{**src, "path": "open.py"}]}).status_code == 200
+    put = r.post("/v1/code/eng/files", json={"files": [{**src, "path": "open.py"}, {**src, "path": "open2.py"}]})
+    assert put.status_code == 200 and put.json()["position"] == max(f["position"] for f in put.json()["files"])

@@ -23,7 +23,7 @@ class CodeFilesIn(Request):
 
 class CodeFileWritten(Response):
     path: str
-    action: str  # put | removed | unchanged | absent
+    action: str  # put | removed | unchanged | absent | excluded (by the privacy policy: nothing written)
     content_hash: str | None = None
     version: int
     position: int | None = None
@@ -33,6 +33,7 @@ class CodeFilesWritten(Response):
     repo: str
     files: list[CodeFileWritten]
     written: int  # put or removed
+    position: int | None = None  # the batch's (its files' highest)
 
 
 class CodeFile(Response):

@@ -27,7 +27,7 @@ from domain.errors import NotFound
 from eventstore.append import existing_positions
 from eventstore.read import event_at
 from recall import queries
-from recall.privacy import memory_hidden, policy_of, visible_history, visible_memory
+from recall.privacy import hidden_memories, memory_hidden, policy_of, visible_history, visible_memory
 from services.neighbours import old_memory
 from services.remember import MemoryInput, Remembered, remember
 
@@ -44,17 +44,31 @@ def _out(done: Remembered) -> RememberedOut:
     return RememberedOut(**done.__dict__)
 
 
+def _supersedes_visible(db: Engine, tenant: str, inputs: list[MemoryInput]) -> list[MemoryInput]:
+    """A write superseding a memory the privacy policy excludes is a 404 as for an unknown one (the old memory is
+    neither superseded nor told to exist), as POST /v1/memories/{id}/supersede answers."""
+    olds = [m.supersedes for m in inputs if m.supersedes is not None]
+    if olds:
+        with db.connect() as conn:
+            hidden = hidden_memories(conn, tenant, policy_of(conn, tenant), olds)
+        for old in olds:
+            if str(old).lower() in hidden:
+                raise NotFound(f"no memory {old}: nothing to supersede")
+    return inputs
+
+
 @router.post("", response_model=RememberedOut, status_code=201)
 def post_memory(body: MemoryIn, who: Annotated[Caller, Depends(caller)],
                 db: Annotated[Engine, Depends(engine)]) -> RememberedOut:
-    [done] = remember(db, who.tenant, [_input(body)], who.metadata())
+    [done] = remember(db, who.tenant, _supersedes_visible(db, who.tenant, [_input(body)]), who.metadata())
     return _out(done)
 
 
 @router.post("/batch", response_model=RememberedManyOut, status_code=201)
 def post_memories(body: MemoriesIn, who: Annotated[Caller, Depends(caller)],
                   db: Annotated[Engine, Depends(engine)]) -> RememberedManyOut:
-    done = remember(db, who.tenant, [_input(m) for m in body.memories], who.metadata())
+    done = remember(db, who.tenant, _supersedes_visible(db, who.tenant, [_input(m) for m in body.memories]),
+                    who.metadata())
     return RememberedManyOut(memories=[_out(d) for d in done])
 
 

@@ -77,3 +77,21 @@ def test_a_put_of_an_excluded_document_or_code_file_is_refused_as_for_an_unknown
     assert r.put("/v1/knowledge/open.md", json=doc).status_code == 200
     put = r.post("/v1/code/eng/files", json={"files": [{**src, "path": "open.py"}, {**src, "path": "open2.py"}]})
     assert put.status_code == 200 and put.json()["position"] == max(f["position"] for f in put.json()["files"])
+
+
+def test_a_write_superseding_an_excluded_memory_is_a_404_as_for_an_unknown_one(app, tenant, engine, monkeypatch):
+    import uuid
+
+    w = privacy_clients(app, tenant, monkeypatch)
+    r = w.reader
+    hidden = r.post("/v1/memories", json={"content": "Grace's vault code is 4242", "tags": ["secret"],
+                                          "must_keep": True}).json()["memory_id"]
+    assert put_policy(w.ops, {"exclude_tags": ["secret"]}).status_code == 200
+    before = _count(engine, tenant)
+    unknown = str(uuid.uuid4())
+    for route, wrap in (("/v1/memories", lambda m: m), ("/v1/memories/batch", lambda m: {"memories": [m]})):
+        answers = [r.post(route, json=wrap({"content": "Grace's vault code is 9999", "supersedes": old,
+                                            "reason": "changed"})) for old in (hidden, unknown)]
+        assert [a.status_code for a in answers] == [404, 404], [a.text for a in answers]
+        assert answers[0].json()["detail"].replace(hidden, "X") == answers[1].json()["detail"].replace(unknown, "X")
+    assert _count(engine, tenant) == before  # nothing written, the hidden memory not superseded

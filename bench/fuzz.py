@@ -3,7 +3,9 @@
 The API is served by uvicorn on loopback (a thread of this process) over a real stack: PostgreSQL + pgvector,
 Redis and a Dramatiq worker, so read-your-writes recalls are answered, not left to time out. Every operation is
 fuzzed with valid inputs in plain text, valid inputs over all of Unicode (lone surrogates, astral planes, NUL) and
-invalid inputs (VARIANTS); operations on a memory or a recall once more with an existing one's id. Two modes:
+invalid inputs (VARIANTS), then each query and path parameter with each of ODD_VALUES (NUL, a lone surrogate, stray
+bytes, integers past bigint, ...) in an otherwise valid case; operations on a memory or a recall once more with an
+existing one's id. Two modes:
 keyless (one default tenant, loopback) and API keys on (a tenant key; a slice of the cases with a generated
 Authorization header instead). A 5xx (a 503 included: the database is up throughout), a dropped connection or a
 timeout is a failure; a case the HTTP client cannot even send (a header it will not encode) is counted apart.
@@ -215,6 +217,81 @@ def fuzz_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, exa
                                                f"({variant}{', known ids' if path_parameters else ''})")
 
 
+# Raw (already percent-encoded) values sent in every query and path parameter of every operation: NUL, a lone
+# surrogate and stray bytes (refused before routing, api/parameters.py), and what a typed parameter must refuse
+# with a 422 rather than fail on: integers past bigint, floats past double, words for numbers, a long string.
+ODD_VALUES = ("%00", "a%00b", "%ED%A0%80", "%FF", "x%C0%80", "%5Cu0000", "99999999999999999999999999",
+              "-99999999999999999999", "9223372036854775808", "-1", "0", "1e309", "NaN", "-inf", "", "%20",
+              "%F0%9F%92%A9", "true", "%5B%5D", "x" * 5000)
+
+
+def odd_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, seed: int,
+              headers: dict[str, str] | None = None, deadline: float | None = None,
+              known: dict[str, str] | None = None) -> None:
+    """Every query and path parameter of every operation, one at a time, set to each of ODD_VALUES; the rest of
+    the request (body, other parameters) one valid generated case, so the odd value is what the API judges."""
+    import warnings
+    from urllib.parse import quote, urlencode
+
+    import hypothesis
+    import requests
+    from schemathesis import GenerationMode
+
+    schema.config.generation.codec, schema.config.generation.allow_x00 = "utf-8", False
+    with requests.Session() as session, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # hypothesis: .example() outside a test
+        for result in schema.get_all_operations():
+            operation = result.ok()
+            fixed = {k: v for k, v in (known or {}).items() if f"{{{k}}}" in operation.path}
+            strategy = operation.as_strategy(generation_mode=GenerationMode.POSITIVE, headers=headers,
+                                             path_parameters=fixed or None)
+            try:
+                case = hypothesis.find(strategy, lambda _: True, settings=hypothesis.settings(
+                    database=None, max_examples=5, deadline=None), random=__import__("random").Random(seed))
+            except Exception:  # no valid case for this operation
+                report.ungenerated.add(f"{operation.method.upper()} {operation.path} (odd values)")
+                continue
+            params = operation.definition.raw.get("parameters", [])
+            targets = [(p["in"], p["name"]) for p in params if p.get("in") in ("query", "path")]
+            for where, name in targets:
+                for odd in ODD_VALUES:
+                    if deadline is not None and time.monotonic() > deadline:
+                        return
+                    path = operation.path
+                    for k, v in (case.path_parameters or {}).items():
+                        path = path.replace(f"{{{k}}}", odd if (where, name) == ("path", k) else quote(str(v), safe=""))
+                    query = {k: v for k, v in (case.query or {}).items() if k != name}
+                    url = f"{base_url}{path}?{urlencode(query, doseq=True)}"
+                    if where == "query":
+                        url += f"{'&' if query else ''}{quote(name)}={odd}"
+                    _send_raw(session, operation.method.upper(), url, case, headers, mode, report,
+                              f"{operation.method.upper()} {operation.path}")
+
+
+def _send_raw(session: Any, method: str, url: str, case: Any, headers: dict[str, str] | None, mode: str,
+              report: FuzzReport, operation: str) -> None:
+    import requests
+
+    body = case.body if str(case.media_type or "").endswith("json") else None
+    kwargs: dict[str, Any] = {"json": body} if body is not None else {}
+    try:
+        response = session.request(method, url, headers=headers or {}, timeout=REQUEST_TIMEOUT_S, **kwargs)
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        report.cases += 1
+        report.by_operation[operation] += 1
+        report.failures.append(Failure(mode, operation, None, f"{type(exc).__name__}: {exc}"[:300], url[:2000]))
+        return
+    except Exception:
+        report.unsendable += 1
+        return
+    report.cases += 1
+    report.by_operation[operation] += 1
+    report.statuses[response.status_code] += 1
+    if response.status_code >= 500:
+        report.failures.append(Failure(mode, operation, response.status_code, response.text[:300],
+                                       f"curl -X {method} '{url[:2000]}'"))
+
+
 def known_ids(base_url: str, headers: dict[str, str] | None = None) -> dict[str, str]:
     """A memory and a recall of the caller's own."""
     import httpx
@@ -234,13 +311,17 @@ def fuzz_mode(schema: Any, base_url: str, mode: str, tenant: str, report: FuzzRe
     quarter as many cases with a generated Authorization header (the auth path's own inputs)."""
     if mode == "keyless":
         with keyless_tenant(tenant):
+            known = known_ids(base_url)
             fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline,
-                       known=known_ids(base_url))
+                       known=known)
+            odd_round(schema, base_url, mode, report, seed=seed, deadline=deadline, known=known)
         return
     with keys_on(tenant) as key:
         headers = {"Authorization": f"Bearer {key}"}
+        known = known_ids(base_url, headers)
         fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline,
-                   headers=headers, known=known_ids(base_url, headers))
+                   headers=headers, known=known)
+        odd_round(schema, base_url, mode, report, seed=seed, deadline=deadline, headers=headers, known=known)
         fuzz_round(schema, base_url, "keys/auth", report, examples=max(1, examples // 4), seed=seed,
                    deadline=deadline)
 

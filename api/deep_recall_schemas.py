@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from api.schemas import Body, MinPosition
 from domain.events import ScopeText
@@ -26,6 +26,14 @@ class DeepRecallIn(Body):
     max_depth: int = Field(default=1, ge=1, le=3)
     budgets: BudgetsIn = Field(default_factory=BudgetsIn)
     min_position: MinPosition = None  # read-your-writes: its quick recall and searches see what was written there
+
+    @field_validator("question", "agent_id", "project", "session_id")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        # The question and scope go into the audit event (PostgreSQL's JSON cannot hold \u0000): a 500 before.
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain NUL (\\u0000)")
+        return value
 
 
 __all__ = ["BudgetsIn", "DeepRecallIn"]

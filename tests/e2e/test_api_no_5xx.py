@@ -169,3 +169,11 @@ def test_a_supersede_with_a_nul_idempotency_key_is_422(client, nothing_written):
 
 def count_events_of(client) -> int:
     return len(client.get("/v1/events", params={"limit": 1000}).json()["events"])
+
+
+def test_a_deep_recall_with_a_nul_in_its_question_or_scope_is_422(client, nothing_written):
+    """Found by make fuzz: the question went into the audit event's JSON, which PostgreSQL refused (500)."""
+    for body in ({"question": "where\x00is it"}, {"question": "ok", "agent_id": "a\x00"},
+                 {"question": "ok", "project": "\x00"}, {"question": "ok", "session_id": "s\x00"}):
+        refused(client.post("/v1/deep_recall", json=body), 422, "NUL")
+    nothing_written()

@@ -30,6 +30,7 @@ from eventstore.stream import read_streams
 from infra.calibration import calibration_for
 from infra.embedding import Embedder, embed_cached, from_pgvector, get_embedder
 from infra.settings import Settings
+from recall.privacy import hidden_memories, policy_of
 from services.neighbours import lock_scopes, nearest_in_read_model, stream_states, unprojected
 
 log = structlog.get_logger(__name__)
@@ -85,6 +86,13 @@ class Prepared:
                 found = nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)
                 for w, neighbours, waiting in zip(group, found, pending, strict=True):
                     w.neighbours = neighbours + waiting
+            # A memory the privacy policy in force hides is no neighbour: a write reinforcing or superseding it
+            # would answer its id (an oracle on excluded content); the write is decided as if it were not there.
+            hidden = hidden_memories(conn, tenant, policy_of(conn, tenant),
+                                     {n.memory_id for w in self.governed for n in w.neighbours})
+            if hidden:
+                for w in self.governed:
+                    w.neighbours = [n for n in w.neighbours if str(n.memory_id) not in hidden]
             # The nearest memories' log state (reinforcements the read model has not applied yet, supersedes,
             # stream heads), read under the locks.
             ids = {n.memory_id for w in self.governed for n in w.neighbours} - set(g.states)

@@ -95,3 +95,27 @@ def test_a_write_superseding_an_excluded_memory_is_a_404_as_for_an_unknown_one(a
         assert [a.status_code for a in answers] == [404, 404], [a.text for a in answers]
         assert answers[0].json()["detail"].replace(hidden, "X") == answers[1].json()["detail"].replace(unknown, "X")
     assert _count(engine, tenant) == before  # nothing written, the hidden memory not superseded
+
+
+def test_the_governor_does_not_reinforce_into_an_excluded_memory(app, tenant, engine, monkeypatch):
+    """A write repeating a memory the policy hides is decided as if that memory were not there: it is admitted on
+    its own, and its answer never names the hidden memory (it was discarded into it, answering its id)."""
+    from funnel_support import project
+
+    w = privacy_clients(app, tenant, monkeypatch)
+    r = w.reader
+    text_of = "Grace's vault code at the Lisbon office is 4242"
+    hidden = r.post("/v1/memories", json={"content": text_of, "tags": ["secret"], "agent_id": "qa2"}).json()
+    project(engine, hidden["position"])
+    visible = r.post("/v1/memories", json={"content": "Grace's gym locker at the Lisbon office is 17",
+                                           "agent_id": "qa2"}).json()
+    project(engine, visible["position"])
+    assert put_policy(w.ops, {"exclude_tags": ["secret"]}).status_code == 200
+    again = r.post("/v1/memories", json={"content": text_of, "agent_id": "qa2"})
+    assert again.status_code == 201, again.text
+    assert hidden["memory_id"] not in again.text, again.json()
+    assert again.json()["disposition"] != "discard", again.json()
+    # an emptied policy: the same repeat reinforces the (now visible) first memory, as it always did
+    assert put_policy(w.ops, {}).status_code == 200
+    repeat = r.post("/v1/memories", json={"content": text_of, "tags": ["secret"], "agent_id": "qa2"}).json()
+    assert repeat.get("reinforced") in (hidden["memory_id"], again.json()["memory_id"]), repeat

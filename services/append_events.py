@@ -140,14 +140,15 @@ def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], me
     settings = get_settings()
     if len(items) > settings.max_batch:
         raise InvalidPayload(f"a batch holds at most {settings.max_batch} events, got {len(items)}")
-    events = [to_new_event(item, idempotency_key, i) for i, item in enumerate(items)]
-    _recorded_once(events)
     if not _is_system(metadata):
         # Decisions (the governor's, the scheduler's, with their inputs), the hit-log (a forged one would inflate
-        # activation) and feedback (validated against its recall by its endpoint) are never a producer's.
-        refused = sorted({e.type for e in events if is_system_event(e.type)})
+        # activation) and feedback (validated against its recall by its endpoint) are never a producer's: refused
+        # by type before any payload is read, so the reason never invites filling in a system event's fields.
+        refused = sorted({item.type for item in items if is_system_event(item.type)})
         if refused:
             raise InvalidPayload(f"{', '.join(refused)}: appended by the system, not by producers")
+    events = [to_new_event(item, idempotency_key, i) for i, item in enumerate(items)]
+    _recorded_once(events)
     recorded = [e for e in events if e.is_a(MemoryRecorded)]
     memory_ids = [uuid.UUID(e.data["memory_id"]) for e in recorded]
 

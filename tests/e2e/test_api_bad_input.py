@@ -78,7 +78,7 @@ def test_unknown_event_type_is_422_naming_it(client, nothing_written):
     ({"type": "MemoryRecorded", "schema_version": 9, "data": {"memory_id": str(uuid.uuid4()), "content": "x"}},
      "version 9"),
     ({"type": "MemoryRecorded", "data": ["not", "an", "object"]}, "data"),
-    ({"type": "RecallServed", "stream_id": "recall-x", "data": {"query": "q"}}, "recall_id"),
+    ({"type": "RecallServed", "stream_id": "recall-x", "data": {"query": "q"}}, "appended by the system"),  # by type
     ({"type": "MemoryRecorded", "stream_id": "memory-elsewhere",
       "data": {"memory_id": str(uuid.uuid4()), "content": "x"}}, "stream"),
 ])

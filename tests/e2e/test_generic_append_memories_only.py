@@ -81,3 +81,15 @@ def test_memories_are_still_appended_on_their_own_stream(client):
     assert r.status_code == 201, r.text
     page = client.get("/v1/events", params={"type": "MemoryRecorded"}).json()
     assert [e["stream_id"] for e in page["events"]] == [f"memory-{memory_id}"]
+
+
+@pytest.mark.parametrize("type_name", ["RecallServed", "MemoryAdmitted", "DeepRecallServed"])
+def test_a_system_type_is_refused_by_its_type_whatever_its_data(client, engine, tenant, type_name):
+    """Refused before its payload is read: the reason says the system appends it, never which field is missing
+    (which would invite filling them in)."""
+    before = _count(engine, tenant)
+    for data in ({}, {"recall_id": str(uuid.uuid4())}):
+        r = client.post("/v1/events", json={"events": [{"type": type_name, "stream_id": "x-1", "data": data}]})
+        assert r.status_code == 422, r.text
+        assert "appended by the system, not by producers" in r.text and "Field required" not in r.text, r.text
+    assert _count(engine, tenant) == before

@@ -227,7 +227,7 @@ ODD_VALUES = ("%00", "a%00b", "%ED%A0%80", "%FF", "x%C0%80", "%5Cu0000", "999999
 
 def odd_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, seed: int,
               headers: dict[str, str] | None = None, deadline: float | None = None,
-              known: dict[str, str] | None = None) -> None:
+              known: dict[str, str] | None = None, values: tuple[str, ...] = ODD_VALUES) -> None:
     """Every query and path parameter of every operation, one at a time, set to each of ODD_VALUES; the rest of
     the request (body, other parameters) one valid generated case, so the odd value is what the API judges."""
     import warnings
@@ -254,7 +254,7 @@ def odd_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, seed
             params = operation.definition.raw.get("parameters", [])
             targets = [(p["in"], p["name"]) for p in params if p.get("in") in ("query", "path")]
             for where, name in targets:
-                for odd in ODD_VALUES:
+                for odd in values:
                     if deadline is not None and time.monotonic() > deadline:
                         return
                     path = operation.path
@@ -306,7 +306,7 @@ def known_ids(base_url: str, headers: dict[str, str] | None = None) -> dict[str,
 
 
 def fuzz_mode(schema: Any, base_url: str, mode: str, tenant: str, report: FuzzReport, *, examples: int,
-              seed: int, deadline: float | None = None) -> None:
+              seed: int, deadline: float | None = None, odd_values: tuple[str, ...] = ODD_VALUES) -> None:
     """One round in `mode`: keyless writes as `tenant` with no key; keys sends a tenant key on most cases, and a
     quarter as many cases with a generated Authorization header (the auth path's own inputs)."""
     if mode == "keyless":
@@ -314,14 +314,15 @@ def fuzz_mode(schema: Any, base_url: str, mode: str, tenant: str, report: FuzzRe
             known = known_ids(base_url)
             fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline,
                        known=known)
-            odd_round(schema, base_url, mode, report, seed=seed, deadline=deadline, known=known)
+            odd_round(schema, base_url, mode, report, seed=seed, deadline=deadline, known=known, values=odd_values)
         return
     with keys_on(tenant) as key:
         headers = {"Authorization": f"Bearer {key}"}
         known = known_ids(base_url, headers)
         fuzz_round(schema, base_url, mode, report, examples=examples, seed=seed, deadline=deadline,
                    headers=headers, known=known)
-        odd_round(schema, base_url, mode, report, seed=seed, deadline=deadline, headers=headers, known=known)
+        odd_round(schema, base_url, mode, report, seed=seed, deadline=deadline, headers=headers, known=known,
+                  values=odd_values)
         fuzz_round(schema, base_url, "keys/auth", report, examples=max(1, examples // 4), seed=seed,
                    deadline=deadline)
 

@@ -9,6 +9,10 @@ For every MemoryRecorded of a batch, in batch order, the first rule that applies
    appended with the writer's own metadata: the writer decided it.
 3. a correction signal (the producer's signals.correction, else a correction phrase) and a nearest memory at
    cosine ≥ the supersede threshold → admitted active, and MemorySuperseded(nearest, new, "correction_signal").
+3b. a near memory (of the NEAREST_PER_QUERY) for which the write states a new value (domain/update.py: same words
+   but one place of values, a different number, date, name or identifier) → admitted active, and
+   MemorySuperseded(that memory, new, "value_update"); the evidence (shared subject/attribute terms, old and new
+   values, the cosine) is in the decision's inputs (`update`).
 4. a near memory that already holds the observation (domain/novelty.is_repeat: every content term in it, or
    cosine ≥ the reinforce threshold, and no key term it lacks: a new number is never merged away; filler
    reinforces nothing) → MemoryReinforced(that memory, merged content per domain/reinforce.py, new
@@ -42,6 +46,7 @@ from domain.memory_status import DISPOSITION_STATUS, NEIGHBOUR_STATUSES
 from domain.novelty import Calibration, Neighbour, is_repeat, novelty
 from domain.reinforce import INITIAL_CONFIDENCE, merge_content, reinforced_confidence
 from domain.salience import Thresholds, Weights, correction_signal, resolve_signals, salience
+from domain.update import update_of
 
 NEAREST_PER_QUERY = 3
 
@@ -255,6 +260,17 @@ class Governor:
             return self.admit(w, "active", scored.score, typed.memory_type, routed.route,
                               f"supersedes {nearest.memory_id} (correction signal)", inputs,
                               supersede=(nearest.memory_id, "correction_signal", nearest.cosine))
+        # A new value for what a near memory says (domain/update.py): the newer wins, the older is superseded.
+        update = None if informed.filler else next(
+            ((n, u) for n in compared if (u := update_of(m.content, n.content)) is not None), None)
+        if update is not None:
+            target, evidence = update
+            inputs = {**inputs, "update": {"memory_id": str(target.memory_id), "cosine": round(target.cosine, 6),
+                                           **evidence.as_dict()}}
+            return self.admit(w, "active", scored.score, typed.memory_type, routed.route,
+                              f"supersedes {target.memory_id} (new value: {', '.join(evidence.old_values)} → "
+                              f"{', '.join(evidence.new_values)})", inputs,
+                              supersede=(target.memory_id, "value_update", target.cosine))
         if repeat is not None:
             return self.reinforce(w, repeat, scored.score, typed.memory_type, routed.route, inputs)
         return self.admit(w, scored.disposition, scored.score, typed.memory_type, routed.route,
@@ -276,6 +292,9 @@ class Governor:
             if trigger == "explicit":
                 why = m.reason or "superseded by the producer"
                 meta = {**self.metadata, "causation_id": str(w.event.event_id)}
+            elif trigger == "value_update":
+                why = m.reason or f"a new value for what it says ({reason})"
+                meta = self.system_metadata(w.event)
             else:
                 why = m.reason or f"correction signal on a matched concept (cosine {similarity:.3f})"
                 meta = self.system_metadata(w.event)

@@ -80,7 +80,7 @@ class MemorySuperseded(SystemEvent):
     memory_id: uuid.UUID
     superseded_by: uuid.UUID
     reason: str
-    trigger: Literal["explicit", "correction_signal"]
+    trigger: Literal["explicit", "correction_signal", "value_update"]
     similarity: float | None = None
 
 

@@ -362,6 +362,53 @@ def test_a_correction_signal_supersedes_the_matched_memory(client, engine, tenan
     assert unrelated["supersedes"] is None and unrelated["disposition"] == "active"
 
 
+def test_an_update_wins_and_the_older_values_stay_in_history(client, engine, tenant):
+    """The issue's example: three writes of one door code, each with a new value. The newest is active and
+    recalled first, the two older are superseded by the governor (evidence in the decision), the chain is in
+    history, and include_history still answers the old values. A different fact is no update."""
+    scope = {"agent_id": "ops", "project": "porto"}
+    codes = ["7-3-7-0", "7-3-20-0", "7-3-12-0"]
+    written = []
+    for code in codes:
+        w = write(client, f"the Porto warehouse door code is {code}", **scope)
+        assert w["disposition"] == "active", w
+        wait_projected(engine, w["position"])
+        written.append(w)
+    first, second, third = written
+    assert second["supersedes"] == first["memory_id"] and third["supersedes"] == second["memory_id"]
+    assert memory(client, first["memory_id"])["status"] == "superseded"
+    assert memory(client, second["memory_id"])["status"] == "superseded"
+    assert memory(client, third["memory_id"])["status"] == "active"
+
+    admitted = [e for e in stream(client, third["memory_id"]) if e["type"] == "MemoryAdmitted"][0]
+    evidence = admitted["data"]["inputs"]["update"]
+    assert evidence["memory_id"] == second["memory_id"] and admitted["metadata"]["actor"] == "system:governor"
+    assert evidence["old_values"] == ["7-3-20-0"] and evidence["new_values"] == ["7-3-12-0"]
+    assert {"porto", "warehous", "door", "code"} <= set(evidence["shared_terms"])
+    superseded = [e for e in stream(client, second["memory_id"]) if e["type"] == "MemorySuperseded"][0]
+    assert superseded["data"]["trigger"] == "value_update" and superseded["metadata"]["actor"] == "system:governor"
+    assert superseded["metadata"]["causation_id"] == stream(client, third["memory_id"])[0]["event_id"]
+
+    history = client.get(f"/v1/memories/{third['memory_id']}/history").json()
+    chain = [(s["from_id"], s["to_id"], s["trigger"]) for s in history["transitions"]]
+    assert chain == [(first["memory_id"], second["memory_id"], "value_update"),
+                     (second["memory_id"], third["memory_id"], "value_update")], history
+
+    hits = recalled(client, "what is the Porto warehouse door code?", third["position"], **scope)
+    assert hits[0] == third["memory_id"] and first["memory_id"] not in hits and second["memory_id"] not in hits
+    everything = recalled(client, "what is the Porto warehouse door code?", third["position"],
+                          include_history=True, **scope)
+    assert everything[0] == third["memory_id"]
+    assert {first["memory_id"], second["memory_id"]} <= set(everything)
+
+    # A different fact about the same subject is not an update.
+    phone = write(client, "Bob's phone is 555-1234", **scope)
+    wait_projected(engine, phone["position"])
+    badge = write(client, "Bob's badge is 5521", **scope)
+    assert badge["supersedes"] is None and badge["disposition"] == "active", badge
+    assert memory(client, phone["memory_id"])["status"] == "active"
+
+
 # -------------------------------------------------------------------------------------------------- feedback
 
 

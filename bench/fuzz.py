@@ -237,6 +237,8 @@ def odd_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, seed
     import requests
     from schemathesis import GenerationMode
 
+    if not values:
+        return
     schema.config.generation.codec, schema.config.generation.allow_x00 = "utf-8", False
     with requests.Session() as session, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # hypothesis: .example() outside a test

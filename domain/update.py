@@ -85,7 +85,7 @@ def tokens(text: str) -> list[Token]:
         raw = m.group()
         word = _EDGE.sub("", raw)
         word = re.sub(r"['’]s$", "", word)
-        ends_sentence = raw.endswith((".", "!", "?")) and not any(c.isdigit() for c in raw[-2:-1])
+        ends_sentence = raw.endswith((".", "!", "?"))
         if not word:
             sentence_start = sentence_start or ends_sentence
             continue
@@ -131,10 +131,10 @@ def update_of(new: str, old: str) -> Update | None:
             return None
         if any(t.kind == "copula" for t in a[i2:]):  # the subject changed, not the value
             return None
-        kinds = {t.kind for t in was}
-        if "name" in kinds and kinds != {"name"}:  # a name and a value changed together: another thing's value
+        changed = {t.kind for t in was}
+        if "name" in changed and changed != {"name"}:  # a name and a value changed together: another thing's value
             return None
-        if kinds == {"name"}:
+        if changed == {"name"}:
             before = {t.text for t in a[:i1]}
             if COPULA not in before and not before & _SINGLE_VALUED:
                 return None

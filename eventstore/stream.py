@@ -1,15 +1,16 @@
 """Reading one stream of the log (or a few), in stream order: what a write checks before it appends to a stream,
-and what a projector looks up on a stream (a recording, the recall a feedback is about, earlier feedback)."""
+and what a projector looks up on a stream (a recording, the recall a feedback is about, earlier feedback).
+A stream that may grow long is read in pages (stream_pages), so memory is bounded by a page, not the stream."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from domain.events import EventSchema, RecordedEvent
-from eventstore.read import COLUMNS, Checkpoint, row_to_event
+from eventstore.read import COLUMNS, MAX_BIGINT, Checkpoint, row_to_event
 
 _STREAM = text(f"""
 SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream
@@ -52,6 +53,51 @@ def read_stream(conn: Connection, tenant: str, stream_id: str, types: Sequence[t
     `before_version`."""
     return [row_to_event(r) for r in conn.execute(_STREAM, {"tenant": tenant, "stream": stream_id,
                                                             "types": _names(types), "before": before_version})]
+
+
+def _page_statement(newest_first: bool) -> TextClause:
+    """One page along the (tenant, stream_id, stream_version) key from :from (exclusive), at most :limit events
+    and each taken only while the page's stored bytes before it (pg_column_size, as eventstore/read.py) are under
+    :max_bytes (so the first always comes).
+    The type filter applies after the key range, so a page may hold fewer than :limit events of `types`."""
+    beyond, order = ("<", "DESC") if newest_first else (">", "")
+    return text(f"""
+SELECT {COLUMNS} FROM (
+    SELECT e.*, sum(pg_column_size(e.data) + pg_column_size(e.metadata)) OVER w
+                - pg_column_size(e.data) - pg_column_size(e.metadata) AS bytes_before
+    FROM (SELECT * FROM events k WHERE k.tenant = :tenant AND k.stream_id = :stream
+            AND k.stream_version {beyond} :from ORDER BY k.stream_version {order} LIMIT :limit) e
+    WINDOW w AS (ORDER BY e.stream_version {order})
+) e
+WHERE e.bytes_before < :max_bytes
+ORDER BY e.stream_version {order}
+""")
+
+
+_PAGE = {False: _page_statement(False), True: _page_statement(True)}
+PAGE_EVENTS = 500  # a page's events at most
+PAGE_BYTES = 8 * 1024 * 1024  # and its stored bytes (the last event taken may pass it; one large event still comes)
+
+
+def stream_pages(conn: Connection, tenant: str, stream_id: str, types: Sequence[type[EventSchema]] | None = None,
+                 *, newest_first: bool = False, limit: int = PAGE_EVENTS,
+                 max_bytes: int = PAGE_BYTES) -> Iterator[list[RecordedEvent]]:
+    """One of the tenant's streams page by page in stream version order (oldest first, or `newest_first`): each
+    page at most `limit` events, and ends at the first event that the page's earlier ones' stored bytes reach
+    `max_bytes` before. Of `types` only, when given (a page the filter leaves empty is skipped). Stop
+    iterating to read no further."""
+    names = None if types is None else set(_names(types) or ())
+    at = MAX_BIGINT if newest_first else 0
+    while True:
+        rows = conn.execute(_PAGE[newest_first], {"tenant": tenant, "stream": stream_id, "from": at, "limit": limit,
+                                                   "max_bytes": max_bytes}).all()
+        if not rows:
+            return
+        page = [row_to_event(r) for r in rows]
+        at = page[-1].stream_version
+        kept = page if names is None else [e for e in page if e.type in names]
+        if kept:
+            yield kept
 
 
 _STREAMS = text(f"""
@@ -111,4 +157,4 @@ def stream_heads(conn: Connection, tenant: str, streams: Sequence[str], types: S
 
 
 __all__ = ["StreamHead", "any_lists", "first_of_type", "last_event", "read_stream", "read_streams", "stream_event",
-           "stream_heads"]
+           "stream_heads", "stream_pages"]

@@ -8,7 +8,8 @@ others as reused. An unchanged transcript (same text, same format) appends nothi
 before anything is written.
 
 The verbatim text is read from the log (read-your-writes, no projection to wait for): the chunks the newest
-version names, each from the event that carried it.
+version names, each from the event that carried it. The stream is read page by page (eventstore/stream.py
+stream_pages), newest first, so memory is bounded by a page and the answer, not the transcript's history.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from domain.transcripts.ids import (
 )
 from domain.transcripts.parse import FORMATS, Format, TranscriptError, parse_transcript, split_lines
 from eventstore.append import append
-from eventstore.stream import read_stream
+from eventstore.stream import stream_pages
 from infra.wake import appended
 
 
@@ -75,10 +76,25 @@ def decode(raw: bytes) -> str:
         raise InvalidPayload(f"the transcript is not UTF-8 text (byte {exc.start})") from None
 
 
-def _stream(conn: Connection, tenant: str, transcript_id: str) -> tuple[list[RecordedEvent], int]:
-    """The transcript's puts, oldest first, and its stream's head version (0: no such transcript)."""
-    events = read_stream(conn, tenant, transcript_stream(transcript_id))
-    return [e for e in events if e.is_a(TranscriptChunksPut)], (events[-1].stream_version if events else 0)
+@dataclass(frozen=True)
+class _Held:
+    last: RecordedEvent | None  # the newest put (None: no such transcript)
+    head: int  # the stream's head version (0: no such transcript)
+    hashes: frozenset[str]  # of every chunk text the stream holds
+
+
+def _held(conn: Connection, tenant: str, transcript_id: str) -> _Held:
+    """What a put needs of the stream, read page by page (newest first): only the chunks' hashes are kept."""
+    last: RecordedEvent | None = None
+    head = 0
+    hashes: set[str] = set()
+    for page in stream_pages(conn, tenant, transcript_stream(transcript_id), newest_first=True):
+        head = head or page[0].stream_version
+        for e in page:
+            if e.is_a(TranscriptChunksPut):
+                last = last or e
+                hashes.update(c["content_hash"] for c in e.data.get("chunks", ()))
+    return _Held(last, head, frozenset(hashes))
 
 
 def put_transcript(engine: Engine, tenant: str, transcript_id: str, text: str, metadata: dict[str, Any],
@@ -95,8 +111,8 @@ def put_transcript(engine: Engine, tenant: str, transcript_id: str, text: str, m
         raise ContentTooLarge(f"the transcript has more than {MAX_TRANSCRIPT_LINES} lines")
     whole, size = content_hash(text), len(text.encode("utf-8"))
     with engine.connect() as conn:
-        events, head = _stream(conn, tenant, transcript_id)
-    last = events[-1] if events else None
+        stream = _held(conn, tenant, transcript_id)
+    last, head = stream.last, stream.head
     # Unchanged (the same text, and the same format when one is named): answered before any parsing.
     if last is not None and last.data["content_hash"] == whole and fmt in (None, last.data["format"]):
         n = len(last.data["chunk_hashes"])
@@ -107,7 +123,7 @@ def put_transcript(engine: Engine, tenant: str, transcript_id: str, text: str, m
     except TranscriptError as exc:
         raise InvalidPayload(f"transcript {transcript_id!r}: {exc}") from None
     chunks = chunk_transcript(parsed)
-    held = {c["content_hash"] for e in events for c in e.data.get("chunks", ())}
+    held = stream.hashes
     carried: dict[str, str] = {}
     for c in chunks:
         if c.content_hash not in held:
@@ -129,11 +145,21 @@ def put_transcript(engine: Engine, tenant: str, transcript_id: str, text: str, m
 def transcript_text(conn: Connection, tenant: str, transcript_id: str) -> TranscriptText:
     """The transcript's current version, reassembled from the chunks in its log (404 when there is none)."""
     check_id(transcript_id)
-    events, _ = _stream(conn, tenant, transcript_id)
-    if not events:
+    # Newest first, page by page, keeping only the texts the newest version names: the read stops once it has them.
+    last: RecordedEvent | None = None
+    wanted: set[str] = set()
+    texts: dict[str, str] = {}
+    for page in stream_pages(conn, tenant, transcript_stream(transcript_id), (TranscriptChunksPut,),
+                             newest_first=True):
+        for e in page:
+            if last is None:
+                last, wanted = e, set(e.data["chunk_hashes"])
+            texts.update((c["content_hash"], c["text"]) for c in e.data.get("chunks", ())
+                         if c["content_hash"] in wanted and c["content_hash"] not in texts)
+        if len(texts) == len(wanted):
+            break
+    if last is None:
         raise NotFound(f"no transcript {transcript_id!r}")
-    texts = {c["content_hash"]: c["text"] for e in events for c in e.data.get("chunks", ())}
-    last = events[-1]
     text = "".join(texts[h] for h in last.data["chunk_hashes"])
     return TranscriptText(transcript_id, last.stream_version, last.data["content_hash"], last.data["format"], text)
 

@@ -178,7 +178,7 @@ def test_a_put_racing_another_is_refused_and_writes_nothing(engine, tenant: str,
     put_transcript(engine, tenant, "s5", turns(10), META)
     # The second put read the stream before the first appended (as two concurrent puts do): it appends at version
     # 0, which the first put's event took, so it is a 409 and its event is not written.
-    monkeypatch.setattr(service, "_stream", lambda conn, t, i: ([], 0))
+    monkeypatch.setattr(service, "_held", lambda conn, t, i: service._Held(None, 0, frozenset()))
     with pytest.raises(ConcurrencyConflict):
         put_transcript(engine, tenant, "s5", turns(12), META)
     monkeypatch.undo()

@@ -41,7 +41,7 @@ from domain.events import (
 from domain.events.deep_recall import MAX_AUDIT_SEARCHES, MAX_AUDIT_SESSIONS, MAX_QUESTION_CHARS
 from domain.privacy import PrivacyPolicy
 from eventstore.append import append
-from eventstore.stream import read_stream
+from eventstore.stream import stream_pages
 from infra.embedding import Embedder
 from infra.settings import Settings
 from infra.wake import appended
@@ -147,11 +147,13 @@ def _register_blind_spot(engine: Engine, settings: Settings, tenant: str, reques
     now = datetime.now(UTC)
     asked = " ".join(request.question.lower().split())
     with engine.begin() as conn:
-        for event in read_stream(conn, tenant, blind_spot_stream(scope_key)):
-            gap = event.payload()
-            if (isinstance(gap, BlindSpotRegistered) and gap.expires_at > now
-                    and " ".join(gap.question.lower().split()) == asked):
-                return False
+        # Newest first (an older gap has expired sooner), page by page: the first live match ends the read.
+        for page in stream_pages(conn, tenant, blind_spot_stream(scope_key), (BlindSpotRegistered,), newest_first=True):
+            for event in page:
+                gap = event.payload()
+                if (isinstance(gap, BlindSpotRegistered) and gap.expires_at > now
+                        and " ".join(gap.question.lower().split()) == asked):
+                    return False
         data = validate_payload(BlindSpotRegistered, {
             "gap_id": str(uuid.uuid4()), "scope_key": scope_key, "agent_id": request.agent_id,
             "session_id": request.session_id, "project": request.project, "question": request.question,

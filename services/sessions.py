@@ -12,9 +12,10 @@ again while the first was still running) appends nothing and is answered the fir
 append answers an idempotency key's original position). An append with a server-generated id cannot be recognised
 again and is not keyed.
 
-Mark sent and the resume context read the session's stream from the log (domain/sessions/messages.py fold), so
-they answer the log's state whatever the projectors' lag, with the workers, Redis or the embedder down: the
-resume context calls no recall subsystem and no model (domain/sessions/resume.py).
+Mark sent and the resume context read the session's stream from the log (domain/sessions/messages.py fold; mark
+sent page by page, keeping only the one message's state: message_state), so they answer the log's state whatever
+the projectors' lag, with the workers, Redis or the embedder down: the resume context calls no recall subsystem and
+no model (domain/sessions/resume.py).
 """
 
 from __future__ import annotations
@@ -39,11 +40,11 @@ from domain.events import (
     validate_payload,
 )
 from domain.privacy import PrivacyPolicy
-from domain.sessions.messages import SessionLog, fold, message_text, resolve_tool_names
+from domain.sessions.messages import MessageState, SessionLog, fold, message_state, message_text, resolve_tool_names
 from domain.sessions.resume import ResumeContext, build_resume
 from domain.text import has_nul
 from eventstore.append import append, existing_positions
-from eventstore.stream import read_stream, stream_event
+from eventstore.stream import read_stream, stream_event, stream_pages
 from infra.settings import get_settings
 from infra.wake import appended
 
@@ -154,6 +155,12 @@ def session_log(conn: Connection, tenant: str, session_id: str) -> SessionLog:
     return fold(session_id, read_stream(conn, tenant, stream, (SessionMessagesAppended, SessionMessageSent)))
 
 
+def _message_state(conn: Connection, tenant: str, session_id: str, message_id: str) -> MessageState | None:
+    """One message as the log says, read page by page keeping only what it needs (not the session's every message)."""
+    pages = stream_pages(conn, tenant, session_stream(session_id), (SessionMessagesAppended, SessionMessageSent))
+    return message_state(session_id, message_id, (e for page in pages for e in page))
+
+
 def _visible(log: SessionLog, policy: PrivacyPolicy) -> bool:
     return bool(log.lines) and not policy.excludes(agent_id=log.agent_id, project=log.project,
                                                    session_id=log.session_id)
@@ -175,13 +182,13 @@ def mark_sent(engine: Engine, tenant: str, session_id: str, message_id: str, met
     for attempt in range(_ATTEMPTS):
         try:
             with engine.begin() as conn:
-                log = session_log(conn, tenant, session_id)
-                line = next((li for li in log.lines if li.message_id == message_id), None)
-                if line is None or not _visible(log, policy):
+                state = _message_state(conn, tenant, session_id, message_id)
+                if state is None or policy.excludes(agent_id=state.agent_id, project=state.project,
+                                                    session_id=session_id):
                     raise NotFound(f"session {session_id!r} holds no message {message_id!r}")
-                if line.sent:  # the mark that sent it, or (appended sent) the session's newest: read-your-writes
+                if state.sent:  # the mark that sent it, or (appended sent) the session's newest: read-your-writes
                     return MarkedSent(session_id, message_id, False,
-                                      existing_positions(conn, tenant, [key]).get(key) or log.last_position)
+                                      existing_positions(conn, tenant, [key]).get(key) or state.last_position)
                 [position] = append(conn, tenant, [NewEvent(SessionMessageSent.type_name(),
                                                             session_stream(session_id), data, idempotency_key=key)],
                                     metadata)

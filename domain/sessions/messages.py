@@ -112,5 +112,41 @@ def fold(session_id: str, events: Iterable[RecordedEvent]) -> SessionLog:
     return SessionLog(session_id, agent_id, project, tuple(lines.values()), last)
 
 
-__all__ = ["SessionLine", "SessionLog", "fold", "line_of", "message_text", "resolve_tool_names",
-           "tool_calls_text", "utc"]
+@dataclass(frozen=True)
+class MessageState:
+    """One message as the fold would hold it, and what mark sent needs of its session."""
+    agent_id: str | None  # the session's (its first append's)
+    project: str | None
+    sent: bool
+    last_position: int | None  # of the newest event folded
+
+
+def message_state(session_id: str, message_id: str, events: Iterable[RecordedEvent]) -> MessageState | None:
+    """What `fold` says of one message (None: the session does not hold it), from the session's events in any
+    order, keeping O(1) of them: the first append in apply order, the first listing the message and the newest
+    SessionMessageSent of it (a mark before the message's first listing changes nothing, as in `fold`)."""
+    def key(e: RecordedEvent) -> tuple[int, int]:
+        return (e.tx_id, e.position)
+    first: tuple[tuple[int, int], SessionMessagesAppended] | None = None
+    listing: tuple[tuple[int, int], bool] | None = None
+    marked: tuple[int, int] | None = None
+    last: int | None = None
+    for e in events:
+        p = e.payload()
+        if isinstance(p, SessionMessagesAppended) and p.session_id == session_id:
+            if first is None or key(e) < first[0]:
+                first = (key(e), p)
+            m = next((m for m in p.messages if m.message_id == message_id), None)
+            if m is not None and (listing is None or key(e) < listing[0]):
+                listing = (key(e), m.sent)
+        elif isinstance(p, SessionMessageSent) and p.session_id == session_id and p.message_id == message_id:
+            marked = key(e) if marked is None else max(marked, key(e))
+        last = e.position if last is None else max(last, e.position)
+    if first is None or listing is None:
+        return None
+    sent = listing[1] or (marked is not None and marked > listing[0])
+    return MessageState(first[1].agent_id, first[1].project, sent, last)
+
+
+__all__ = ["MessageState", "SessionLine", "SessionLog", "fold", "line_of", "message_state", "message_text",
+           "resolve_tool_names", "tool_calls_text", "utc"]

@@ -53,16 +53,16 @@ def test_a_mark_sent_racing_its_retry_appends_once(engine, tenant: str, monkeypa
     and both are answered the first one's position."""
     append_messages(engine, tenant, "s", BATCH, META)
     read, first_done = threading.Event(), threading.Event()
-    session_log = sessions.session_log
+    message_state = sessions._message_state
 
-    def log_then_wait(conn, tenant_, session_id):
-        log = session_log(conn, tenant_, session_id)
+    def log_then_wait(conn, tenant_, session_id, message_id):
+        state = message_state(conn, tenant_, session_id, message_id)
         if threading.current_thread().name == "retry" and not read.is_set():
             read.set()
             first_done.wait()
-        return log
+        return state
 
-    monkeypatch.setattr(sessions, "session_log", log_then_wait)
+    monkeypatch.setattr(sessions, "_message_state", log_then_wait)
     answers = {}
 
     def retry() -> None:

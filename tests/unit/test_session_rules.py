@@ -10,7 +10,7 @@ import pytest
 
 from domain.errors import InvalidPayload
 from domain.events import RecordedEvent, SessionMessagesAppended, SessionMessageSent, event_type, validate_payload
-from domain.sessions.messages import fold, message_text, resolve_tool_names
+from domain.sessions.messages import fold, message_state, message_text, resolve_tool_names
 from domain.sessions.ranking import MixCandidate, MixRanked, MixWeights, Window, merge_windows, mix_rank
 from domain.sessions.resume import build_resume, estimate_tokens
 
@@ -67,6 +67,26 @@ def test_fold_orders_by_apply_order_first_id_wins_and_marks_sent() -> None:
     assert [(li.seq, li.message_id, li.text, li.sent) for li in log.lines] == [
         (1, "a", "first", True), (2, "p", "pending", True), (3, "b", "second", True)]
     assert log.agent_id == "ag" and log.last_position == 5
+
+
+def test_message_state_says_what_the_fold_says_of_one_message_in_any_order() -> None:
+    events = [appended(2, [msg("b", "assistant", "second", sent=False)], tx=20),
+              recorded(6, SessionMessageSent, {"session_id": "s", "message_id": "q"}, tx=5),  # before q's listing
+              appended(1, [msg("a", "user", "first"), msg("p", "assistant", "pending", sent=False)], tx=10,
+                       agent_id="ag", project="pr"),
+              appended(3, [msg("a", "user", "again", sent=False), msg("q", "user", "late", sent=False)], tx=30),
+              recorded(4, SessionMessageSent, {"session_id": "s", "message_id": "p"}, tx=40),
+              recorded(5, SessionMessageSent, {"session_id": "other", "message_id": "b"}, tx=50)]
+    log = fold("s", events)
+    for order in (events, events[::-1]):
+        for mid in ("a", "b", "p", "q", "nope"):
+            state = message_state("s", mid, order)
+            line = next((li for li in log.lines if li.message_id == mid), None)
+            assert (state is None) == (line is None)
+            if state is not None and line is not None:
+                assert (state.sent, state.agent_id, state.project, state.last_position) == (
+                    line.sent, log.agent_id, log.project, log.last_position)
+    assert [li.sent for li in log.lines] == [True, True, False, False]  # a, p, b, q
 
 
 def cand(seq: int, bm25: float, age_days: float, terms: int) -> MixCandidate:

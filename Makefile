@@ -22,7 +22,7 @@ run: $(STAMP)
 
 # Every test: tests/unit (pure), tests/integration and tests/e2e (embedded PostgreSQL, Redis, workers).
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=25 tests
 
 # The pure tests only: no server starts, seconds.
 test-unit: $(STAMP)

@@ -96,5 +96,9 @@ def event_at(conn: Connection, position: int) -> RecordedEvent | None:
     return row_to_event(row) if row is not None else None
 
 
-def head_position(conn: Connection) -> int:
-    return conn.execute(text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()
+def head_position(conn: Connection, tenant: str | None = None) -> int:
+    """The log's last position, or with `tenant` that tenant's own (events_tenant_position serves it)."""
+    if tenant is None:
+        return conn.execute(text("SELECT coalesce(max(position), 0) FROM events")).scalar_one()
+    return conn.execute(text("SELECT coalesce(max(position), 0) FROM events WHERE tenant = :tenant"),
+                        {"tenant": tenant}).scalar_one()

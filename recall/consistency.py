@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from domain.errors import InvalidPayload, NotCaughtUp
@@ -31,15 +31,12 @@ def pending(engine: Engine, position: int, names: tuple[str, ...] = READ_MODELS,
         return [name for name in names if not has_reached(conn, PROJECTORS[name], position, tenant)]
 
 
-_TENANT_HEAD = text("SELECT coalesce(max(position), 0) FROM events WHERE tenant = :tenant")
-
-
 def refuse_beyond_head(engine: Engine, position: int, name: str = "position", tenant: str | None = None) -> None:
     """A position the log has not reached was never answered by a write: InvalidPayload (422) now, no wait. With
     `tenant` (every tenant key's read), the log is that tenant's: its head decides and is the one named, so a key
     never learns how far other tenants have written."""
     with engine.connect() as conn:
-        head = head_position(conn) if tenant is None else conn.execute(_TENANT_HEAD, {"tenant": tenant}).scalar_one()
+        head = head_position(conn, tenant)
     if position > head:
         raise InvalidPayload(f"{name} {position} is beyond the log's head ({head}): nothing was written there yet")
 

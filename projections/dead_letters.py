@@ -20,7 +20,7 @@ from eventstore.read import event_at
 from infra.db_errors import is_statement_limit, is_unavailable
 from infra.metrics import PROJECTION_EVENT_FAILURES, PROJECTION_EVENTS_PARKED
 from projections.base import Projector
-from projections.time_limit import over_time, time_limit
+from projections.time_limit import in_chain, over_time, time_limit
 
 log = structlog.get_logger(__name__)
 
@@ -120,14 +120,8 @@ class OverTime(Exception):
 
 def over_time_in(exc: BaseException) -> OverTime | None:
     """The OverTime `exc` is, or was raised while handling (the given-up transaction's rollback failing)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, OverTime):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    found = in_chain(exc, (OverTime,))
+    return found if isinstance(found, OverTime) else None
 
 
 def _not_the_events(exc: BaseException) -> bool:

@@ -25,16 +25,21 @@ class ApplyTimeExceeded(Exception):
 OVER_TIME: tuple[type[BaseException], ...] = (ApplyTimeExceeded, ActorTimeLimitExceeded)
 
 
-def over_time(exc: BaseException) -> BaseException | None:
-    """The time limit `exc` is, or was raised while handling (a savepoint's rollback failing after it), or None."""
+def in_chain(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    """The exception of `kinds` that `exc` is, or was raised while handling (a rollback failing after it), or None."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, OVER_TIME):
+        if isinstance(current, kinds):
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def over_time(exc: BaseException) -> BaseException | None:
+    """The time limit `exc` is, or was raised while handling (a savepoint's rollback failing after it), or None."""
+    return in_chain(exc, OVER_TIME)
 
 
 def _set_async(thread_id: int, exc: type[BaseException] | None) -> None:
@@ -77,4 +82,4 @@ def time_limit(seconds: float) -> Iterator[None]:
         raise ApplyTimeExceeded(seconds)
 
 
-__all__ = ["OVER_TIME", "ActorTimeLimitExceeded", "ApplyTimeExceeded", "over_time", "time_limit"]
+__all__ = ["OVER_TIME", "ActorTimeLimitExceeded", "ApplyTimeExceeded", "in_chain", "over_time", "time_limit"]

@@ -221,7 +221,7 @@ def result_drilled(g: Gate, data: dict[str, Any], _: int) -> bool:
 
 def _live_calls(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every live call of a deep recall's iterations, nested loops' included."""
-    for record in _records(data.get("iterations") or []):
+    for record in json_objects(data.get("iterations") or []):
         if isinstance(record.get("fn"), str):
             yield record
 
@@ -229,7 +229,7 @@ def _live_calls(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def _sessions_named(result: Any) -> list[str]:
     """The session ids a live call's result names (it is kept as a capped string: parsed, else scanned)."""
     if not isinstance(result, str):
-        return [r["session_id"] for r in _records(result) if isinstance(r.get("session_id"), str)]
+        return [r["session_id"] for r in json_objects(result) if isinstance(r.get("session_id"), str)]
     try:
         return _sessions_named(json.loads(result))
     except ValueError:
@@ -292,21 +292,21 @@ def event_hidden(g: Gate, event: RecordedEvent) -> bool:
     return fn is not None and fn(g, event.data, event.position)
 
 
-def _records(value: Any) -> Iterator[dict[str, Any]]:
+def json_objects(value: Any) -> Iterator[dict[str, Any]]:
     """Every JSON object in a value, the value itself included."""
     if isinstance(value, dict):
         yield value
         for v in value.values():
-            yield from _records(v)
+            yield from json_objects(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _records(v)
+            yield from json_objects(v)
 
 
 def names_excluded(policy: PrivacyPolicy, data: Any) -> bool:
     """For data with no domain of its own (a value a deep recall stored): any object in it holding an excluded
     item's fields (path, tags, agent_id, project, session_id, a transcript id)."""
-    for record in _records(data):
+    for record in json_objects(data):
         tags = record.get("tags")
         fields: dict[str, Any] = {"tags": tags if isinstance(tags, list) else ()}
         for key in ("path", "agent_id", "project", "session_id"):
@@ -321,4 +321,5 @@ def names_excluded(policy: PrivacyPolicy, data: Any) -> bool:
     return False
 
 
-__all__ = ["HIDDEN_BY", "Gate", "deep_recall_served", "deep_recall_stored", "event_hidden", "names_excluded"]
+__all__ = ["HIDDEN_BY", "Gate", "deep_recall_served", "deep_recall_stored", "event_hidden", "json_objects",
+           "names_excluded"]

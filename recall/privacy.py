@@ -51,17 +51,6 @@ def policy_of(conn: Connection, tenant: str) -> PrivacyPolicy:
     return policy_in_force(conn, tenant).policy
 
 
-def _records(value: Any) -> Iterator[dict[str, Any]]:
-    """Every JSON object in a value, the value itself included."""
-    if isinstance(value, dict):
-        yield value
-        for v in value.values():
-            yield from _records(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _records(v)
-
-
 def _names_excluded(policy: PrivacyPolicy, data: dict[str, Any]) -> bool:
     """For an event type without content of its own (a memory's decisions, a consolidation's report): whether any
     object in its data holds an excluded item's fields."""

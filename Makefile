@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-unit test-llamacpp lint bench fuzz eval clean
+.PHONY: install browser run test test-unit test-llamacpp lint bench fuzz eval clean
 
 $(STAMP): pyproject.toml sdk/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,8 +20,16 @@ install: $(STAMP)
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/engramlog up
 
+# The console's browser tests drive Debian's chromium through Playwright (no browser build is downloaded): installed
+# with apt-get when missing and this runs as root; otherwise those tests are skipped and say why.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } || \
+	  echo "chromium not installed (apt-get install chromium as root): the console browser tests will be skipped"
+
 # Every test: tests/unit (pure), tests/integration and tests/e2e (embedded PostgreSQL, Redis, workers).
-test: $(STAMP)
+test: $(STAMP) browser
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=25 tests
 
 # The pure tests only: no server starts, seconds.

@@ -18,6 +18,7 @@ import numpy as np
 import structlog
 from sqlalchemy import Connection, text
 
+from domain.memo import Memo
 from domain.text import content_hash
 from infra.onnx_models import OnnxUnavailable, load_onnx_embedder
 
@@ -28,6 +29,10 @@ log = structlog.get_logger(__name__)
 _lock = threading.RLock()
 
 BACKENDS = ("torch", "onnx")
+# Query vectors (pgvector literals) by (tenant, model, text): an agent asks the same question again and again (a
+# retry, deep recall's searches, the MCP tool after the SDK), and an embedding costs ~8-25 ms on 2 cores. Keyed by
+# tenant as embed_cached is: shared, a cache hit's speed would tell a tenant what another had asked.
+_QUERY_VECTORS: Memo[str] = Memo(2048, max_chars=8_000_000)
 
 
 def _model_path(name: str) -> str:
@@ -83,6 +88,11 @@ class Embedder:
 
     def encode_one(self, text_: str) -> np.ndarray:
         return self.encode([text_])[0]
+
+    def query_vector(self, tenant: str, text_: str) -> str:
+        """The query's pgvector literal, embedded once per (tenant, model, text) while the LRU keeps it (the
+        vectors of one model are the same whichever backend computes them: see embed_cached)."""
+        return _QUERY_VECTORS.get((tenant, self.model, text_), lambda: to_pgvector(self.encode_one(text_)))
 
     def warm(self) -> None:
         self.encode_one("warm up")

@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 
 from domain.errors import InvalidPayload
 from domain.privacy import NO_POLICY, PrivacyPolicy
-from infra.embedding import Embedder, to_pgvector
+from infra.embedding import Embedder
 from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
@@ -84,7 +84,7 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
     asked = list(request.domains) or with_data  # asked for by name: answered, if only with "no data"
     ceiling = request.k or settings.recall_multi_ceiling
     quota = max(1, ceiling // max(1, len(with_data)))
-    query_vector = to_pgvector(embedder.encode_one(request.query)) if with_data else None
+    query_vector = embedder.query_vector(scope.tenant, request.query) if with_data else None
     q = DomainQuery(scope, request.query, quota, now, policy, query_vector, request.include_history, request.options)
 
     def answer(name: str) -> DomainAnswer:

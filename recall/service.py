@@ -29,7 +29,7 @@ from domain.errors import InvalidPayload
 from domain.memory_status import RECALLABLE
 from domain.privacy import NO_POLICY, PrivacyPolicy
 from domain.text import has_nul, tokenize
-from infra.embedding import Embedder, to_pgvector
+from infra.embedding import Embedder
 from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
 from recall.consistency import wait_for_position
@@ -127,7 +127,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
             query = coref.resolve(conn, scope, request.query, statuses, settings.coref_recent, r)
         with timed(reports["embed"]) as r:
             if query not in vectors:
-                vectors[query] = to_pgvector(embedder.encode_one(query))
+                vectors[query] = embedder.query_vector(scope.tenant, query)
             query_vector = vectors[query]
             r.config = {"model": embedder.model}
         with timed(reports["candidates"]) as r:

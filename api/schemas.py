@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from domain.events import (
     MAX_IDEMPOTENCY_KEY_CHARS,
@@ -137,6 +137,8 @@ class RecallIn(Body):
     include_archived: bool = False
     # Answer the ids each funnel stage kept (details.trace), for the attribution study.
     trace: bool = False
+    # The clock the query's time words ("last Tuesday", "in May") are read against; default: the recall's clock.
+    reference_time: AwareDatetime | None = None
 
 
 class RecallResultOut(BaseModel):

@@ -206,6 +206,11 @@ class Settings:
     composite_w_confidence: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_CONFIDENCE", "0.05")))
     composite_w_feedback: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_FEEDBACK", "0.05")))
     superseded_factor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SUPERSEDED_FACTOR", "0.1")))
+    # Time in the query (domain/temporal.py): when the query names a span of time ("last Tuesday", "in May 2023"),
+    # the quality factor gains a "time" signal of this weight, exp(−days from the span / ENGRAMLOG_TIME_BOOST_DAYS)
+    # of the memory's occurred_at (1 inside it); a query naming no time is scored as before (no recency weight).
+    composite_w_time: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_TIME", "0.3")))
+    time_boost_days: float = field(default_factory=lambda: _positive("ENGRAMLOG_TIME_BOOST_DAYS", "3"))
     # Coreference: how many of the scope's most recent memories name the entity a pronoun resolves to.
     coref_recent: int = field(default_factory=lambda: int(_env("ENGRAMLOG_COREF_RECENT", "20")))
     # Pseudo-relevance feedback (Rocchio on the query vector from the top `prf_top`) and the entity boost.

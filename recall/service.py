@@ -28,6 +28,7 @@ from sqlalchemy import Engine, text
 from domain.errors import InvalidPayload
 from domain.memory_status import RECALLABLE
 from domain.privacy import NO_POLICY, PrivacyPolicy
+from domain.temporal import TimeTarget, resolve
 from domain.text import has_nul, tokenize
 from infra.embedding import Embedder
 from infra.metrics import RECALL_LATENCY
@@ -54,6 +55,9 @@ class RecallRequest:
     include_history: bool = False
     include_archived: bool = False
     trace: bool = False  # answer the ids each stage kept (details.trace): for the attribution study
+    # The clock the query's time words ("last Tuesday", "in May") are read against (domain/temporal.py);
+    # None: the recall's own clock.
+    reference_time: datetime | None = None
 
     def statuses(self) -> tuple[str, ...]:
         extra = [s for s, on in (("staging", self.include_staging), ("superseded", self.include_history),
@@ -114,7 +118,8 @@ class _Pass:
 
 
 def _run(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
-         statuses: tuple[str, ...], now: datetime, vectors: dict[str, str], policy: PrivacyPolicy) -> _Pass:
+         statuses: tuple[str, ...], now: datetime, vectors: dict[str, str], policy: PrivacyPolicy,
+         when: TimeTarget | None = None) -> _Pass:
     # The policy's agents, projects and sessions are filtered in every leg's SQL (recall/scope.py); the gate after
     # the graph walk checks every remaining item, tags included, whatever stage brought it in.
     scope, k = replace(request.scope, policy=policy), request.k
@@ -133,7 +138,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
         with timed(reports["candidates"]) as r:
             items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r)
         with timed(reports["composite"]) as r:
-            ranked = composite.score(conn, scope.tenant, items, k, now, settings, r)
+            ranked = composite.score(conn, scope.tenant, items, k, now, settings, r, when)
         if request.trace:
             trace["candidates"] = [str(i) for i in sorted(items, key=lambda i: (-items[i].score, str(i)))]
         with timed(reports["prf"]) as r:
@@ -193,14 +198,16 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     k = request.k
     now = now or datetime.now(UTC)
     vectors = {} if vectors is None else vectors
-    chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors, policy)
+    when = resolve(request.query, request.reference_time or now)
+    chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors, policy, when)
     # Staging is a safety net: when the recallable memories do not answer, look at staging before giving up.
     fallback: dict[str, Any] | None = None
     why = None
     if settings.staging_fallback and "staging" not in chosen.statuses:
         why = _weak(engine, chosen, request, settings, policy)
     if why:
-        second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors, policy)
+        second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors, policy,
+                      when)
         staged = [str(i.memory_id) for i in second.ranked[:k] if i.status == "staging"]
         used = second.abstained is None and bool(staged)
         fallback = {"reason": why, "used": used, "staging_results": staged if used else [],
@@ -214,7 +221,10 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     results = [_result(i, rank_ + 1, reports["rerank"].skipped) for rank_, i in enumerate(top)]
     explanation = {
         "clock": now.isoformat(),
-        "query": {"original": request.query, "resolved": query},
+        "query": {"original": request.query, "resolved": query,
+                  # the span of time the query names, read against reference_time (else the clock)
+                  "time": when.as_dict() if when else None,
+                  "reference_time": request.reference_time.isoformat() if request.reference_time else None},
         "statuses": list(statuses),
         "vector_method": legs["vector_method"],
         "stages": [reports[n].as_dict() for n in

@@ -48,7 +48,7 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
     scope = Scope(who.tenant, body.agent_id, body.project, body.session_id, tuple(body.kinds))
     request = RecallRequest(scope, body.query, body.k, None, include_staging=body.include_staging,
                             include_history=body.include_history, include_archived=body.include_archived,
-                            trace=body.trace)
+                            trace=body.trace, reference_time=body.reference_time)
     validate(request)
     await await_read_models(db, who.tenant, body.min_position, READ_MODELS)
     answer = await run_in_threadpool(_under_policy, recall, db, who.tenant, get_embedder(settings.embedding_model),

@@ -12,13 +12,17 @@ signals sᵢ (weights: ENGRAMLOG_W_*):
   over the Hebbian cap, clipped to 1 — co-used memories lift each other;
 - centrality: weighted degree over every association edge, saturating: deg / (deg + 3);
 - confidence: memories.confidence;
-- feedback: (used + 1) / (used + not_useful + 2) from the recall feedback (0.5 with none).
+- feedback: (used + 1) / (used + not_useful + 2) from the recall feedback (0.5 with none);
+- time, only when the query names a span of time (domain.temporal, read against the request's reference time):
+  exp(−days from the span to the memory's occurred_at / ENGRAMLOG_TIME_BOOST_DAYS), 1 inside the span, 0 with no
+  occurred_at. A query that names no time gets no such signal: there is no recency weight.
 The top max(k · topn_mult, rerank pool) by composite go on to PRF and the graph walk (never fewer than the
 reranker is to see).
 """
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -28,6 +32,7 @@ from sqlalchemy import Connection, text
 from domain.activation import age_hours, normalised_activation
 from domain.hebbian import HEBBIAN_CAP
 from domain.ranking import Candidate, fuse
+from domain.temporal import TimeTarget
 from infra.settings import Settings
 from projections.edges import neighbours
 from recall.funnel.rerank import pool_size
@@ -41,10 +46,19 @@ WHERE tenant = :tenant AND memory_id = ANY(:ids)
 """)
 
 
-def weights(settings: Settings) -> dict[str, float]:
-    return {"activation": settings.composite_w_activation, "hebbian": settings.composite_w_hebbian,
-            "centrality": settings.composite_w_centrality, "confidence": settings.composite_w_confidence,
-            "feedback": settings.composite_w_feedback}
+def weights(settings: Settings, timed: bool = False) -> dict[str, float]:
+    """The signals' weights; `timed`: the query names a span of time, so the time signal counts too."""
+    w = {"activation": settings.composite_w_activation, "hebbian": settings.composite_w_hebbian,
+         "centrality": settings.composite_w_centrality, "confidence": settings.composite_w_confidence,
+         "feedback": settings.composite_w_feedback}
+    return {**w, "time": settings.composite_w_time} if timed else w
+
+
+def closeness(when: TimeTarget, occurred_at: datetime | None, settings: Settings) -> float:
+    """The time signal: 1 inside the span, decaying with the days outside it; 0 with no occurred_at."""
+    if occurred_at is None:
+        return 0.0
+    return math.exp(-when.distance_days(occurred_at) / settings.time_boost_days)
 
 
 def relevance(items: list[Item], settings: Settings, cosine: Mapping[uuid.UUID, float | None] | None = None) -> None:
@@ -63,8 +77,8 @@ def relevance(items: list[Item], settings: Settings, cosine: Mapping[uuid.UUID, 
 
 def quality(item: Item, settings: Settings) -> float:
     """q = 1 − W + Σ wᵢ·sᵢ over the item's recorded signals."""
-    w = weights(settings)
     signals = item.stages["composite"]["signals"]
+    w = weights(settings, "time" in signals)
     return 1 - sum(w.values()) + sum(w[name] * signals[name] for name in w)
 
 
@@ -75,8 +89,8 @@ def rescore(item: Item, settings: Settings) -> float:
 
 
 def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, now: datetime,
-          settings: Settings, report: StageReport) -> list[Item]:
-    """Score every candidate; answer the top k · topn_mult, best first."""
+          settings: Settings, report: StageReport, when: TimeTarget | None = None) -> list[Item]:
+    """Score every candidate; answer the top k · topn_mult, best first. `when`: the span the query names."""
     pool = list(items.values())
     relevance(pool, settings)
     ids = list(items)
@@ -87,7 +101,7 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
         degree[edge.memory_id] = degree.get(edge.memory_id, 0.0) + min(edge.weight, 1.0)
         if edge.kind == "hebbian" and edge.neighbour_id in items:
             hebbian[edge.memory_id] = hebbian.get(edge.memory_id, 0.0) + edge.weight
-    w = weights(settings)
+    w = weights(settings, when is not None)
     for item in pool:
         act = activity.get(item.memory_id)
         n = act.access_count if act else 0
@@ -102,6 +116,8 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
             "confidence": min(1.0, max(0.0, item.confidence)),
             "feedback": (used + 1) / (used + not_useful + 2),
         }
+        if when is not None:
+            signals["time"] = closeness(when, item.occurred_at, settings)
         item.stages["composite"] = {"relevance": round(item.relevance, 6),
                                     "signals": {k_: round(v, 6) for k_, v in signals.items()},
                                     "inputs": {"access_count": n, "age_hours": round(age, 3), "used": used,
@@ -116,6 +132,8 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
     kept = ranked[:top_n]
     report.config = {"weights": w, "top_n": top_n, "actr_decay": settings.actr_decay,
                      "superseded_factor": settings.superseded_factor}
+    if when is not None:
+        report.config["time"] = {**when.as_dict(), "days": settings.time_boost_days}
     report.counts = {"scored": len(pool), "kept": len(kept), "cut": len(pool) - len(kept),
                      "with_activity": len(activity), "with_edges": len(degree)}
     return kept

@@ -21,6 +21,7 @@ class RecallFilters(TypedDict, total=False):
     include_history: bool
     include_archived: bool
     trace: bool
+    reference_time: datetime | None
 
 
 class RecallIn(Request):
@@ -35,6 +36,8 @@ class RecallIn(Request):
     include_history: bool | None = None
     include_archived: bool | None = None
     trace: bool | None = None
+    # The clock the query's time words ("last Tuesday", "in May") are read against (aware); default: the server's.
+    reference_time: datetime | None = None
 
 
 class RecallResult(Response):

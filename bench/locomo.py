@@ -50,6 +50,8 @@ from bench.locomo_data import (
     parse_session_date,
     turn_content,
 )
+from bench.locomo_folds import lines as fold_lines
+from bench.locomo_folds import out_of_fold
 from bench.locomo_metrics import (
     ATTRIBUTION_STAGES,
     CUTOFFS,
@@ -76,10 +78,10 @@ FIRST_QUERY_DEADLINE_S = 600.0
 
 
 def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
-            ) -> tuple[int, float, dict[str, str | None], dict[str, str]]:
+            ) -> tuple[int, float, dict[str, str | None], dict[str, str], dict[str, str]]:
     """Write a conversation's turns. Answers the last position, the seconds taken, each dia_id's memory (the
-    memory holding the turn: itself, or the one it reinforced; None when the gate discarded or staged it) and
-    each dia_id's disposition (active, staging, discard or reinforced)."""
+    memory holding the turn: itself, or the one it reinforced; None when the gate discarded or staged it),
+    each dia_id's disposition (active, staging, discard or reinforced) and each written memory's dia_id."""
     agent_id = f"locomo-{run_id}-{conv.sample_id}"
     memories = [{
         "content": t["content"], "kind": "message", "agent_id": agent_id,
@@ -92,6 +94,7 @@ def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
     last = 0
     holder: dict[str, str | None] = {}
     dispositions: dict[str, str] = {}
+    dia_of: dict[str, str] = {}
     for start in range(0, len(memories), BATCH):
         batch = memories[start:start + BATCH]
         written = [w.model_dump(mode="json") for w in client.remember_many(batch)]
@@ -103,16 +106,18 @@ def _ingest(client: Any, run_id: str, conv: Conversation, must_keep: bool = True
             dispositions[m["metadata"]["dia_id"]] = disposition
             kept = w.get("reinforced") or (w["memory_id"] if disposition in ("active", "reinforced") else None)
             holder[m["metadata"]["dia_id"]] = str(kept) if kept else None
-    return last, time.perf_counter() - started, holder, dispositions
+            dia_of[str(w["memory_id"])] = m["metadata"]["dia_id"]
+    return last, time.perf_counter() - started, holder, dispositions, dia_of
 
 
 def _ask(client: Any, query: str, k: int, agent_id: str, trace: bool | None, multi: bool,
-         min_position: int | None = None) -> dict[str, Any]:
+         min_position: int | None = None, reference_time: datetime | None = None) -> dict[str, Any]:
     """One question: POST /v1/recall, or (multi) the memories domain through POST /v1/recall/multi, its bucket
-    answered in /v1/recall's shape (metadata, latency, abstained)."""
+    answered in /v1/recall's shape (metadata, latency, abstained). `reference_time`: the clock the question's
+    time words are read against (the conversation's latest session date)."""
     if not multi:
         return client.recall(query, k=k, agent_id=agent_id, min_position=min_position,
-                             trace=trace).model_dump(mode="json")
+                             trace=trace, reference_time=reference_time).model_dump(mode="json")
     out = client.recall_multi(query, domains=["memories"], k=k, agent_id=agent_id,
                               min_position=min_position).model_dump(mode="json")
     [bucket] = out["buckets"]
@@ -124,7 +129,8 @@ def _ask(client: Any, query: str, k: int, agent_id: str, trace: bool | None, mul
 
 
 def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position: int,
-                    trace: bool | None = None, multi: bool = False) -> dict[str, Any]:
+                    trace: bool | None = None, multi: bool = False,
+                    reference_time: datetime | None = None) -> dict[str, Any]:
     """The first query of a conversation: read-your-writes with min_position, retried while the server answers
     503 (projections not caught up within its bounded wait)."""
     from engramlog_client import EngramlogError
@@ -132,7 +138,7 @@ def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position
     deadline = time.monotonic() + FIRST_QUERY_DEADLINE_S
     while True:
         try:
-            return _ask(client, query, k, agent_id, trace, multi, min_position)
+            return _ask(client, query, k, agent_id, trace, multi, min_position, reference_time)
         except EngramlogError as exc:
             if exc.status != 503 or time.monotonic() > deadline:
                 raise
@@ -140,13 +146,15 @@ def _recall_waiting(client: Any, query: str, k: int, agent_id: str, min_position
 
 def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path | None, api_key: str | None,
                console: Console, attribution: bool = False, gate: bool = False,
-               multi: bool = False) -> dict[str, Any]:
+               multi: bool = False, folds: bool = False) -> dict[str, Any]:
     from engramlog_client import Engramlog
 
     conversations = load_conversations(data, convs)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     info = machine()
-    trace = True if attribution else None
+    # --folds asks with trace too: each question's gate channels and judged ranking are recorded, so the gate's
+    # floors can be chosen on six conversations and replayed on the other two (bench/locomo_folds.py).
+    trace = True if attribution or folds else None
     mode = ("salience gate ON (no must_keep)" if gate else "must_keep (gate bypassed)") + (
         " · via recall/multi (memories domain)" if multi else "")
     console.print(f"[bold]LoCoMo[/bold] {data} · {len(conversations)} conversations · k={k} · run {run_id} · "
@@ -163,10 +171,13 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
         last_position = 0
         started = time.perf_counter()
         holders: dict[str, dict[str, str | None]] = {}
+        dia_of: dict[str, str] = {}
         dispositions: dict[str, int] = {}
         evidence_kept: dict[str, int] = {"active": 0, "held": 0, "all": 0}
         for conv in conversations:
-            position, seconds, holders[conv.sample_id], per_turn = _ingest(client, run_id, conv, must_keep=not gate)
+            position, seconds, holders[conv.sample_id], per_turn, written = _ingest(client, run_id, conv,
+                                                                                    must_keep=not gate)
+            dia_of.update(written)
             counts: dict[str, int] = {}
             for d in per_turn.values():
                 counts[d] = counts.get(d, 0) + 1
@@ -200,8 +211,12 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
         asked = 0
         total_q = sum(1 for c in conversations for q in c.questions
                       if q.category == ABSTAIN_CATEGORY or (q.category in SCORED_CATEGORIES and q.evidence))
+        gate_floors: dict[str, float] = {}
         for conv in conversations:
             agent_id = f"locomo-{run_id}-{conv.sample_id}"
+            # The clock a question's time words are read against: the conversation's latest session date (the
+            # data gives no date per question; the questions are asked after the last session).
+            now = max(t["occurred_at"] for t in conv.turns)
             first = True
             for q in conv.questions:
                 scored = q.category in SCORED_CATEGORIES and bool(q.evidence)
@@ -209,12 +224,12 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
                     continue
                 t0 = time.perf_counter()
                 if first:
-                    answer = _recall_waiting(client, q.question, k, agent_id, last_position, trace, multi)
+                    answer = _recall_waiting(client, q.question, k, agent_id, last_position, trace, multi, now)
                     wait_s = time.perf_counter() - started - write_s
                     if "queryable_after_s" not in ingest:
                         ingest["queryable_after_s"] = round(wait_s, 3)
                 else:
-                    answer = _ask(client, q.question, k, agent_id, trace, multi)
+                    answer = _ask(client, q.question, k, agent_id, trace, multi, reference_time=now)
                 elapsed_ms = (time.perf_counter() - t0) * 1000
                 if not first:
                     client_ms.append(elapsed_ms)
@@ -231,6 +246,11 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
                 if answer.get("abstained"):  # the channels' votes only: the reason quotes the dataset's names
                     record["abstain_channels"] = {name: c.get("relevant") for name, c in
                                                   answer["abstained"].get("channels", {}).items()}
+                if folds and not multi:
+                    record["gate"] = _gate_record(answer, dia_of, gate_floors)
+                time_target = (answer.get("explanation") or {}).get("query", {}).get("time")
+                if time_target:
+                    record["time"] = {"start": time_target["start"], "end": time_target["end"]}
                 if scored:
                     record["scores"] = score_question(ranked, q.evidence)
                     if attribution:
@@ -248,7 +268,9 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
     report.update({
         "run_id": run_id, "recorded_at": datetime.now(UTC).isoformat(), "api_url": api_url, "data": str(data),
         "conversations": [c.sample_id for c in conversations], "k": k, "machine": info, "ingest": ingest,
-        "mode": {"gate": gate, "attribution": attribution, "via": "/v1/recall/multi" if multi else "/v1/recall"},
+        "mode": {"gate": gate, "attribution": attribution, "via": "/v1/recall/multi" if multi else "/v1/recall",
+                 "reference_time": "each conversation's latest session date" if not multi else None},
+        "gate_floors": gate_floors,
         "latency_ms": {
             "queries": len(client_ms),
             "client_p50": round(percentile(client_ms, 50), 2), "client_p95": round(percentile(client_ms, 95), 2),
@@ -260,9 +282,28 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
         "questions": per_question,
     })
     print_report(report, console)
+    if folds:
+        report["folds"] = out_of_fold(per_question, [c.sample_id for c in conversations], gate_floors)
+        console.print("[bold]out of fold[/bold] (bench/locomo_folds.py: hold out each pair, choose on the other six)")
+        for line in fold_lines(report["folds"]):
+            console.print(line, highlight=False)
     summary_path, dump_path = save_report(report, output or RESULTS_DIR / f"locomo-{run_id.split('-')[0]}-summary.json")
     console.print(f"saved {summary_path} (per-question dump: {dump_path})")
     return report
+
+
+def _gate_record(answer: dict[str, Any], dia_of: dict[str, str], floors: dict[str, float]) -> dict[str, Any]:
+    """The abstention gate as it judged this question: its channels' votes and values, its quorum and veto, and
+    the ranking it judged (as dia_ids, returned or not). Fills `floors` with the run's own (the server's)."""
+    stages = (answer.get("explanation") or {}).get("stages", [])
+    stage: dict[str, Any] = next((s for s in stages if s.get("stage") == "abstain"), {})
+    config, notes = stage.get("config", {}), stage.get("notes", {})
+    for name, key in (("vector", "sim_floor"), ("keyword", "term_floor"), ("relevance", "relevance_floor")):
+        if key in config:
+            floors.setdefault(name, float(config[key]))
+    ranked = [dia_of.get(m, "?") for m in (answer.get("details") or {}).get("trace", {}).get("ranked", [])]
+    return {"channels": notes.get("channels", {}), "values": notes.get("values", {}),
+            "quorum": config.get("quorum", 0.5), "veto": config.get("veto", []), "ranked": ranked}
 
 
 def summary_of(report: dict[str, Any], dump: Path | None = None) -> dict[str, Any]:

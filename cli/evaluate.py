@@ -1,6 +1,7 @@
 """Recall-quality evaluation (registered by cli/main.py):
 
-    engramlog eval locomo [--data FILE] [--convs ID]... [--k N] [--attribution] [--gate] [--multi]   bench/locomo.py
+    engramlog eval locomo [--data FILE] [--convs ID]... [--k N] [--attribution] [--gate] [--multi] [--folds]
+                                                                               bench/locomo.py, bench/locomo_folds.py
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def eval_locomo(data: Annotated[Path, typer.Option(help="LoCoMo JSON")] = Path("
                     "--gate", help="ingest without must_keep: the salience gate decides what is kept")] = False,
                 multi: Annotated[bool, typer.Option(
                     "--multi", help="ask through POST /v1/recall/multi (the memories domain on the seam)")] = False,
+                folds: Annotated[bool, typer.Option(
+                    "--folds", help="out of fold: each pair of conversations held out in turn, the abstention "
+                                    "floors chosen on the other six; mean and spread beside the full split")] = False,
                 ) -> None:
     """Ingest LoCoMo conversations through the API and score recall against the gold evidence."""
     from bench.locomo import run_locomo
@@ -36,7 +40,7 @@ def eval_locomo(data: Annotated[Path, typer.Option(help="LoCoMo JSON")] = Path("
         fail(f"no such file: {data}")
     api_key = os.environ.get("ENGRAMLOG_API_KEY")
     run_locomo(calls.settings().api_url(), data, convs or [], k=k, output=output, api_key=api_key, console=console,
-               attribution=attribution, gate=gate, multi=multi)
+               attribution=attribution, gate=gate, multi=multi, folds=folds)
 
 
 def register(app: typer.Typer) -> None:

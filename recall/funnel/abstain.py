@@ -97,7 +97,9 @@ def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
                              f"{settings.abstain_quorum:g}): " + "; ".join(_why(n, channels[n]) for n in against),
                    "channels": channels}
     report.counts["abstained"] = verdict is not None
-    report.notes = {"channels": {n: c["relevant"] for n, c in channels.items()}}
+    # each channel's value beside its vote: what a threshold would be chosen on (bench/locomo_folds.py, out of fold)
+    report.notes = {"channels": {n: c["relevant"] for n, c in channels.items()},
+                    "values": {n: c["value"] for n, c in channels.items()}}
     if verdict:
         report.notes["reason"] = verdict["reason"]
     return verdict

@@ -6,8 +6,20 @@ default: projections/keyword.py; knowledge sections': projections/knowledge.py).
 The idf of each query term is computed once (a MATERIALIZED CTE, float8 arithmetic) and looked up per posting,
 not joined: joined, the planner inlined the CTE (a numeric ln per posting) and, estimating a term's postings by
 the average (1 / distinct terms), chose one index descent into the documents per posting, whatever a common term's
-real count. Scanned by `term = ANY(:terms)`, the postings are estimated from the term's statistics (its most
-common values), so a query touching many postings joins its documents by hash (bench/sessions_recall.py --profile).
+real count.
+
+Candidates come from each term's best postings, not all of them: a term common to most documents would
+otherwise cost all its postings (sessions at 100k messages: 840 ms). Each query term contributes its first
+PER_TERM postings, among the documents the scope and statuses allow, in impact order: (length + 10) / tf
+ascending, the order of a posting's BM25 weight tf·(k1+1) / (tf + k1·(1 − b + b·length/avgdl)) for b = 0.75 and
+an average length of 30 (the weight orders postings as (length + avgdl·(1−b)/b) / tf; with tf 1, the usual case in
+short texts, by length alone, whatever avgdl is). Migration 0021 indexes every postings table by (tenant, term,
+that order, id), so each term's walk reads its first PER_TERM postings that pass the filters and stops. The
+union of those candidates is then scored with Okapi BM25 exactly, over all of each candidate's postings of the
+query terms (looked up by document). A term with at most PER_TERM postings in scope gives all of them, so a
+document holding any rarer query term is always a candidate, and on a corpus where no query term is that common
+the answer is what scoring every posting gives; only documents that match nothing but common terms, beyond
+each one's PER_TERM best, are left out.
 """
 
 from __future__ import annotations
@@ -18,6 +30,10 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, text
 
 from recall.scope import Scope
+
+PER_TERM = 1000  # each query term's postings that may bring in a candidate
+# A posting's impact order, best first; migration 0021's (tenant, term, <this>, id) indexes serve it.
+IMPACT_ORDER = "(p.length + 10)::float8 / p.tf"
 
 
 @dataclass(frozen=True)
@@ -40,9 +56,11 @@ SECTION_KEYWORD = KeywordTables("knowledge_postings", "knowledge_terms", "knowle
 
 def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float,
              statuses: tuple[str, ...] | None = None, tables: KeywordTables = MEMORY_KEYWORD,
-             where_sql: str = "", where_params: dict[str, object] | None = None) -> dict[uuid.UUID, float]:
+             where_sql: str = "", where_params: dict[str, object] | None = None,
+             per_term: int = PER_TERM) -> dict[uuid.UUID, float]:
     """The top `n` documents (memories by default) by BM25 for the distinct `terms`, within `scope` (and, when
-    given, whose document has one of `statuses`: the funnel's eligibility rule; and `where_sql` on d)."""
+    given, whose document has one of `statuses`: the funnel's eligibility rule; and `where_sql` on d), among each
+    term's first `per_term` postings in impact order (the module's docstring)."""
     if not terms:
         return {}
     t, key = tables, tables.id_column
@@ -59,17 +77,24 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     ), idf AS MATERIALIZED (
         SELECT t.term, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
         FROM {t.terms} t CROSS JOIN stats s WHERE t.tenant = :tenant AND t.term = ANY(:terms)
+    ), candidates AS MATERIALIZED (
+        SELECT DISTINCT c.id FROM idf i CROSS JOIN LATERAL (
+            SELECT p.{key} AS id FROM {t.postings} p
+            JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
+            WHERE p.tenant = :tenant AND p.term = i.term AND {where}
+            ORDER BY {IMPACT_ORDER}, p.{key}
+            LIMIT :per_term) c
     )
     SELECT p.{key} AS id,
-           sum(coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)
-               * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))) AS score
-    FROM {t.postings} p
+           sum(i.idf * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))) AS score
+    FROM candidates c
+    JOIN {t.postings} p ON p.tenant = :tenant AND p.{key} = c.id AND p.term = ANY(:terms)
+    JOIN idf i ON i.term = p.term
     CROSS JOIN stats s
-    JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
-    WHERE p.tenant = :tenant AND p.term = ANY(:terms) AND {where}
     GROUP BY p.{key}
     ORDER BY score DESC, p.{key}
     LIMIT :n
     """
-    rows = conn.execute(text(sql), {**params, "terms": sorted(set(terms)), "k1": k1, "b": b, "n": n})
+    rows = conn.execute(text(sql), {**params, "terms": sorted(set(terms)), "k1": k1, "b": b, "n": n,
+                                    "per_term": per_term})
     return {r.id: float(r.score) for r in rows}

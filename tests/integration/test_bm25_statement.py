@@ -87,3 +87,21 @@ def test_idf_is_computed_once_per_term_in_float8(engine, tenant: str) -> None:
     aggregate_outputs = " ".join(" ".join(n.get("Output", [])) for n in nodes if n["Node Type"] == "Aggregate")
     assert "sum(" in aggregate_outputs
     assert "numeric" not in aggregate_outputs  # no numeric ln per posting
+
+
+def test_a_common_term_brings_only_its_best_postings_and_every_score_stays_exact(engine, tenant: str) -> None:
+    """Each term brings its first `per_term` postings by impact ((length + 10) / tf); the candidates are scored
+    with the whole corpus's Okapi BM25, over all their postings of the query's terms."""
+    _load(engine, tenant)
+    uid_of = {message_uid(tenant, "s1", f"m{i}"): f"m{i}" for i in range(len(CONTENTS))}
+    with engine.connect() as conn:
+        got = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None, SESSION_KEYWORD,
+                       "d.sent", per_term=1)
+        everything = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None,
+                              SESSION_KEYWORD, "d.sent")
+    expected = _okapi("herring soup walrus")
+    # herring's best posting is m4 ("herring herring herring"), soup's only one m2, walrus's best m1 (tf 2)
+    assert {uid_of[u] for u in got} == {"m4", "m2", "m1"}
+    for uid, score in got.items():
+        assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9)
+    assert {uid_of[u] for u in everything} == set(expected)  # the default cut holds every posting here

@@ -26,7 +26,7 @@ from sqlalchemy import Connection
 from domain.events import TranscriptChunksPut
 from domain.transcripts.ids import handle_chunk, transcript_stream
 from domain.transcripts.parse import TranscriptError, parse_chunk
-from eventstore.stream import read_stream
+from eventstore.stream import stream_pages
 from projections.lazy_vectors import HIT_LOG, LazySurface, LazyVectorsProjector
 
 log = structlog.get_logger(__name__)
@@ -35,23 +35,31 @@ TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results
 
 def _texts_from_log(conn: Connection, tenant: str, handles: dict[uuid.UUID, dict[str, Any]]) -> dict[uuid.UUID, str]:
     """Each handle's chunk as the embedder reads it (its turns' roles and texts), from the transcript's log (each
-    transcript's stream read once, up to the newest version asked)."""
+    transcript's stream read once, newest first, until every handle of it is found)."""
     by_transcript: dict[str, list[tuple[uuid.UUID, dict[str, Any]]]] = {}
     for cid, h in handles.items():
         by_transcript.setdefault(h["transcript_id"], []).append((cid, h))
     out: dict[uuid.UUID, str] = {}
     for tid, wanted in sorted(by_transcript.items()):
-        newest = max(h["version"] for _, h in wanted)
-        events = read_stream(conn, tenant, transcript_stream(tid), [TranscriptChunksPut], newest + 1)
+        found: dict[uuid.UUID, tuple[Any, str]] = {}  # (format, text)
+        # Newest first, page by page, until every handle has its chunk: the first event at or before a handle's
+        # version that carries its hash is the newest such (a page is held, not the stream).
+        for page in stream_pages(conn, tenant, transcript_stream(tid), [TranscriptChunksPut], newest_first=True):
+            for e in page:
+                chunks = {c["content_hash"]: c["text"] for c in reversed(e.data.get("chunks", ()))}
+                for cid, h in wanted:
+                    if cid not in found and e.stream_version <= h["version"] and h["content_hash"] in chunks:
+                        found[cid] = (e.data["format"], chunks[h["content_hash"]])
+            if len(found) == len(wanted):
+                break
         for cid, h in wanted:
-            found = next(((e.data["format"], c["text"]) for e in reversed(events) if e.stream_version <= h["version"]
-                          for c in e.data.get("chunks", ()) if c["content_hash"] == h["content_hash"]), None)
-            if found is None:
+            if cid not in found:
                 log.warning("transcript_vectors.chunk_not_in_log", tenant=tenant, transcript_id=tid,
                             ord=h["ord"], version=h["version"])
                 continue
+            fmt, chunk = found[cid]
             try:
-                out[cid] = "\n".join(t.rendered() for t in parse_chunk(found[1], found[0]))
+                out[cid] = "\n".join(t.rendered() for t in parse_chunk(chunk, fmt))
             except TranscriptError:
                 log.warning("transcript_vectors.chunk_unparseable", tenant=tenant, transcript_id=tid, ord=h["ord"])
     return out

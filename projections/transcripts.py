@@ -34,7 +34,7 @@ from domain.events import RecallServed, RecordedEvent, ResultDrilled, Transcript
 from domain.text import term_frequencies
 from domain.transcripts.ids import chunk_id, handle_chunk, transcript_stream
 from domain.transcripts.parse import TranscriptError, Turn, parse_chunk, timestamp_of
-from eventstore.stream import read_stream
+from eventstore.stream import stream_pages
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, uuid_key
@@ -116,11 +116,19 @@ def chunk_texts(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut, 
         texts.update(dict(conn.execute(_TEXTS, {"tenant": event.tenant, "transcript_id": p.transcript_id,
                                                 "hashes": missing}).all()))
         missing = [h for h in missing if h not in texts]
-    if missing:
-        for earlier in read_stream(conn, event.tenant, event.stream_id, [TranscriptChunksPut], event.stream_version):
+    wanted = set(missing)
+    # Page by page, oldest first (the first carrying a hash gives its text), no further than this event and only
+    # until every hash is found: a page is held, not the stream.
+    for page in (stream_pages(conn, event.tenant, event.stream_id, [TranscriptChunksPut]) if wanted else ()):
+        for earlier in page:
+            if earlier.stream_version >= event.stream_version:
+                return texts
             for c in earlier.data.get("chunks", ()):
-                if c["content_hash"] in missing:
+                if c["content_hash"] in wanted:
                     texts.setdefault(c["content_hash"], c["text"])
+        wanted -= set(texts)
+        if not wanted:
+            break
     return texts
 
 

@@ -12,10 +12,12 @@ again while the first was still running) appends nothing and is answered the fir
 append answers an idempotency key's original position). An append with a server-generated id cannot be recognised
 again and is not keyed.
 
-Mark sent and the resume context read the session's stream from the log (domain/sessions/messages.py fold; mark
-sent page by page, keeping only the one message's state: message_state), so they answer the log's state whatever
-the projectors' lag, with the workers, Redis or the embedder down: the resume context calls no recall subsystem and
-no model (domain/sessions/resume.py).
+Mark sent and the resume context read the session's stream from the log, page by page (eventstore/stream.py
+stream_pages), so they answer the log's state whatever the projectors' lag, with the workers, Redis or the embedder
+down, and hold a page, not the stream: mark sent keeps only the one message's state (domain/sessions/messages.py
+message_state); the resume context folds the stream's messages without their text (its outline), plans what fits
+the budget, then reads newest first only the messages the plan keeps (domain/sessions/resume.py plan_resume,
+render_resume: the same answer as the whole fold's build_resume). It calls no recall subsystem and no model.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -32,6 +34,8 @@ from sqlalchemy import Connection, Engine
 from domain.errors import ContentTooLarge, InvalidPayload, NotFound, RetryableConflict
 from domain.events import (
     NewEvent,
+    RecordedEvent,
+    SessionMessage,
     SessionMessagesAppended,
     SessionMessageSent,
     has_lone_surrogate,
@@ -40,11 +44,20 @@ from domain.events import (
     validate_payload,
 )
 from domain.privacy import PrivacyPolicy
-from domain.sessions.messages import MessageState, SessionLog, fold, message_state, message_text, resolve_tool_names
-from domain.sessions.resume import ResumeContext, build_resume
+from domain.sessions.messages import (
+    MessageState,
+    SessionLine,
+    fold_steps,
+    line_of,
+    message_state,
+    message_text,
+    resolve_tool_names,
+    step_of,
+)
+from domain.sessions.resume import LineShape, ResumeContext, plan_resume, render_resume, shape_of
 from domain.text import has_nul
 from eventstore.append import append, existing_positions
-from eventstore.stream import read_stream, stream_event, stream_pages
+from eventstore.stream import stream_event, stream_pages
 from infra.settings import get_settings
 from infra.wake import appended
 
@@ -149,21 +162,10 @@ def _writable(policy: PrivacyPolicy, session_id: str, agent_id: str | None, proj
                              "exclude_agents, exclude_projects); it is not written")
 
 
-def session_log(conn: Connection, tenant: str, session_id: str) -> SessionLog:
-    """The session as its log says (domain/sessions/messages.py fold)."""
-    stream = session_stream(session_id)
-    return fold(session_id, read_stream(conn, tenant, stream, (SessionMessagesAppended, SessionMessageSent)))
-
-
 def _message_state(conn: Connection, tenant: str, session_id: str, message_id: str) -> MessageState | None:
     """One message as the log says, read page by page keeping only what it needs (not the session's every message)."""
     pages = stream_pages(conn, tenant, session_stream(session_id), (SessionMessagesAppended, SessionMessageSent))
     return message_state(session_id, message_id, (e for page in pages for e in page))
-
-
-def _visible(log: SessionLog, policy: PrivacyPolicy) -> bool:
-    return bool(log.lines) and not policy.excludes(agent_id=log.agent_id, project=log.project,
-                                                   session_id=log.session_id)
 
 
 @dataclass(frozen=True)
@@ -209,15 +211,63 @@ def resume_budget(budget_tokens: int | None) -> int:
     return budget
 
 
+@dataclass(frozen=True)
+class SessionOutline:
+    """A session as its log says, each message without its text (domain/sessions/resume.py LineShape)."""
+    session_id: str
+    agent_id: str | None
+    project: str | None
+    lines: tuple[LineShape, ...]
+    last_position: int | None  # of the newest event folded
+
+
+_SESSION_TYPES = (SessionMessagesAppended, SessionMessageSent)
+
+
+def session_outline(conn: Connection, tenant: str, session_id: str) -> SessionOutline:
+    """The fold of the session's stream read page by page, keeping each message's shape, not its text."""
+    def shape(m: SessionMessage, e: RecordedEvent) -> LineShape:
+        return shape_of(line_of(m, 0, e.occurred_at), e.stream_version)
+    pages = stream_pages(conn, tenant, session_stream(session_id), _SESSION_TYPES)
+    folded = fold_steps([step_of(session_id, e, shape) for page in pages for e in page])
+    return SessionOutline(session_id, folded.agent_id, folded.project, folded.lines, folded.last_position)
+
+
+def _kept_lines(conn: Connection, tenant: str, outline: SessionOutline, seqs: set[int]) -> dict[int, SessionLine]:
+    """The messages `seqs` whole, read newest first page by page from the events that listed them first, and no
+    further back than the oldest of them: the text held is what the context holds."""
+    wanted = {(line.version, line.message_id): line for line in outline.lines if line.seq in seqs}
+    oldest = min((version for version, _ in wanted), default=None)
+    found: dict[int, SessionLine] = {}
+    if oldest is None:
+        return found
+    for page in stream_pages(conn, tenant, session_stream(outline.session_id), (SessionMessagesAppended,),
+                             newest_first=True):
+        for e in page:
+            p = e.payload()
+            for m in p.messages if isinstance(p, SessionMessagesAppended) else ():
+                shape = wanted.get((e.stream_version, m.message_id))
+                if shape is not None and shape.seq not in found:  # an id listed twice: its first, as the fold
+                    found[shape.seq] = replace(line_of(m, shape.seq, e.occurred_at), sent=shape.sent)
+        if page[-1].stream_version <= oldest:
+            break
+    return found
+
+
 def resume_context(conn: Connection, tenant: str, session_id: str, budget_tokens: int | None,
-                   policy: PrivacyPolicy) -> tuple[SessionLog, ResumeContext]:
-    """The session's resume context from its log (404 when unknown or excluded)."""
+                   policy: PrivacyPolicy) -> tuple[SessionOutline, ResumeContext]:
+    """The session's resume context from its log (404 when unknown or excluded): the stream's outline, the plan of
+    what fits the budget, then the text of only the messages the plan keeps (bounded by the budget, not the
+    session's length)."""
     budget = resume_budget(budget_tokens)
-    log = session_log(conn, tenant, session_id)
-    if not _visible(log, policy):
+    outline = session_outline(conn, tenant, session_id)
+    if not outline.lines or policy.excludes(agent_id=outline.agent_id, project=outline.project,
+                                            session_id=session_id):
         raise NotFound(f"no session {session_id!r}")
-    return log, build_resume(log, budget, get_settings().resume_turns)
+    turns = get_settings().resume_turns
+    plan = plan_resume(session_id, outline.lines, budget, turns)
+    return outline, render_resume(session_id, plan, _kept_lines(conn, tenant, outline, plan.seqs), budget, turns)
 
 
-__all__ = ["MarkedSent", "MessagesAppended", "append_messages", "mark_sent", "resume_budget", "resume_context",
-           "session_log"]
+__all__ = ["MarkedSent", "MessagesAppended", "SessionOutline", "append_messages", "mark_sent", "resume_budget",
+           "resume_context", "session_outline"]

@@ -12,12 +12,14 @@ applies the same rules row by row) and the resume context (domain/sessions/resum
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from domain.events import RecordedEvent, SessionMessage, SessionMessagesAppended, SessionMessageSent
+
+L = TypeVar("L", bound="Line")
 
 _TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text", "refusal": "refusal"}
 
@@ -73,6 +75,12 @@ class SessionLine:
     checkpoint: bool
     tool_calls: tuple[str, ...] = ()
 
+    def numbered(self, seq: int) -> SessionLine:
+        return replace(self, seq=seq)
+
+    def marked_sent(self) -> SessionLine:
+        return replace(self, sent=True)
+
 
 @dataclass(frozen=True)
 class SessionLog:
@@ -92,24 +100,67 @@ def line_of(m: SessionMessage, seq: int, occurred_at: datetime) -> SessionLine:
                        utc(m.created_at or occurred_at), m.sent, m.checkpoint, tuple(tool_calls_text(m.tool_calls)))
 
 
+class Line(Protocol):
+    """What the fold keeps of a message: a SessionLine, or less of it (domain/sessions/resume.py LineShape)."""
+    @property
+    def message_id(self) -> str: ...
+    def numbered(self, seq: int) -> Self: ...
+    def marked_sent(self) -> Self: ...
+
+
+@dataclass(frozen=True)
+class Step(Generic[L]):
+    """One event of the session's stream as the fold needs it: its apply order, the lines an append lists (not
+    numbered yet) with the append's agent and project, or the message a SessionMessageSent marks."""
+    key: tuple[int, int]  # (tx_id, position)
+    position: int
+    lines: tuple[L, ...] = ()
+    owner: tuple[str | None, str | None] | None = None  # an append's (agent_id, project)
+    sent: str | None = None
+
+
+def step_of(session_id: str, e: RecordedEvent, make: Callable[[SessionMessage, RecordedEvent], L]) -> Step[L]:
+    """The event as a Step, each message it lists made a line by `make` (one event of another session: a Step that
+    only counts toward the newest position)."""
+    p = e.payload()
+    key = (e.tx_id, e.position)
+    if isinstance(p, SessionMessagesAppended) and p.session_id == session_id:
+        return Step(key, e.position, tuple(make(m, e) for m in p.messages), (p.agent_id, p.project))
+    if isinstance(p, SessionMessageSent) and p.session_id == session_id:
+        return Step(key, e.position, sent=p.message_id)
+    return Step(key, e.position)
+
+
+@dataclass(frozen=True)
+class Folded(Generic[L]):
+    agent_id: str | None
+    project: str | None
+    lines: tuple[L, ...]
+    last_position: int | None
+
+
+def fold_steps(steps: Iterable[Step[L]]) -> Folded[L]:
+    """The fold's rules (the module's docstring) over steps in any order."""
+    lines: dict[str, L] = {}
+    owner: tuple[str | None, str | None] | None = None
+    last: int | None = None
+    for s in sorted(steps, key=lambda s: s.key):
+        if s.owner is not None:
+            owner = owner or s.owner
+            for line in s.lines:
+                if line.message_id not in lines:
+                    lines[line.message_id] = line.numbered(len(lines) + 1)
+        elif s.sent is not None and s.sent in lines:
+            lines[s.sent] = lines[s.sent].marked_sent()
+        last = s.position if last is None else max(last, s.position)
+    agent_id, project = owner or (None, None)
+    return Folded(agent_id, project, tuple(lines.values()), last)
+
+
 def fold(session_id: str, events: Iterable[RecordedEvent]) -> SessionLog:
     """The session's messages from its stream's events (see the module's docstring)."""
-    ordered = sorted(events, key=lambda e: (e.tx_id, e.position))
-    lines: dict[str, SessionLine] = {}
-    agent_id = project = None
-    first = True
-    for e in ordered:
-        p = e.payload()
-        if isinstance(p, SessionMessagesAppended) and p.session_id == session_id:
-            if first:
-                agent_id, project, first = p.agent_id, p.project, False
-            for m in p.messages:
-                if m.message_id not in lines:
-                    lines[m.message_id] = line_of(m, len(lines) + 1, e.occurred_at)
-        elif isinstance(p, SessionMessageSent) and p.session_id == session_id and p.message_id in lines:
-            lines[p.message_id] = replace(lines[p.message_id], sent=True)
-    last = max((e.position for e in ordered), default=None)
-    return SessionLog(session_id, agent_id, project, tuple(lines.values()), last)
+    folded = fold_steps(step_of(session_id, e, lambda m, e: line_of(m, 0, e.occurred_at)) for e in events)
+    return SessionLog(session_id, folded.agent_id, folded.project, folded.lines, folded.last_position)
 
 
 @dataclass(frozen=True)
@@ -148,5 +199,5 @@ def message_state(session_id: str, message_id: str, events: Iterable[RecordedEve
     return MessageState(first[1].agent_id, first[1].project, sent, last)
 
 
-__all__ = ["MessageState", "SessionLine", "SessionLog", "fold", "line_of", "message_state", "message_text",
-           "resolve_tool_names", "tool_calls_text", "utc"]
+__all__ = ["Folded", "Line", "MessageState", "SessionLine", "SessionLog", "Step", "fold", "fold_steps", "line_of",
+           "message_state", "message_text", "resolve_tool_names", "step_of", "tool_calls_text", "utc"]

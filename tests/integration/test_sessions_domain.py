@@ -161,3 +161,76 @@ def test_rebuild_gives_the_same_rows(engine, tenant: str) -> None:
     rebuild(engine, SessionsProjector())
     after = ask(engine, tenant, "filler line 7").results
     assert [(h.handle, h.fields["window"]) for h in before] == [(h.handle, h.fields["window"]) for h in after]
+
+
+def _whole_fold_resume(engine, tenant: str, session_id: str, budget: int):
+    """The resume context as it was built before paging: the whole stream folded, then build_resume."""
+    from domain.events import SessionMessagesAppended, SessionMessageSent, session_stream
+    from domain.sessions.messages import fold
+    from domain.sessions.resume import build_resume
+    from eventstore.stream import read_stream
+    from infra.settings import get_settings
+
+    with engine.connect() as conn:
+        events = read_stream(conn, tenant, session_stream(session_id), (SessionMessagesAppended, SessionMessageSent))
+    log = fold(session_id, events)
+    return log.last_position, build_resume(log, budget, get_settings().resume_turns)
+
+
+def _paged_resume(engine, tenant: str, session_id: str, budget: int):
+    from services.sessions import resume_context
+
+    with engine.connect() as conn:
+        outline, ctx = resume_context(conn, tenant, session_id, budget, NO_POLICY)
+    return outline.last_position, ctx
+
+
+def test_the_paged_resume_answers_what_the_whole_fold_does(engine, tenant: str) -> None:
+    tools = [{"message_id": f"t{i}", "role": "tool", "tool_name": f"tool{i % 3}", "content": f"result {i} " * 30}
+             for i in range(40)]
+    turns = [m for i in range(60) for m in (
+        {"message_id": f"u{i}", "role": "user", "content": f"question {i} " * 60},
+        {"message_id": f"a{i}", "role": "assistant", "content": f"answer {i} " * 120, "checkpoint": i == 5,
+         "sent": i % 7 != 3})]
+    append_messages(engine, tenant, "eq", turns[:30], META)
+    append_messages(engine, tenant, "eq", tools + turns[:10], META)  # forwarded again: ignored, the first wins
+    append_messages(engine, tenant, "eq", turns[30:], META)
+    for i in (3, 17, 45):  # pending ones marked sent later
+        mark_sent(engine, tenant, "eq", f"a{i}", META, NO_POLICY)
+    for budget in (20_000, 50_000, 150_000):
+        paged, whole = _paged_resume(engine, tenant, "eq", budget), _whole_fold_resume(engine, tenant, "eq", budget)
+        assert paged == whole
+    assert paged[1].dropped == 0 and paged[1].items["checkpoint"] == 1
+    assert _paged_resume(engine, tenant, "eq", 20_000)[1].dropped > 0
+
+
+def test_a_session_of_only_pending_messages_resumes_to_its_header(engine, tenant: str) -> None:
+    append_messages(engine, tenant, "pend", [{"message_id": "p", "role": "user", "content": "x", "sent": False}],
+                    META)
+    last, ctx = _paged_resume(engine, tenant, "pend", 20_000)
+    assert ctx.text == "# Resume context · session pend\n" and ctx.dropped == 0 and last is not None
+
+
+def test_a_long_session_is_resumed_reading_bounded_pages(engine, tenant: str, monkeypatch) -> None:
+    import services.sessions as sessions
+    from eventstore.stream import stream_pages
+
+    for batch in range(40):  # 40 appends of 50 messages, ~2 MB of text; the context holds ~80 kB of it
+        append_messages(engine, tenant, "long", [
+            {"message_id": f"m{batch}-{i}", "role": "user" if i % 2 == 0 else "assistant",
+             "content": f"batch {batch} line {i} " + "x" * 1000} for i in range(50)], META)
+    reads: list[tuple[bool, list[int]]] = []
+
+    def recorded(*args, newest_first: bool = False, **kwargs):
+        for page in stream_pages(*args, newest_first=newest_first, limit=3, **kwargs):
+            reads.append((newest_first, [e.stream_version for e in page]))
+            yield page
+
+    monkeypatch.setattr(sessions, "stream_pages", recorded)
+    paged = _paged_resume(engine, tenant, "long", 20_000)
+    monkeypatch.undo()
+    assert paged == _whole_fold_resume(engine, tenant, "long", 20_000) and paged[1].dropped > 0
+    assert all(len(versions) <= 3 for _, versions in reads) and len(reads) > 13  # the outline: every page
+    texts = [v for newest, versions in reads if newest for v in versions]
+    # the messages' text is read back only as far as the oldest kept message's append: one page of the newest
+    assert texts == [40, 39, 38] and "batch 38 line 49" in paged[1].text and "batch 37 " not in paged[1].text

@@ -185,3 +185,38 @@ def test_a_put_racing_another_is_refused_and_writes_nothing(engine, tenant: str,
     assert len(_events(engine, tenant, "s5")) == 1
     with engine.connect() as conn:
         assert transcript_text(conn, tenant, "s5").text == turns(10)
+
+
+def test_the_log_fallbacks_read_the_stream_page_by_page(engine, tenant: str, monkeypatch) -> None:
+    """A chunk's text not in its event nor in the rows (not projected yet) is read from the earlier events oldest
+    first, a page at a time and no further than the event; a handle's chunk newest first until found."""
+    import projections.transcript_vectors as vectors
+    import projections.transcripts as transcripts
+    from eventstore.stream import stream_pages
+
+    for n in (30, 12, 45, 45 + 8):  # v3 regrows what v2 dropped: v1's chunks, carried by v1 only
+        put_transcript(engine, tenant, "paged", turns(n), META)
+    events = _events(engine, tenant, "paged")
+    assert [e.stream_version for e in events] == [1, 2, 3, 4]
+    reads: list[tuple[bool, list[int]]] = []
+
+    def recorded(*args, newest_first: bool = False, **kwargs):
+        for page in stream_pages(*args, newest_first=newest_first, limit=1, **kwargs):
+            reads.append((newest_first, [e.stream_version for e in page]))
+            yield page
+
+    monkeypatch.setattr(transcripts, "stream_pages", recorded)
+    monkeypatch.setattr(vectors, "stream_pages", recorded)
+    v3 = events[2]
+    p = TranscriptChunksPut.model_validate(v3.data)
+    with engine.connect() as conn:
+        texts = transcripts.chunk_texts(conn, v3, p, set(p.chunk_hashes))
+    assert "".join(texts[h] for h in p.chunk_hashes) == turns(45)
+    assert reads == [(False, [1])]  # v1 holds every missing one: v2 and later are never read
+    reads.clear()
+    first = TranscriptChunksPut.model_validate(events[0].data)
+    handle = {"transcript_id": "paged", "ord": 0, "content_hash": first.chunks[0].content_hash, "version": 1}
+    with engine.connect() as conn:
+        [embedded] = vectors._texts_from_log(conn, tenant, {handle_chunk(tenant, handle): handle}).values()
+    assert "message 0 about widget0" in embedded
+    assert [versions for _, versions in reads] == [[4], [3], [2], [1]] and all(newest for newest, _ in reads)

@@ -14,7 +14,8 @@ Read, most specific first (the first kind that matches wins, its leftmost match)
 - a year: "in 2010", "during 2019", "since 2020" (the year after a preposition);
 - words relative to the clock's day: today, yesterday, the day before yesterday; "N days/weeks/months/years ago"
   (N a digit or a word: a, one … twelve, a couple of, a few); last/this week|weekend|month|year (calendar:
-  weeks start on Monday); "last Tuesday" and "on Tuesday" (the latest Tuesday before the clock's day).
+  weeks start on Monday); "last Tuesday" and "on Tuesday" (the latest Tuesday before the clock's day);
+- "the day/week/month before" any of these: the unit just before it ("the week before 16 November 2023").
 Nothing else is guessed ("recently", "soon": no span). Spans are [start, end), in the clock's time zone.
 """
 
@@ -210,6 +211,21 @@ def _year_span(today: datetime, year: int) -> tuple[datetime, datetime]:
     return start, start.replace(year=year + 1)
 
 
+_BEFORE = re.compile(r"(?:the|a|last)\s+(?P<unit>day|week|month)\s+before\s+(?:the\s+)?$", re.IGNORECASE)
+
+
+def _before(query: str, target: TimeTarget) -> TimeTarget:
+    """"the week before 16 November 2023": the unit just before the span named."""
+    at = query.find(target.phrase)
+    m = _BEFORE.search(query[:at]) if at > 0 else None
+    if m is None:
+        return target
+    length = {"day": timedelta(days=1), "week": timedelta(weeks=1)}.get(m["unit"].lower())
+    start = target.start - length if length else _add_months(target.start, -1)
+    return TimeTarget(f"{m.group(0)}{target.phrase}", start, target.start)
+
+
 def resolve(query: str, now: datetime) -> TimeTarget | None:
     """The span of time the query names, read against `now`; None when it names none."""
-    return _explicit(query, now) or _without_year(query, now) or _relative(query, now)
+    target = _explicit(query, now) or _without_year(query, now) or _relative(query, now)
+    return None if target is None else _before(" ".join(query.split()), target)

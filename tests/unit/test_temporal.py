@@ -69,10 +69,19 @@ def test_words_that_name_no_time_resolve_to_nothing() -> None:
 
 
 def test_the_most_specific_phrase_wins_and_is_named() -> None:
-    target = resolve("What project did Jolene finish last week before 23 January, 2023?", NOW)
+    target = resolve("What did Jolene finish on 23 January, 2023 and last week?", NOW)
     assert target is not None and target.phrase == "23 January, 2023"
     assert target.as_dict() == {"phrase": "23 January, 2023", "start": "2023-01-23T00:00:00+00:00",
                                 "end": "2023-01-24T00:00:00+00:00"}
+
+
+def test_the_unit_before_a_named_span() -> None:
+    assert span("Where was Tim in the week before 16 November 2023?") == ("2023-11-09", "2023-11-16")
+    assert span("What project did Jolene finish last week before 23 January, 2023?") == ("2023-01-16", "2023-01-23")
+    assert span("the day before yesterday") == ("2023-10-17", "2023-10-18")  # a phrase of its own
+    assert span("the month before June 2023") == ("2023-05-01", "2023-06-01")
+    target = resolve("Where was Tim in the week before 16 November 2023?", NOW)
+    assert target is not None and target.phrase == "the week before 16 November 2023"
 
 
 def test_distance_is_zero_inside_the_span_and_days_outside() -> None:

@@ -1,5 +1,6 @@
 """How far a reader of the log has come: a projection's head, lag and "has it reached this position", measured
-against its checkpoint (projection_checkpoints, a reader's place in the log in (tx_id, position) order)."""
+against its checkpoint (projection_checkpoints, a reader's place in the log in (tx_id, position) order: one row
+per partition of its work, each the place of its tenants' events)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,28 @@ from sqlalchemy import Connection, text
 
 from eventstore.read import Checkpoint
 
-_PROGRESS = text("""
-SELECT coalesce(c.position, 0) AS position,
+# A reader's checkpoint rows: one per partition of its work (projections/partitions.py: an event is its tenant's
+# partition's, engramlog_partition(tenant, partitions)); a reader that never ran has one at 0.
+_ROWS = """
+  SELECT p.partition, p.partitions, p.tx_id, p.position, p.updated_at FROM projection_checkpoints p WHERE p.name = :name
+  UNION ALL
+  SELECT 0, 1, '0'::xid8, 0, NULL WHERE NOT EXISTS (SELECT 1 FROM projection_checkpoints p WHERE p.name = :name)"""
+# The row of :tenant's partition.
+_TENANT_ROW = f"SELECT * FROM ({_ROWS}) r WHERE r.partition = engramlog_partition(:tenant, r.partitions)"
+# Events of the reader's types after their partition's checkpoint (each partition's range from its own checkpoint).
+_AHEAD = """FROM events e WHERE e.type = ANY(:types) AND (e.tx_id, e.position) > (c.tx_id, c.position)
+            AND engramlog_partition(e.tenant, c.partitions) = c.partition"""
+_PROGRESS = text(f"""
+WITH c AS MATERIALIZED ({_ROWS})
+SELECT (SELECT min(position) FROM c) AS position,
        (SELECT coalesce(max(position), 0) FROM events) AS head,
-       c.updated_at,
-       (SELECT count(*) FROM events e WHERE e.type = ANY(:types)
-          AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0))) AS lag_events,
-       (SELECT extract(epoch FROM clock_timestamp() - min(e.recorded_at)) FROM events e
-         WHERE e.type = ANY(:types)
-           AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0))) AS lag_seconds
-FROM (SELECT 1) AS one
-LEFT JOIN projection_checkpoints c ON c.name = :name
+       (SELECT max(updated_at) FROM c) AS updated_at,
+       (SELECT coalesce(sum(a.n), 0) FROM c, LATERAL (SELECT count(*) AS n {_AHEAD}) a) AS lag_events,
+       (SELECT extract(epoch FROM clock_timestamp() - min(a.t))
+          FROM c, LATERAL (SELECT min(e.recorded_at) AS t {_AHEAD}) a) AS lag_seconds
 """)
-_TENANT_PROGRESS = text("""
-WITH c AS (
-  SELECT coalesce(p.tx_id, '0'::xid8) AS tx_id, coalesce(p.position, 0) AS position, p.updated_at
-  FROM (SELECT 1) AS one LEFT JOIN projection_checkpoints p ON p.name = :name)
+_TENANT_PROGRESS = text(f"""
+WITH c AS MATERIALIZED ({_TENANT_ROW})
 SELECT (SELECT coalesce(max(position), 0) FROM events WHERE tenant = :tenant) AS head,
        (SELECT coalesce(max(e.position), 0) FROM events e
          WHERE e.tenant = :tenant AND (e.tx_id, e.position) <= (c.tx_id, c.position)) AS position,
@@ -45,16 +52,15 @@ _CAUGHT_UP = """
 WITH target AS (
   SELECT greatest(CAST(:position AS bigint),
                   (SELECT max(t.position) FROM events p JOIN events t ON t.tx_id = p.tx_id
-                   WHERE p.position = :position)) AS position)
+                   WHERE p.position = :position)) AS position),
+     c AS MATERIALIZED ({rows})
 SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
    AND NOT EXISTS (
-  SELECT 1 FROM target, events e LEFT JOIN projection_checkpoints c ON c.name = :name
-  WHERE e.position <= target.position AND e.type = ANY(:types){tenant}
-    AND (e.tx_id, e.position) > (coalesce(c.tx_id, '0'::xid8), coalesce(c.position, 0)))
+  SELECT 1 FROM target, c, LATERAL (SELECT 1 {ahead} AND e.position <= target.position{tenant} LIMIT 1) a)
 """
 # A tenant's read waits for its own events only: another tenant's backlog is not what it reads.
-_CAUGHT_UP_ANY = text(_CAUGHT_UP.format(tenant=""))
-_CAUGHT_UP_TENANT = text(_CAUGHT_UP.format(tenant=" AND e.tenant = :tenant"))
+_CAUGHT_UP_ANY = text(_CAUGHT_UP.format(rows=_ROWS, ahead=_AHEAD, tenant=""))
+_CAUGHT_UP_TENANT = text(_CAUGHT_UP.format(rows=_TENANT_ROW, ahead=_AHEAD, tenant=" AND e.tenant = :tenant"))
 
 
 @dataclass(frozen=True)

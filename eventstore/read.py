@@ -41,19 +41,24 @@ class Checkpoint:
 MAX_BIGINT = 2**63 - 1
 _GAP_SAFE = "(tx_id, position) > (CAST(CAST(:tx AS text) AS xid8), :pos) AND tx_id < (SELECT h.b FROM horizon h)"
 _UNTIL = " AND (tx_id, position) <= (CAST(CAST(:until_tx AS text) AS xid8), :until_pos)"
+# One partition of a projection's work (projections/partitions.py): its tenants' events only, below a horizon the
+# caller read first (so that finding none of them tells it how far the partition is done).
+_PARTITION = " AND engramlog_partition(tenant, :partitions) = :partition"
+_HORIZON_NOW = f"SELECT {HORIZON} AS b"
+_HORIZON_GIVEN = "SELECT CAST(CAST(:below AS text) AS xid8) AS b"
 
 
 @lru_cache(maxsize=256)
-def _read_statement(n_types: int, until: bool) -> TextClause:
+def _read_statement(n_types: int, until: bool, partitioned: bool = False) -> TextClause:
     """One ordered, bounded index range per type (:type_0 ...), merged; then the rows of the first `limit` keys."""
-    bound = _GAP_SAFE + (_UNTIL if until else "")
+    bound = _GAP_SAFE + (_UNTIL if until else "") + (_PARTITION if partitioned else "")
     ranges = " UNION ALL ".join(
         f"(SELECT tx_id, position FROM events WHERE type = :type_{i} AND {bound} ORDER BY tx_id, position LIMIT :limit)"
         for i in range(n_types))
     # A batch is bounded in bytes too (:max_bytes of stored event data, pg_column_size: no value is read to be
     # measured): the events past it wait for the next batch; the first is always taken, however large.
     return text(f"""
-WITH horizon AS MATERIALIZED (SELECT {HORIZON} AS b)
+WITH horizon AS MATERIALIZED ({_HORIZON_GIVEN if partitioned else _HORIZON_NOW})
 SELECT {COLUMNS} FROM (
     SELECT e.*, sum(pg_column_size(e.data) + pg_column_size(e.metadata)) OVER w
                 - pg_column_size(e.data) - pg_column_size(e.metadata) AS bytes_before
@@ -72,9 +77,11 @@ def row_to_event(row: Row[Any]) -> RecordedEvent:
 
 
 def read_after(conn: Connection, after: Checkpoint, types: Sequence[str], limit: int,
-               until: Checkpoint | None = None, max_bytes: int | None = None) -> list[RecordedEvent]:
+               until: Checkpoint | None = None, max_bytes: int | None = None,
+               partition: tuple[int, int, int] | None = None) -> list[RecordedEvent]:
     """The next `limit` events of `types` after `after` (and at or before `until`), in (tx_id, position) order;
-    with `max_bytes`, only as many as fit in it (at least one)."""
+    with `max_bytes`, only as many as fit in it (at least one). `partition` = (index, count, horizon): only the
+    events of the tenants in that partition, below that horizon (a transaction id the caller read)."""
     distinct = sorted(set(types))
     if not distinct:
         return []
@@ -83,7 +90,9 @@ def read_after(conn: Connection, after: Checkpoint, types: Sequence[str], limit:
                                  **{f"type_{i}": t for i, t in enumerate(distinct)}}
     if until is not None:
         params.update(until_tx=until.tx_id, until_pos=until.position)
-    rows = conn.execute(_read_statement(len(distinct), until is not None), params)
+    if partition is not None:
+        params.update(partition=partition[0], partitions=partition[1], below=partition[2])
+    rows = conn.execute(_read_statement(len(distinct), until is not None, partition is not None), params)
     return [row_to_event(r) for r in rows]
 
 

@@ -132,6 +132,16 @@ class Settings:
     projection_event_timeout_s: float = field(
         default_factory=lambda: _positive("ENGRAMLOG_PROJECTION_EVENT_TIMEOUT_S", "60"))
     poll_interval_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_POLL_INTERVAL_S", "2")))
+    # Worker processes (`engramlog up --workers N`) and the partitions they share each projection's work in (by
+    # a hash of the tenant, projections/partitions.py); unset, as many partitions as workers. Every worker of a
+    # deployment must be given the same count: the one the rows hold is the one in force until all agree.
+    workers: int = field(default_factory=lambda: _at_least("ENGRAMLOG_WORKERS", "1", 1))
+    projection_partitions: int = field(default_factory=lambda: _at_least(
+        "ENGRAMLOG_PROJECTION_PARTITIONS", _env("ENGRAMLOG_WORKERS", "1"), 1))
+    # The Dramatiq broker: "redis" (REDIS_URL) or "rabbitmq" (Dramatiq's RabbitmqBroker on RABBITMQ_URL, for a
+    # deployment whose queue outgrows one Redis; docs/scale-out.md). Redis still holds the heartbeat and caches.
+    broker: str = field(default_factory=lambda: _choice("ENGRAMLOG_BROKER", "redis", ("redis", "rabbitmq")))
+    rabbitmq_url: str = field(default_factory=lambda: _env("RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/"))
     worker_heartbeat_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_WORKER_HEARTBEAT_S", "5")))
 
     # Governance (issue 3 §1, Engineer G): the write path's salience gate, reinforce and supersede.

@@ -33,7 +33,7 @@ from domain.errors import DomainError
 from eventstore.progress import count_of
 from eventstore.read import Checkpoint, read_after
 from projections.base import Projector
-from projections.runner import _LOCK, load_checkpoint, lock_key, save_checkpoint
+from projections.runner import _LOCK, align, load_checkpoint, lock_key, save_checkpoint
 
 log = structlog.get_logger(__name__)
 
@@ -283,7 +283,7 @@ def verify(engine: Engine, projector: Projector, batch_size: int = 1000,
             conn.commit()
             try:
                 with conn.begin():
-                    live = load_checkpoint(conn, projector.name)
+                    live = align(conn, projector)  # its partitions at one checkpoint (projections/partitions.py)
                     ticker.total = max(ticker.total, _count(conn, projector, live))
                 _replay_in_short_transactions(conn, schema, projector, checkpoint, batch_size, ticker, until=live)
                 with conn.begin():  # reads only: no transaction id is held while comparing

@@ -1,4 +1,8 @@
-"""Runs projectors: each batch and its checkpoint commit in one transaction, under an advisory lock.
+"""Runs projectors: each batch and its checkpoint commit in one transaction, under advisory locks.
+
+A projection's work is split in partitions by tenant (projections/partitions.py): each batch is one partition's,
+under the projection's lock (shared) and the partition's (exclusive), so N worker processes share a projection and
+a worker that dies mid-batch loses only its uncommitted batch (its locks end with its connection).
 
 Each event is applied in a savepoint when its batch fails (projections/dead_letters.py): the bad event is retried
 on the next runs and, after MAX_EVENT_FAILURES, parked so the checkpoint moves past it; the other events of the
@@ -12,124 +16,202 @@ ran in is given up.
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass
 
 import structlog
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 
+from domain.events import RecordedEvent
 from eventstore.horizon import declare_not_appending
 from eventstore.progress import has_reached as log_reached
 from eventstore.progress import progress
 from eventstore.read import Checkpoint, read_after
 from infra.settings import get_settings
+from projections import partitions as parts
 from projections.base import Projector
 from projections.dead_letters import OverTime, apply_guarded, open_counts, over_time_in, record_failure
+from projections.partitions import EXCLUSIVE, SHARED, TRY_EXCLUSIVE, TRY_SHARED, Partition, lock_key
 from projections.time_limit import ActorTimeLimitExceeded
 
 log = structlog.get_logger(__name__)
 
-
-def lock_key(name: str) -> str:
-    return f"engramlog.projection.{name}"
+_LOCK = EXCLUSIVE  # the whole projection (rebuild, verify, dead-letter retries hold it)
 
 
-_TRY_LOCK = text("SELECT pg_try_advisory_xact_lock(hashtext(:key))")
-_LOCK = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
-_ENSURE = text("INSERT INTO projection_checkpoints (name) VALUES (:name) ON CONFLICT DO NOTHING")
-_LOAD = text("SELECT tx_id::text::bigint, position FROM projection_checkpoints WHERE name = :name")
-_SAVE = text("""
-INSERT INTO projection_checkpoints (name, tx_id, position, updated_at)
-VALUES (:name, CAST(CAST(:tx AS text) AS xid8), :pos, clock_timestamp())
-ON CONFLICT (name) DO UPDATE SET tx_id = EXCLUDED.tx_id, position = EXCLUDED.position,
-                                 updated_at = EXCLUDED.updated_at
-""")
-
-
-def load_checkpoint(conn: Connection, name: str) -> Checkpoint:
-    row = conn.execute(_LOAD, {"name": name}).first()
-    return Checkpoint(row[0], row[1]) if row else Checkpoint()
+def load_checkpoint(conn: Connection, name: str, tenant: str | None = None) -> Checkpoint:
+    """The checkpoint of `tenant`'s partition; without one, the lowest of the projection's partitions (every event
+    at or below it is applied; `align` makes them one)."""
+    if tenant is not None:
+        return parts.load_for_tenant(conn, name, tenant)
+    return parts.lowest([r.checkpoint for r in parts.rows(conn, name)])
 
 
 def save_checkpoint(conn: Connection, name: str, checkpoint: Checkpoint) -> None:
-    conn.execute(_SAVE, {"name": name, "tx": checkpoint.tx_id, "pos": checkpoint.position})
+    """Every partition of `name` at `checkpoint`, under the projection's exclusive lock (a rebuild's swap)."""
+    parts.save_all(conn, name, checkpoint)
 
 
-# Per projection, in this process: how many events are still applied one per transaction since a batch of them ran
-# over its time limit (one at a time, the slow one is found without redoing the others).
-_ONE_AT_A_TIME: dict[str, int] = {}
+# Per (projection, partition), in this process: how many events are still applied one per transaction since a
+# batch of them ran over its time limit (one at a time, the slow one is found without redoing the others).
+_ONE_AT_A_TIME: dict[tuple[str, int], int] = {}
 
 
-def run_batch(engine: Engine, projector: Projector, batch_size: int) -> int | None:
-    """Apply the next batch. Answers the number applied (a parked event included), or None when another runner
-    holds the lock."""
-    alone = _ONE_AT_A_TIME.get(projector.name, 0) > 0
+def run_batch(engine: Engine, projector: Projector, batch_size: int, partition: Partition | None = None) -> int | None:
+    """Apply the next batch of `partition` (None: one batch of each partition in force). Answers the number
+    applied (a parked event included), or None when other runners hold it."""
+    if partition is None:
+        done = [run_batch(engine, projector, batch_size, p) for p in parts.layout(engine, projector.name)]
+        return None if all(n is None for n in done) else sum(n or 0 for n in done)
+    unit = (projector.name, partition.index)
+    alone = _ONE_AT_A_TIME.get(unit, 0) > 0
     try:
-        n = _run_batch(engine, projector, 1 if alone else batch_size)
+        n = _run_batch(engine, projector, 1 if alone else batch_size, partition)
     except Exception as exc:
         if (over := over_time_in(exc)) is None:
             raise
         if len(over.events) > 1:
-            log.warning("projection.batch_over_time", projection=projector.name, events=len(over.events),
-                        first=over.events[0].position, last=over.events[-1].position)
-            _ONE_AT_A_TIME[projector.name] = len(over.events)
+            log.warning("projection.batch_over_time", projection=projector.name, partition=partition.index,
+                        events=len(over.events), first=over.events[0].position, last=over.events[-1].position)
+            _ONE_AT_A_TIME[unit] = len(over.events)
             if isinstance(over.cause, ActorTimeLimitExceeded):
                 raise over.cause from over  # the actor's own limit: it is over, as Dramatiq expects
-            return run_batch(engine, projector, batch_size)
-        n = _count_over_time(engine, projector, over)
+            return run_batch(engine, projector, batch_size, partition)
+        n = _count_over_time(engine, projector, over, partition)
         if isinstance(over.cause, ActorTimeLimitExceeded):
             raise over.cause from over  # the actor's own limit: it is over, as Dramatiq expects
     if alone and n:
-        _ONE_AT_A_TIME[projector.name] -= n
+        _ONE_AT_A_TIME[unit] -= n
     return n
 
 
-def _count_over_time(engine: Engine, projector: Projector, over: OverTime) -> int:
-    """One failed attempt of the event that ran over its time, counted under the projection's lock; parked, the
+def _claim(conn: Connection, name: str, partition: Partition, wait: bool) -> bool:
+    """The projection's lock shared and the partition's exclusive, for this transaction."""
+    shared, exclusive = (SHARED, EXCLUSIVE) if wait else (TRY_SHARED, TRY_EXCLUSIVE)
+    if conn.execute(shared, {"key": lock_key(name)}).scalar() is False:
+        return False
+    return conn.execute(exclusive, {"key": parts.partition_key(name, partition)}).scalar() is not False
+
+
+def _next(conn: Connection, projector: Projector, partition: Partition, checkpoint: Checkpoint, limit: int,
+          until: Checkpoint | None = None, max_bytes: int | None = None) -> tuple[list[RecordedEvent],
+                                                                                  Checkpoint | None]:
+    """The partition's next events; with none, how far the partition is then known to be done (or None)."""
+    if partition.whole:
+        return read_after(conn, checkpoint, projector.types, limit, until=until, max_bytes=max_bytes), None
+    horizon, head = parts.horizon(conn)
+    events = read_after(conn, checkpoint, projector.types, limit, until=until, max_bytes=max_bytes,
+                        partition=(partition.index, partition.count, horizon))
+    done = Checkpoint(horizon - 1, max(head, checkpoint.position))
+    if events or done.tx_id <= checkpoint.tx_id:
+        return events, None
+    return events, done if until is None else min(done, max(until, checkpoint))
+
+
+def _count_over_time(engine: Engine, projector: Projector, over: OverTime, partition: Partition) -> int:
+    """One failed attempt of the event that ran over its time, counted under the partition's lock; parked, the
     checkpoint moves past it in the same transaction. Answers 1 when it was parked, else 0."""
     event = over.events[0]
     with engine.begin() as conn:
-        conn.execute(_LOCK, {"key": lock_key(projector.name)})
-        nxt = read_after(conn, load_checkpoint(conn, projector.name), projector.types, 1)
+        declare_not_appending(conn)
+        _claim(conn, projector.name, partition, wait=True)
+        checkpoint = parts.load(conn, projector.name, partition)
+        if checkpoint is None:
+            return 0  # the projection was partitioned anew meanwhile
+        nxt, _ = _next(conn, projector, partition, checkpoint, 1)
         if not nxt or nxt[0].position != event.position:
             return 0  # another runner moved on meanwhile
         if record_failure(conn, projector.name, event, over.cause) != "parked":
             return 0
-        save_checkpoint(conn, projector.name, Checkpoint(event.tx_id, event.position))
+        parts.save(conn, projector.name, partition, Checkpoint(event.tx_id, event.position))
     return 1
 
 
-def _run_batch(engine: Engine, projector: Projector, batch_size: int) -> int | None:
-    with engine.begin() as conn:
-        declare_not_appending(conn)  # first: however long this batch runs, readers of the log need not wait for it
-        if not conn.execute(_TRY_LOCK, {"key": lock_key(projector.name)}).scalar_one():
-            return None
-        conn.execute(_ENSURE, {"name": projector.name})
-        checkpoint = load_checkpoint(conn, projector.name)
-        settings = get_settings()
-        events = read_after(conn, checkpoint, projector.types, batch_size, max_bytes=settings.projection_batch_bytes)
-        if not events:
-            return 0
-        if (prepare := getattr(projector, "prepare", None)) is not None:
-            prepare()  # what the projector needs loaded (a model), outside the events' time limit
-        done = apply_guarded(conn, projector, events, settings.projection_event_timeout_s)
-        if not done:  # its first event failed and is not parked yet: tried again on the next run
-            return 0
-        last = done[-1]
-        save_checkpoint(conn, projector.name, Checkpoint(last.tx_id, last.position))
-    log.debug("projection.batch", projection=projector.name, events=len(done), position=last.position)
+def apply_next(conn: Connection, projector: Projector, partition: Partition, batch_size: int,
+               until: Checkpoint | None = None) -> int:
+    """Apply the partition's next batch in the caller's transaction (which holds its lock) and move its checkpoint.
+    Answers the number applied (a parked event included)."""
+    checkpoint = parts.load(conn, projector.name, partition)
+    if checkpoint is None:
+        return 0  # the projection was partitioned anew meanwhile: the caller's layout is gone
+    settings = get_settings()
+    events, done_to = _next(conn, projector, partition, checkpoint, batch_size, until,
+                            max_bytes=settings.projection_batch_bytes)
+    if not events:
+        if done_to is not None and done_to > checkpoint:  # nothing of its own below the horizon: done up to it
+            parts.save(conn, projector.name, partition, done_to)
+        return 0
+    if (prepare := getattr(projector, "prepare", None)) is not None:
+        prepare()  # what the projector needs loaded (a model), outside the events' time limit
+    done = apply_guarded(conn, projector, events, settings.projection_event_timeout_s)
+    if not done:  # its first event failed and is not parked yet: tried again on the next run
+        return 0
+    last = done[-1]
+    parts.save(conn, projector.name, partition, Checkpoint(last.tx_id, last.position))
+    log.debug("projection.batch", projection=projector.name, partition=partition.index, events=len(done),
+              position=last.position)
     return len(done)
 
 
-def catch_up(engine: Engine, projector: Projector, batch_size: int, max_seconds: float = 60.0) -> int:
-    """Apply batches until the projection is caught up, another runner has it, or time is up."""
+def _run_batch(engine: Engine, projector: Projector, batch_size: int, partition: Partition) -> int | None:
+    with engine.begin() as conn:
+        declare_not_appending(conn)  # first: however long this batch runs, readers of the log need not wait for it
+        if not _claim(conn, projector.name, partition, wait=False):
+            return None
+        return apply_next(conn, projector, partition, batch_size)
+
+
+class PartitionHeldBack(RuntimeError):
+    """A partition cannot reach the others' checkpoint: its next event fails and is not parked yet."""
+
+
+def align(conn: Connection, projector: Projector, batch_size: int = 500) -> Checkpoint:
+    """Bring every partition of the projection to the furthest one's checkpoint and answer it. The caller's
+    transaction holds the projection's exclusive lock (no batch runs meanwhile)."""
+    found = parts.rows(conn, projector.name)
+    if not found:
+        return Checkpoint()
+    target = max(r.checkpoint for r in found)
+    for row in found:
+        while apply_next(conn, projector, row.partition, batch_size, until=target):
+            pass
+        reached = parts.load(conn, projector.name, row.partition) or Checkpoint()
+        if reached < target:
+            raise PartitionHeldBack(f"projection {projector.name} partition {row.partition.index} is held at "
+                                    f"position {reached.position} by a failing event")
+    return target
+
+
+def partitions_for(engine: Engine, projector: Projector, wanted: int) -> list[Partition]:
+    """The partitions in force, split anew into `wanted` when no batch runs (their rows brought to one checkpoint
+    first). A worker's call: the count it is configured with."""
+    found = parts.layout(engine, projector.name, wanted)
+    if found[0].count == wanted:
+        return found
+    with engine.begin() as conn:
+        declare_not_appending(conn)
+        if conn.execute(TRY_EXCLUSIVE, {"key": lock_key(projector.name)}).scalar_one():
+            align(conn, projector)
+    return parts.layout(engine, projector.name, wanted)
+
+
+def catch_up(engine: Engine, projector: Projector, batch_size: int, max_seconds: float = 60.0,
+             partitions: int | None = None) -> int:
+    """Apply batches until every partition is caught up or held by another runner, or time is up; `partitions`:
+    the count a worker is configured with (split anew to it, `partitions_for`). The partitions are tried from a
+    random one on, so runners that start together take different ones."""
     applied = 0
     deadline = time.monotonic() + max_seconds
-    while time.monotonic() < deadline:
-        n = run_batch(engine, projector, batch_size)
-        if not n:
-            break
-        applied += n
+    layout = (parts.layout(engine, projector.name) if partitions is None
+              else partitions_for(engine, projector, partitions))
+    first = random.randrange(len(layout))
+    for partition in layout[first:] + layout[:first]:
+        while time.monotonic() < deadline:
+            n = run_batch(engine, projector, batch_size, partition)
+            if not n:
+                break
+            applied += n
     return applied
 
 

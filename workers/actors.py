@@ -27,15 +27,18 @@ MAX_ERROR_RETRIES = 5
 
 
 def catch_up_all() -> int:
-    """Catch every projector up, each on its own: one that fails stops only itself (logged), never the others."""
+    """Catch every projector up, each on its own: one that fails stops only itself (logged), never the others.
+    Each in the partitions this worker is configured with (settings.projection_partitions), shared with the other
+    workers batch by batch (projections/partitions.py)."""
     from projections.registry import PROJECTORS
     from projections.runner import catch_up
 
-    engine, batch = get_engine(), get_settings().projection_batch_size
+    settings = get_settings()
+    engine, batch = get_engine(), settings.projection_batch_size
     applied = 0
     for projector in PROJECTORS.values():
         try:
-            applied += catch_up(engine, projector, batch)
+            applied += catch_up(engine, projector, batch, partitions=settings.projection_partitions)
         except Exception as exc:
             log.warning("projection.catch_up_failed", projection=projector.name, error=str(exc)[:500],
                         unavailable=is_unavailable(exc))

@@ -310,7 +310,7 @@ def _append_merges(engine: Engine, tenant: str, planned: _TenantPlan, metadata: 
                 taken.append(key)
             conn.commit()
             with conn.begin():
-                checkpoint = load_checkpoint(conn, "memories")
+                checkpoint = load_checkpoint(conn, "memories", tenant)  # the tenant's partition's
                 streams = {memory_stream(m): m for m in planned.seen}
                 # Each stream's head, and whether the memories projection has applied every event on it.
                 now = stream_heads(conn, tenant, list(streams), get_projector("memories").types, checkpoint)

@@ -1,0 +1,157 @@
+"""A projection's work in partitions: its events split by a hash of their tenant (`engramlog_partition(tenant, n)`,
+migration 0022), each partition with its own checkpoint row, so N worker processes share one projection.
+
+A tenant's events all fall in one partition and are applied there in (tx_id, position) order: per-tenant order is
+the only order a read model relies on (every row carries its tenant). Whoever applies a partition's batch holds,
+for that transaction, the projection's lock shared and the partition's lock exclusive (PostgreSQL advisory locks,
+transaction-scoped): a claim per batch, so a worker that joins takes a free partition on its next turn and a dead
+worker's claim ends with its connection (its transaction aborts, the checkpoint did not move, nothing was applied
+twice). Whoever needs the whole projection still (rebuild, verify, dead-letter retries, a change of the partition
+count) takes the projection's lock exclusive.
+
+The rows say how many partitions are in force (`partitions`, the same on every row of a projection). A worker
+configured with another count (settings.projection_partitions) splits the projection anew only where every row is
+at one checkpoint, which is exact: every event at or below it is applied for every tenant. Rows at different
+checkpoints are first brought to the furthest of them (`align`), under the exclusive lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine, text
+
+from eventstore.horizon import HORIZON
+from eventstore.read import Checkpoint
+
+PROJECTION_LOCK = "engramlog.projection.{name}"
+
+
+@dataclass(frozen=True)
+class Partition:
+    index: int
+    count: int
+
+    @property
+    def whole(self) -> bool:
+        return self.count == 1
+
+
+WHOLE = Partition(0, 1)
+
+
+def lock_key(name: str) -> str:
+    """The projection's lock: shared per batch, exclusive for whatever needs all of it."""
+    return PROJECTION_LOCK.format(name=name)
+
+
+def partition_key(name: str, partition: Partition) -> str:
+    return f"{lock_key(name)}#{partition.index}"
+
+
+TRY_SHARED = text("SELECT pg_try_advisory_xact_lock_shared(hashtext(:key))")
+SHARED = text("SELECT pg_advisory_xact_lock_shared(hashtext(:key))")
+TRY_EXCLUSIVE = text("SELECT pg_try_advisory_xact_lock(hashtext(:key))")
+EXCLUSIVE = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
+
+_ROWS = text("""
+SELECT partition, partitions, tx_id::text::bigint AS tx_id, position FROM projection_checkpoints
+WHERE name = :name ORDER BY partition
+""")
+_CREATE = text("""
+INSERT INTO projection_checkpoints (name, partition, partitions, tx_id, position, updated_at)
+SELECT :name, p, :n, CAST(CAST(:tx AS text) AS xid8), :pos, clock_timestamp() FROM generate_series(0, :n - 1) AS p
+""")
+_DROP = text("DELETE FROM projection_checkpoints WHERE name = :name")
+_SAVE = text("""
+UPDATE projection_checkpoints SET tx_id = CAST(CAST(:tx AS text) AS xid8), position = :pos,
+                                  updated_at = clock_timestamp()
+WHERE name = :name AND partition = :index AND partitions = :count
+""")
+_LOAD = text("""
+SELECT tx_id::text::bigint, position FROM projection_checkpoints
+WHERE name = :name AND partition = :index AND partitions = :count
+""")
+_LOAD_TENANT = text("""
+SELECT tx_id::text::bigint, position FROM projection_checkpoints
+WHERE name = :name AND partition = engramlog_partition(:tenant, partitions)
+""")
+# The horizon now, and the log's last position under it: a partition that finds nothing of its own below the
+# horizon has applied everything there is of it up to (horizon - 1, that position): every transaction below the
+# horizon has ended, so whatever it appended is visible to this statement and numbered at or below that position.
+_HORIZON = text(f"SELECT CAST(CAST({HORIZON} AS text) AS bigint), (SELECT coalesce(max(position), 0) FROM events)")
+
+
+@dataclass(frozen=True)
+class Row:
+    partition: Partition
+    checkpoint: Checkpoint
+
+
+def rows(conn: Connection, name: str) -> list[Row]:
+    return [Row(Partition(r.partition, r.partitions), Checkpoint(r.tx_id, r.position))
+            for r in conn.execute(_ROWS, {"name": name})]
+
+
+def layout(engine: Engine, name: str, wanted: int | None = None) -> list[Partition]:
+    """The partitions in force for `name`: the rows' (created with `wanted`, default one, when there are none).
+    With `wanted` (a worker's configured count), split anew into that many where the rows allow it now."""
+    with engine.connect() as conn:
+        found = rows(conn, name)
+        conn.rollback()
+    if found and (wanted is None or found[0].partition.count == wanted):
+        return [r.partition for r in found]
+    with engine.begin() as conn:
+        if found:  # another count: only with nothing running on it, and only where exact
+            if not conn.execute(TRY_EXCLUSIVE, {"key": lock_key(name)}).scalar_one():
+                return [r.partition for r in found]
+        else:
+            conn.execute(EXCLUSIVE, {"key": lock_key(name)})
+        now = rows(conn, name)
+        count = wanted or (now[0].partition.count if now else 1)
+        if now and now[0].partition.count == count:
+            return [r.partition for r in now]
+        checkpoints = {r.checkpoint for r in now}
+        if len(checkpoints) > 1:
+            return [r.partition for r in now]  # `align` first (the projection's runner does, projections/runner.py)
+        at = checkpoints.pop() if checkpoints else Checkpoint()
+        conn.execute(_DROP, {"name": name})
+        conn.execute(_CREATE, {"name": name, "n": count, "tx": at.tx_id, "pos": at.position})
+    return [Partition(i, count) for i in range(count)]
+
+
+def load(conn: Connection, name: str, partition: Partition) -> Checkpoint | None:
+    row = conn.execute(_LOAD, {"name": name, "index": partition.index, "count": partition.count}).first()
+    return Checkpoint(row[0], row[1]) if row else None
+
+
+def load_for_tenant(conn: Connection, name: str, tenant: str) -> Checkpoint:
+    row = conn.execute(_LOAD_TENANT, {"name": name, "tenant": tenant}).first()
+    return Checkpoint(row[0], row[1]) if row else Checkpoint()
+
+
+def save(conn: Connection, name: str, partition: Partition, checkpoint: Checkpoint) -> None:
+    conn.execute(_SAVE, {"name": name, "index": partition.index, "count": partition.count,
+                         "tx": checkpoint.tx_id, "pos": checkpoint.position})
+
+
+def save_all(conn: Connection, name: str, checkpoint: Checkpoint) -> None:
+    """Every partition of `name` at `checkpoint` (one partition when it has no rows yet). Under the exclusive lock."""
+    count = next(iter(rows(conn, name)), Row(WHOLE, Checkpoint())).partition.count
+    conn.execute(_DROP, {"name": name})
+    conn.execute(_CREATE, {"name": name, "n": count, "tx": checkpoint.tx_id, "pos": checkpoint.position})
+
+
+def lowest(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
+    return min(checkpoints, default=Checkpoint())
+
+
+def horizon(conn: Connection) -> tuple[int, int]:
+    """(the log's horizon as a transaction id, the log's last position visible now)."""
+    tx, pos = conn.execute(_HORIZON).one()
+    return int(tx), int(pos)
+
+
+__all__ = ["EXCLUSIVE", "SHARED", "TRY_EXCLUSIVE", "TRY_SHARED", "WHOLE", "Partition", "Row", "horizon", "layout",
+           "load", "load_for_tenant", "lock_key", "lowest", "partition_key", "rows", "save", "save_all"]

@@ -53,9 +53,10 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.run_all
 
 # The API's OpenAPI schema fuzzed for FUZZ_SECONDS on a fresh embedded stack; prints the case count and any 5xx.
+# exec: make's own child, so a SIGTERM (forwarded) or SIGKILL of make stops it and its stack (infra/lifeline.py).
 FUZZ_SECONDS ?= 240
 fuzz: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.fuzz --seconds $(FUZZ_SECONDS)
+	HF_HUB_OFFLINE=1 exec $(BIN)/python -m bench.fuzz --seconds $(FUZZ_SECONDS)
 
 eval: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/engramlog eval locomo --data ../shared/eval/locomo/locomo_dev.json

@@ -104,7 +104,8 @@ def save_result(name: str, result: dict[str, Any], output: Path | None = None) -
 def start_stack(with_redis: bool = True) -> Iterator[dict[str, str]]:
     """An embedded PostgreSQL (+ pgvector) and Redis in a temp dir, migrated; or DATABASE_URL / REDIS_URL when
     set. Yields {"database_url", "database", "redis"}. Redis is there so the service path's wake-up sends
-    succeed as in production; nothing consumes them (benchmarks run the projectors themselves)."""
+    succeed as in production; nothing consumes them (benchmarks run the projectors themselves). The servers die
+    with this process, and it with its caller (infra/lifeline.py): a bench killed any way leaves none behind."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("ENGRAMLOG_LOG_LEVEL", "warning")
     data_dir = Path(tempfile.mkdtemp(prefix="engramlog-bench-"))
@@ -112,19 +113,21 @@ def start_stack(with_redis: bool = True) -> Iterator[dict[str, str]]:
     servers: list[Any] = []
     where = {"database": "DATABASE_URL (external)", "redis": "REDIS_URL (external)" if with_redis else "none"}
     try:
+        from infra import lifeline
         from infra.logging import configure_logging
 
         configure_logging(os.environ["ENGRAMLOG_LOG_LEVEL"])
         from stack.postgres import EmbeddedPostgres
         from stack.redis import EmbeddedRedis
 
+        lifeline.follow_caller()  # a killed bench (or make) leaves no server behind
         if not os.environ.get("DATABASE_URL"):
-            pg = EmbeddedPostgres(data_dir)
+            pg = EmbeddedPostgres(data_dir, die_with_parent=True)
             servers.append(pg)
             os.environ["DATABASE_URL"] = pg.start()
             where["database"] = "embedded PostgreSQL + pgvector (temp dir)"
         if with_redis and not os.environ.get("REDIS_URL"):
-            redis = EmbeddedRedis(data_dir)
+            redis = EmbeddedRedis(data_dir, die_with_parent=True)
             servers.append(redis)
             os.environ["REDIS_URL"] = redis.start()
             where["redis"] = "embedded redis-server (temp dir)"

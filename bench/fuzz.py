@@ -330,9 +330,17 @@ def fuzz_mode(schema: Any, base_url: str, mode: str, tenant: str, report: FuzzRe
 
 
 def _worker() -> subprocess.Popen[bytes]:
+    """The Dramatiq worker, dying with this process (its master, and each worker process with the master, as
+    under `engramlog up`: infra/lifeline.py)."""
+    import os
+    import signal
+
+    from infra import lifeline
+
     cmd = [sys.executable, "-m", "dramatiq", "workers.main", "--processes", "1", "--threads", "2",
            "--queues", "projections", "ingest"]
-    return subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+    return subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, env={**os.environ, lifeline.ENV: "1"},
+                            preexec_fn=lifeline.preexec(signal.SIGKILL))
 
 
 def main() -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 
 ENV = "ENGRAMLOG_DIE_WITH_PARENT"  # set in the environment of up's children
@@ -39,4 +41,20 @@ def preexec(sig: int, before: Callable[[], None] | None = None) -> Callable[[], 
     return run
 
 
-__all__ = ["ENV", "die_with_parent", "preexec"]
+def follow_caller() -> None:
+    """For a program that starts servers itself (a bench, `make fuzz`): SIGTERM when its caller exits (make, a
+    shell), and SIGTERM (make forwards it to its children) unwinds the main thread (SystemExit), so its `finally`
+    blocks stop what it started; what they miss still dies with it (its children's own parent-death signals).
+    Main thread only; a no-op elsewhere."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def unwind(signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, unwind)
+    die_with_parent(signal.SIGTERM, os.getppid())
+
+
+__all__ = ["ENV", "die_with_parent", "follow_caller", "preexec"]

@@ -22,6 +22,7 @@ from api.routes import deep_recall as deep_recall_routes
 from api.routes import knowledge as knowledge_routes
 from api.routes import sessions as session_routes
 from api.routes import transcripts as transcript_routes
+from console.routes import mount as mount_console
 from deep_recall import sandbox
 from deep_recall.deadline import stop_on_signals
 from domain.errors import DomainError
@@ -79,6 +80,7 @@ def create_app() -> FastAPI:
     app.include_router(deep_recall_routes.router)  # deep recall and blind spots (api/routes/deep_recall.py)
     app.include_router(transcript_routes.router)  # transcripts (api/routes/transcripts.py)
 
+    mount_console(app)  # the operators' and analysts' pages at /console, same keys (console/)
     mount_mcp(app)  # the MCP tools as streamable HTTP at /mcp, same bearer keys (mcp_server/http.py)
     @app.middleware("http")
     async def correlation(request: Request, call_next: CallNext) -> Response:

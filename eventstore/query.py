@@ -38,6 +38,7 @@ class EventFilter:
     since: datetime | None = None
     until: datetime | None = None
     after_cursor: Checkpoint | None = None  # page on after this event (log order): see page_cursor
+    actor: str | None = None  # metadata.actor: who appended it (an API key's id, system:governor, ...)
 
 
 def page_cursor(event: RecordedEvent) -> str:
@@ -93,6 +94,9 @@ def query_page(conn: Connection, f: EventFilter, limit: int = 100,
     if f.before_position is not None:
         clauses.append("e.position < :before")
         params["before"] = f.before_position
+    if f.actor is not None:
+        clauses.append("e.metadata->>'actor' = :actor")
+        params["actor"] = f.actor
     if f.since is not None:
         clauses.append("e.recorded_at >= :since")
         params["since"] = f.since

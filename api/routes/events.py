@@ -73,7 +73,7 @@ def get_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, De
                stream_id: str | None = None,
                type: Annotated[list[str] | None, Query()] = None,
                after: Position = None, before: Position = None, since: datetime | None = None,
-               until: datetime | None = None,
+               until: datetime | None = None, actor: str | None = None,
                cursor: Annotated[str | None, Query(max_length=40)] = None,  # the previous page's next_cursor
                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> EventsPage:
     if len(type or ()) > 100:
@@ -81,7 +81,8 @@ def get_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, De
     types = tuple(_text("type", t, 100) or "" for t in type or ())
     f = EventFilter(who.tenant, _text("stream_id", stream_id, MAX_STREAM_ID_CHARS), types, after, before,
                     _utc("since", since), _utc("until", until),
-                    after_cursor=parse_cursor(cursor) if cursor is not None else None)
+                    after_cursor=parse_cursor(cursor) if cursor is not None else None,
+                    actor=_text("actor", actor, 200))
     with db.connect() as conn:
         # A page is bounded in bytes too (settings.events_page_bytes): cut short, it still names its next cursor.
         events, more = query_page(_readable(conn), f, limit, get_settings().events_page_bytes)

@@ -1,0 +1,127 @@
+"""The time knob out of fold, and what it costs: `python -m bench.locomo_time RUN.json`, in-process against the
+stack that ran the LoCoMo run (its memories are still there: ENGRAMLOG_DATA_DIR names the stack's data dir).
+
+ENGRAMLOG_W_TIME only changes the answer to a question whose text names a span of time (domain/temporal.py, read
+against the conversation's latest session date, as `eval locomo` does), so only those are asked again, once per
+value of the grid, through recall.service.search (read-only: no hit-log, nothing written); every other question
+keeps the run's answer. For each fold (bench/locomo_folds.py: a pair held out) the weight is chosen on the other six
+(best MRR@10 over their questions) and the held-out pair is scored with it: figures per fold, mean ± spread, beside
+W_TIME = 0 (no time signal) and the default, both replayed the same way. Latency: every pass is timed (p50/p95 of
+the in-process funnel, no HTTP): W_TIME = 0 against the default is the time signal's cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench.common import percentile
+from bench.locomo_data import SCORED_CATEGORIES, load_conversations
+from bench.locomo_folds import FIGURES, figures, folds
+from bench.locomo_metrics import score_question
+
+GRID = (0.0, 0.15, 0.3, 0.6)  # each value one pass over the time-naming questions
+DEFAULT_TENANT = "default"  # the tenant of a stack without API keys (api/context.py)
+
+
+def _ask_all(run: dict[str, Any], data: Path, weight: float, timings: list[float] | None = None
+             ) -> dict[tuple[str, int], list[str]]:
+    """The dia_ids each time-naming question gets with W_TIME = weight (empty: abstained)."""
+    from domain.temporal import resolve
+    from infra.db import get_engine
+    from infra.embedding import get_embedder
+    from infra.settings import get_settings
+    from recall.scope import Scope
+    from recall.service import RecallRequest, search
+
+    settings = replace(get_settings(), composite_w_time=weight)
+    engine, embedder = get_engine(), get_embedder(settings.embedding_model)
+    out: dict[tuple[str, int], list[str]] = {}
+    for conv in load_conversations(data, run["conversations"]):
+        now = max(t["occurred_at"] for t in conv.turns)
+        scope = Scope(DEFAULT_TENANT, f"locomo-{run['run_id']}-{conv.sample_id}")
+        for q in conv.questions:
+            if resolve(q.question, now) is None or (q.category in SCORED_CATEGORIES and not q.evidence):
+                continue
+            started = time.perf_counter()
+            found = search(engine, embedder, settings, RecallRequest(scope, q.question, run["k"],
+                                                                      reference_time=now))
+            if timings is not None:
+                timings.append((time.perf_counter() - started) * 1000)
+            out[(conv.sample_id, q.index)] = [str(r.metadata.get("dia_id")) for r in found.results]
+    return out
+
+
+def _with(questions: list[dict[str, Any]], answers: dict[tuple[str, int], list[str]]) -> list[dict[str, Any]]:
+    """The run's records with the re-asked questions' answers put in."""
+    out = []
+    for q in questions:
+        key = (q["sample_id"], q["qa_index"])
+        if key in answers:
+            q = {**q, "returned": answers[key], "scores_returned": [1.0] * len(answers[key])}
+            if "scores" in q:
+                q["scores"] = score_question(q["returned"], q["evidence"])
+        out.append(q)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path, help="the run's per-question dump (bench/results/runs/locomo-*.json)")
+    parser.add_argument("--data", type=Path, default=Path("../shared/eval/locomo/locomo_dev.json"))
+    parser.add_argument("--output", type=Path, help="write the figures as JSON")
+    args = parser.parse_args()
+    run = json.loads(args.run.read_text())
+    questions = run["questions"]
+    from infra.settings import get_settings
+
+    default = get_settings().composite_w_time
+    # Latency: each pass timed; W_TIME 0 against the default (the same questions, the same process, one after
+    # the other: a machine's load in between shows as a difference).
+    grid = sorted({*GRID, default})
+    lat: dict[float, list[float]] = {w: [] for w in grid}
+    by_weight = {w: _ask_all(run, args.data, w, lat[w]) for w in grid}
+    timed_keys = set(by_weight[grid[0]])
+    n_timed = {c: sum(1 for s, _ in timed_keys if s == c) for c in run["conversations"]}
+
+    report: dict[str, Any] = {"run_id": run["run_id"], "grid": grid, "default": default,
+                              "time_questions": len(timed_keys), "time_questions_per_conversation": n_timed,
+                              "folds": []}
+    for held in folds(run["conversations"]):
+        train = [q for q in questions if q["sample_id"] not in held]
+        test = [q for q in questions if q["sample_id"] in held]
+        best = max(grid, key=lambda w: (figures(_with(train, by_weight[w]))["mrr@10"] or 0.0, -abs(w - default)))
+        report["folds"].append({"held_out": list(held), "chosen_w_time": best,
+                                "tuned": figures(_with(test, by_weight[best])),
+                                "w_time_0": figures(_with(test, by_weight[0.0])),
+                                "default": figures(_with(test, by_weight[default]))})
+    for kind in ("tuned", "w_time_0", "default"):
+        report[kind] = {name: {"mean": statistics.fmean(v), "spread": max(v) - min(v)} for name in FIGURES
+                        if (v := [x for f in report["folds"] if (x := f[kind][name]) is not None])}
+    report["full_split"] = {f"w_time={w:g}": figures(_with(questions, by_weight[w])) for w in grid}
+    only = [q for q in questions if (q["sample_id"], q["qa_index"]) in timed_keys]
+    report["time_questions_only"] = {f"w_time={w:g}": figures(_with(only, by_weight[w])) for w in grid}
+    report["latency_ms"] = {f"w_time={w:g}": {"n": len(v), "p50": round(percentile(v, 50), 2),
+                                             "p95": round(percentile(v, 95), 2)} for w, v in lat.items()}
+    report["latency_ms"]["pass_order"] = [f"w_time={w:g}" for w in grid]
+    for kind in ("w_time_0", "default", "tuned"):
+        print(f"out of fold, {kind:<9}: " + "  ".join(
+            f"{n} {report[kind][n]['mean']:.3f}±{report[kind][n]['spread']:.3f}" for n in
+            ("r@1", "r@10", "mrr@10", "temporal r@1", "temporal r@10") if n in report[kind]))
+    print("chosen per fold:", [f["chosen_w_time"] for f in report["folds"]])
+    for w in grid:
+        fig = report["time_questions_only"][f"w_time={w:g}"]
+        print(f"time-naming questions only ({len(timed_keys)}), w_time={w:g}: r@1 {fig['r@1']:.3f} "
+              f"r@10 {fig['r@10']:.3f} mrr@10 {fig['mrr@10']:.3f}")
+    print("latency (in-process funnel):", report["latency_ms"])
+    if args.output:
+        args.output.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -319,6 +319,7 @@ def create_hnsw(engine: Any, indexdef: str, maintenance_work_mem: str = "1GB") -
     started = time.perf_counter()
     with engine.begin() as conn:
         conn.execute(text(f"SET LOCAL maintenance_work_mem = '{maintenance_work_mem}'"))
+        conn.execute(text("SET LOCAL statement_timeout = 0"))  # minutes at 50k+ on a loaded machine
         conn.execute(text(indexdef))
     return time.perf_counter() - started
 

@@ -17,7 +17,9 @@ through services.append_events (the API's write path) in batches of 1,000 and th
 projector finds every text in the cache). For the bulk load the HNSW index is dropped and recreated from its exact
 definition (one build instead of 100k incremental inserts); then ANALYZE. Query vectors are always real.
 
-    python -m bench.recall [--n 10000 100000] [--queries 200] [--agents 100] [--output FILE]
+    python -m bench.recall [--n 10000 100000] [--queries 200] [--agents 100] [--output FILE] [--reuse]
+
+Stage timings: each scope's p50/p95 per funnel stage (the answer's details.timings_ms).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def measure(engine: Any, tenant: str, agent_id: str | None, qs: list[str]) -> di
     for q in qs[:WARMUP]:
         recall(engine, embedder, settings, RecallRequest(scope, q, 10), metadata)
     wall, served = [], []
+    stages: dict[str, list[float]] = {}
     methods: Counter[str] = Counter()
     results, candidates = 0, 0
     measured = qs[WARMUP:]
@@ -58,11 +61,14 @@ def measure(engine: Any, tenant: str, agent_id: str | None, qs: list[str]) -> di
         answer = recall(engine, embedder, settings, RecallRequest(scope, q, 10), metadata)
         wall.append((time.perf_counter() - t0) * 1000)
         served.append(answer.latency_ms)
+        for stage, ms in (answer.details.get("timings_ms") or {}).items():
+            stages.setdefault(stage, []).append(ms)
         explanation = getattr(answer, "explanation", None) or {}
         methods[answer.details.get("vector_method") or explanation.get("vector_method") or "?"] += 1
         results += len(answer.results)
         candidates += int(answer.details.get("candidates", 0) or 0)
     return {"queries": len(measured), "wall_ms": latency_stats(wall), "served_ms": latency_stats(served),
+            "stages_ms": {stage: latency_stats(ms) for stage, ms in stages.items()},
             "vector_method": dict(methods), "mean_results": round(results / len(measured), 2),
             "mean_candidates": round(candidates / len(measured), 1)}
 
@@ -81,8 +87,15 @@ def embed_latency(qs: list[str]) -> dict[str, float]:
     return latency_stats(times)
 
 
+def _held(engine: Any) -> int:
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM memories WHERE tenant = 'bench'")).scalar_one())
+
+
 def run(sizes: list[int], n_queries: int = 200, agents: int = 100, pool_size: int = 5000,
-        console: Console | None = None, output: Path | None = None) -> dict[str, Any]:
+        console: Console | None = None, output: Path | None = None, reuse: bool = False) -> dict[str, Any]:
     console = wide(console or Console())
     info = machine()
     sizes = sorted(sizes)
@@ -104,12 +117,15 @@ def run(sizes: list[int], n_queries: int = 200, agents: int = 100, pool_size: in
         pool_vectors, pool_s = pool_embeddings(pool, settings.embedding_model)
         console.print(f"  pool: {len(pool)} sentences, embedded in {pool_s:.1f}s"
                       + (" (read from the temp-file cache)" if not pool_s else ""))
-        bulk_index = stack["database"].startswith("embedded")
-        built = 0
+        bulk_index = stack["database"].startswith("embedded") or reuse  # reuse: the DB is the run's own
+        built = min(_held(engine), sizes[-1]) if reuse else 0
         for size in sizes:
             t0 = time.perf_counter()
-            phases = build_corpus(engine, "bench", texts, pool_index, pool_vectors, built, size, agents=agents,
-                                  total=sizes[-1], bulk_index=bulk_index)
+            if reuse and _held(engine) >= size:  # an external DATABASE_URL that a previous run built
+                phases = {"reused": _held(engine)}
+            else:
+                phases = build_corpus(engine, "bench", texts, pool_index, pool_vectors, built, size, agents=agents,
+                                      total=sizes[-1], bulk_index=bulk_index)
             console.print(f"  built {built:,} -> {size:,} memories in {time.perf_counter() - t0:.1f}s: {phases}")
             built = size
             step: dict[str, Any] = {"memories": size, "build": phases, "embed_ms": embed_latency(qs)}
@@ -121,6 +137,8 @@ def run(sizes: list[int], n_queries: int = 200, agents: int = 100, pool_size: in
                 console.print(f"  {size:>7,} {scope:6}: wall p50 {s['wall_ms']['p50']:.1f} ms p95 "
                               f"{s['wall_ms']['p95']:.1f} ms; served p50 {s['served_ms']['p50']:.1f} ms p95 "
                               f"{s['served_ms']['p95']:.1f} ms; vector leg {s['vector_method']}")
+                console.print("           stages p50/p95 ms: " + ", ".join(
+                    f"{n} {v['p50']:.1f}/{v['p95']:.1f}" for n, v in s["stages_ms"].items()))
             steps.append(step)
 
     table = Table(title="Recall latency (recall.service.recall, k = 10, real query embeddings)")
@@ -153,8 +171,11 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=100)
     parser.add_argument("--pool", type=int, default=5000, help="distinct sentences really embedded")
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--reuse", action="store_true",
+                        help="with an external DATABASE_URL: measure the corpus a previous run built (same --n, "
+                             "--agents, --pool) instead of building it again; e.g. code before and after a change")
     args = parser.parse_args()
-    run(args.n, args.queries, args.agents, args.pool, output=args.output)
+    run(args.n, args.queries, args.agents, args.pool, output=args.output, reuse=args.reuse)
 
 
 if __name__ == "__main__":

@@ -177,6 +177,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with real_stack() as where:
         print(machine_line(), flush=True)
         with Engramlog(where["api_url"], timeout=300) as client:
+            if args.reuse and _counts()["memories"]:
+                return _measure(args, client, where, {"reused": _counts()}, *_material(args))
             position, seconds = _load_memories(client, args.memories)
             loads["memories"] = {"n": args.memories, "write_s": round(seconds, 1)}
             print(f"  memories: {args.memories} governed writes in {seconds:.1f}s", flush=True)
@@ -197,27 +199,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  code: engramlog code index {args.package} in {seconds:.1f}s: {said}", flush=True)
             head = max(position, max(p.head or 0 for p in client.projections()))
             loads["projected_after_loads_s"] = round(wait_projected(client, head), 1)
-            counts = _counts()
-            print(f"  projected {loads['projected_after_loads_s']}s after the loads; holds {counts}", flush=True)
+            print(f"  projected {loads['projected_after_loads_s']}s after the loads", flush=True)
+            return _measure(args, client, where, loads, session_texts, sections)
 
-            qs = _queries(args.queries + WARMUP, args.memories, session_texts, sections)
-            fan_out = timed_multi(client, qs, None, None)
-            print(f"recall/multi default fan-out (5 domains): wall p50 {fan_out['wall_ms']['p50']} ms p95 "
-                  f"{fan_out['wall_ms']['p95']} ms, served p50 {fan_out['served_ms']['p50']} ms p95 "
-                  f"{fan_out['served_ms']['p95']} ms; buckets {fan_out['bucket_results_mean']} "
-                  f"(load {fan_out['loadavg_1m_5m_15m']})", flush=True)
-            from infra.settings import get_settings
 
-            quota = max(1, get_settings().recall_multi_ceiling // len(DOMAIN_NAMES))
-            alone = {}
-            for d in DOMAIN_NAMES:
-                alone[d] = timed_multi(client, qs, [d], quota)
-                print(f"  {d} alone over HTTP (k={quota}): wall p50 {alone[d]['wall_ms']['p50']} ms p95 "
-                      f"{alone[d]['wall_ms']['p95']} ms, served p50 {alone[d]['served_ms']['p50']} ms", flush=True)
-            inproc = in_process(qs, quota)
-            for d, r in inproc.items():
-                print(f"  {d} search in process (k={quota}): p50 {r['search_ms']['p50']} ms p95 "
-                      f"{r['search_ms']['p95']} ms, results {r['results_mean']}", flush=True)
+def _material(args: argparse.Namespace) -> tuple[list[str], list[tuple]]:
+    """What the loaders wrote that the queries are drawn from, made again (both are deterministic)."""
+    from bench.corpus import sentences
+    from bench.knowledge import generated_library
+
+    return sentences(args.messages, seed=33), generated_library(args.sections, 1, "library")[1]
+
+
+def _measure(args: argparse.Namespace, client: Any, where: dict[str, Any], loads: dict[str, Any],
+             session_texts: list[str], sections: list[tuple]) -> dict[str, Any]:
+    counts = _counts()
+    print(f"  holds {counts}", flush=True)
+    qs = _queries(args.queries + WARMUP, args.memories, session_texts, sections)
+    fan_out = timed_multi(client, qs, None, None)
+    print(f"recall/multi default fan-out (5 domains): wall p50 {fan_out['wall_ms']['p50']} ms p95 "
+          f"{fan_out['wall_ms']['p95']} ms, served p50 {fan_out['served_ms']['p50']} ms p95 "
+          f"{fan_out['served_ms']['p95']} ms; buckets {fan_out['bucket_results_mean']} "
+          f"(load {fan_out['loadavg_1m_5m_15m']})", flush=True)
+    from infra.settings import get_settings
+
+    quota = max(1, get_settings().recall_multi_ceiling // len(DOMAIN_NAMES))
+    alone = {}
+    for d in DOMAIN_NAMES:
+        alone[d] = timed_multi(client, qs, [d], quota)
+        print(f"  {d} alone over HTTP (k={quota}): wall p50 {alone[d]['wall_ms']['p50']} ms p95 "
+              f"{alone[d]['wall_ms']['p95']} ms, served p50 {alone[d]['served_ms']['p50']} ms", flush=True)
+    inproc = in_process(qs, quota)
+    for d, r in inproc.items():
+        print(f"  {d} search in process (k={quota}): p50 {r['search_ms']['p50']} ms p95 "
+              f"{r['search_ms']['p95']} ms, results {r['results_mean']}", flush=True)
     return {"bench": "recall_multi", "machine": machine(), "stack": where, "loads": loads, "holds": counts,
             "queries": args.queries, "warmup": WARMUP, "quota": quota, "fan_out": fan_out,
             "domain_alone_http": alone, "domain_search_in_process": inproc,
@@ -235,6 +250,9 @@ def main() -> None:
     parser.add_argument("--package", default="rich")
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--reuse", action="store_true",
+                        help="with an external DATABASE_URL/REDIS_URL whose tenant `default` a previous run loaded "
+                             "(same sizes): measure it without loading again, e.g. code before and after a change")
     args = parser.parse_args()
     result = run(args)
     result["command"] = (f"python -m bench.recall_multi --memories {args.memories} --sections {args.sections} "

@@ -22,7 +22,7 @@ def append_served(engine: Engine, tenant: str, recall_id: uuid.UUID, payload: di
     with engine.begin() as conn:
         [position] = append(conn, tenant, [NewEvent(RecallServed.type_name(), recall_stream(recall_id), served,
                                                     expected_version=0)], metadata)
-    appended(1)  # the hit-log event is an append like any other: counted, and the projectors woken
+    appended(1, background=True)  # an append like any other: counted, the projectors woken (off the answer's path)
     return position
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from funnel_support import ask, remember_all
 
+from infra.wake import settled
+
 ROOT = Path(__file__).resolve().parents[2]
 # Layers below the workers: they reach the actors only through infra/wake.py's message.
 BELOW_WORKERS = ("domain", "eventstore", "infra", "services", "projections", "recall")
@@ -65,7 +67,25 @@ def test_recall_counts_its_hit_log_and_wakes_the_projectors(engine, tenant, monk
     answer = ask(engine, tenant, "where is the deploy script")
     assert answer.results
     assert _appended_total() == before + 1  # the one RecallServed
+    assert settled()  # sent off the answer's path, by the wake-up thread
     assert sent.wake_ups() == 1
+
+
+def test_background_wake_ups_are_coalesced_and_never_dropped(monkeypatch) -> None:
+    from infra.wake import appended
+
+    assert settled()
+    sent = _Sent(monkeypatch)
+    before = _appended_total()
+    for _ in range(50):
+        appended(1, background=True)
+    assert _appended_total() == before + 50  # counted at once
+    assert settled()
+    assert 1 <= sent.wake_ups() <= 50  # a burst shares its sends
+    after_burst = sent.wake_ups()
+    appended(1, background=True)  # an append after the burst gets a send of its own
+    assert settled()
+    assert sent.wake_ups() == after_burst + 1
 
 
 def test_feedback_counts_every_event_it_appends_and_wakes(engine, tenant, monkeypatch) -> None:
@@ -74,6 +94,7 @@ def test_feedback_counts_every_event_it_appends_and_wakes(engine, tenant, monkey
     remember_all(engine, tenant, ["The staging database is reset every Sunday night at 02:00 UTC"])
     answer = ask(engine, tenant, "when is the staging database reset")
     [first, *_] = answer.results
+    assert settled()  # the recall's own wake-up is out before counting the feedback's
     sent = _Sent(monkeypatch)
     before = _appended_total()
     give_feedback(engine, tenant, answer.recall_id, [{"memory_id": str(first.memory_id), "verdict": "used"}],

@@ -1,7 +1,10 @@
 """How many deep recalls run at once, and the sandbox workers they share, so that none can stall the others.
 
-Admission: a deep recall runs only while its tenant has fewer than deep_tenant_concurrent running and the
-process fewer than deep_concurrent; beyond either it is refused at once with a 429 naming the limit. Admitted ones
+Admission: a deep recall runs only while its tenant has fewer than deep_tenant_concurrent running, in this process
+and across every API process on the database (a slot: a PostgreSQL session advisory lock on (the tenant, slot i),
+held over a connection of its own while it runs; the server frees it when that connection ends, so a crashed
+process frees its slots), and the process fewer than deep_concurrent; beyond either it is refused at once with a
+429 naming the limit. Admitted ones
 run in deep recall's own threads, never in the threadpool the other routes share, and their searches take turns
 (deep_search_concurrent at once), so a burst of deep recalls leaves the CPU to the other routes' recalls.
 
@@ -17,12 +20,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import hashlib
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.pool import NullPool
 
 from deep_recall.deadline import HardTimeout, stopping, wake_on_stop
 from domain.errors import TooManyRequests
@@ -163,6 +170,43 @@ def _admit(settings: Settings, tenant: str) -> Callable[[], None]:
     return release
 
 
+_TRY_SLOT = text("SELECT pg_try_advisory_lock(:key)")
+_slot_engines: dict[str, Engine] = {}
+
+
+def _slot_key(tenant: str, slot: int) -> int:
+    """A signed 64-bit advisory lock key of (tenant, slot), apart from the other advisory locks' by its prefix."""
+    digest = hashlib.sha256(f"engramlog:deep-recall-slot:{tenant}:{slot}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _slots_engine(engine: Engine) -> Engine:
+    """Connections of their own, never pooled: closing one ends its session, which frees its locks (a pooled
+    connection would carry them on to its next user)."""
+    url = engine.url.render_as_string(hide_password=False)
+    with _lock:
+        if url not in _slot_engines:
+            _slot_engines[url] = create_engine(engine.url, poolclass=NullPool)
+        return _slot_engines[url]
+
+
+@contextlib.contextmanager
+def tenant_slot(engine: Engine, settings: Settings, tenant: str) -> Iterator[None]:
+    """One of the tenant's deep_tenant_concurrent slots across processes while the block runs (429 when every
+    one is held). AUTOCOMMIT: the held connection is idle, not idle in a transaction."""
+    conn = _slots_engine(engine).connect().execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        held = next((slot for slot in range(settings.deep_tenant_concurrent)
+                     if conn.execute(_TRY_SLOT, {"key": _slot_key(tenant, slot)}).scalar_one()), None)
+        if held is None:
+            raise TooManyRequests(f"{settings.deep_tenant_concurrent} deep recalls of this tenant are running "
+                                  "already across the API's processes, the most at once (ENGRAMLOG_DEEP_TENANT_"
+                                  f"CONCURRENT={settings.deep_tenant_concurrent}); retry when one has answered")
+        yield
+    finally:
+        conn.close()  # the session ends: its slot is free
+
+
 def _executor(settings: Settings) -> ThreadPoolExecutor:
     global _threads
     with _lock:
@@ -171,16 +215,17 @@ def _executor(settings: Settings) -> ThreadPoolExecutor:
         return _threads
 
 
-async def run_admitted(settings: Settings, tenant: str, call: Callable[[], T]) -> T:
+async def run_admitted(settings: Settings, engine: Engine, tenant: str, call: Callable[[], T]) -> T:
     """`call()` run as one admitted deep recall of `tenant`, in deep recall's own threads: never in the threadpool
-    the other routes share, so no number of deep recalls can hold theirs. It counts until `call` returns, even
-    when the client went away meanwhile."""
+    the other routes share, so no number of deep recalls can hold theirs. It counts (and holds its tenant's slot
+    on `engine`'s database) until `call` returns, even when the client went away meanwhile."""
     release = _admit(settings, tenant)
     context = contextvars.copy_context()  # the request's log context follows it
 
     def job() -> T:
         try:
-            return context.run(call)
+            with tenant_slot(engine, settings, tenant):
+                return context.run(call)
         finally:
             release()
 
@@ -192,4 +237,4 @@ async def run_admitted(settings: Settings, tenant: str, call: Callable[[], T]) -
     return await asyncio.wrap_future(future)
 
 
-__all__ = ["Reservation", "Workers", "reserve", "run_admitted", "searching", "workers"]
+__all__ = ["Reservation", "Workers", "reserve", "run_admitted", "searching", "tenant_slot", "workers"]

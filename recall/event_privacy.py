@@ -162,28 +162,18 @@ class Gate:
             self._decided[key] = bool(hidden_memories(self.conn, self.tenant, self.policy, [key]))
         return self._decided[key]
 
-    def recall_hidden(self, recall_id: Any) -> bool:
-        """Whether a recall's RecallServed (a deep recall's search) answered anything the policy hides."""
-        key = f"recall:{recall_id}"
+    def recall_hidden(self, recall_id: Any, deep: bool = False) -> bool:
+        """Whether a recall's RecallServed (a deep recall's search) answered anything the policy hides; `deep`: whether
+        a deep recall's audit, its DeepRecallServed, is hidden (what its store() values and blind spots follow)."""
+        schema, decide = (DeepRecallServed, deep_recall_served) if deep else (RecallServed, recall_served)
+        key = f"{schema.type_name()}:{recall_id}"
         if key not in self._decided:
             try:
                 stream = recall_stream(uuid.UUID(str(recall_id)))
             except ValueError:
                 return False
-            served = read_stream(self.conn, self.tenant, stream, (RecallServed,))
-            self._decided[key] = any(recall_served(self, e.data) for e in served)
-        return self._decided[key]
-
-    def deep_hidden(self, recall_id: Any) -> bool:
-        """Whether a deep recall's audit is hidden (what its store() values and blind spots follow)."""
-        key = f"deep:{recall_id}"
-        if key not in self._decided:
-            try:
-                stream = recall_stream(uuid.UUID(str(recall_id)))
-            except ValueError:
-                return False
-            served = read_stream(self.conn, self.tenant, stream, (DeepRecallServed,))
-            self._decided[key] = any(deep_recall_served(self, e.data, e.position) for e in served)
+            served = read_stream(self.conn, self.tenant, stream, (schema,))
+            self._decided[key] = any(decide(self, e.data, e.position) for e in served)
         return self._decided[key]
 
 
@@ -245,7 +235,7 @@ def deep_recall_served(g: Gate, data: dict[str, Any], position: int) -> bool:
     if data.get("cached"):
         # A cached answer is its source deep recall's (named in the reason, deep_recall/service.py): decided as it.
         source = {m.lower() for m in _UUID.findall(str(data.get("reason") or ""))} - {str(data.get("recall_id"))}
-        return any(g.deep_hidden(s) for s in sorted(source))
+        return any(g.recall_hidden(s, deep=True) for s in sorted(source))
     if position and loosened_or_same(g.policy, g.policy_at(position)):
         return False  # served under a policy hiding at least as much: it holds nothing hidden now
     searches = set(map(str, data.get("search_recall_ids") or []))
@@ -265,7 +255,7 @@ def deep_recall_served(g: Gate, data: dict[str, Any], position: int) -> bool:
 
 def deep_recall_stored(g: Gate, data: dict[str, Any], _: int) -> bool:
     return (scope_excluded(g.policy, data) or names_excluded(g.policy, {"value": data.get("value")})
-            or g.deep_hidden(data.get("recall_id")))
+            or g.recall_hidden(data.get("recall_id"), deep=True))
 
 
 def blind_spot(g: Gate, data: dict[str, Any], _: int) -> bool:

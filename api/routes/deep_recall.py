@@ -75,7 +75,7 @@ async def post_deep_recall(body: DeepRecallIn, who: Annotated[Caller, Depends(ca
     # holds no sandbox worker or deep-recall slot.
     await await_read_models(db, who.tenant, body.min_position, read_models_of())
     # Its own threads and a per-tenant limit (429 beyond it): deep recalls never hold the shared threadpool.
-    return DeepRecallOut(**await run_admitted(get_settings(), who.tenant, lambda: _run(db, who, request)))
+    return DeepRecallOut(**await run_admitted(get_settings(), db, who.tenant, lambda: _run(db, who, request)))
 
 
 @router.get("/blind_spots", response_model=BlindSpotsOut, dependencies=[waits_for(DeepRecallProjector.name)])
@@ -91,5 +91,6 @@ def get_blind_spots(who: Annotated[Caller, Depends(caller)], db: Annotated[Engin
         if not policy.empty:
             gate = Gate(conn, who.tenant, policy, set())
             scope = {"agent_id": agent_id, "project": project, "session_id": session_id}
-            rows = [] if scope_excluded(policy, scope) else [r for r in rows if not gate.deep_hidden(r["recall_id"])]
+            rows = [] if scope_excluded(policy, scope) else [
+                r for r in rows if not gate.recall_hidden(r["recall_id"], deep=True)]
     return BlindSpotsOut(blind_spots=[BlindSpotOut(**r) for r in rows])

@@ -113,3 +113,40 @@ def test_a_tenant_beyond_its_concurrent_deep_recalls_gets_a_429_with_the_reason(
     models.script(ROOT, "FINAL: again")
     again = client.post("/v1/deep_recall", json={"question": "after the slow one"})  # its slot was given back
     assert again.status_code == 200 and again.json()["answer"] == "again", again.text
+
+
+# Another API process, as far as the database can tell: it holds the tenant's one slot until it is killed.
+_HOLDER = """
+import sys, time
+from dataclasses import replace
+from deep_recall import capacity
+from infra.db import get_engine
+from infra.settings import get_settings
+with capacity.tenant_slot(get_engine(), replace(get_settings(), deep_tenant_concurrent=1), sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_the_tenant_cap_holds_across_processes_and_a_killed_one_frees_its_slot(client, models, tenant, engine,
+                                                                              monkeypatch) -> None:
+    import os
+    import subprocess
+    import sys
+
+    point_route_at(models, monkeypatch, deep_tenant_concurrent=1)
+    models.script(ROOT, "FINAL: my turn")
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, tenant], stdout=subprocess.PIPE,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        refused = client.post("/v1/deep_recall", json={"question": "while the other process runs one"})
+        assert refused.status_code == 429, refused.text
+        assert "across the API's processes" in refused.json()["detail"]
+        assert "ENGRAMLOG_DEEP_TENANT_CONCURRENT=1" in refused.json()["detail"]
+        with capacity.tenant_slot(engine, route.get_settings(), f"{tenant}-other"):
+            pass  # another tenant's slots are its own
+    finally:
+        holder.kill()  # SIGKILL: no cleanup of its own; the server ends its session and frees the slot
+        holder.wait(30)
+    assert wait_until(lambda: client.post("/v1/deep_recall", json={"question": "now"}).status_code == 200, 30)

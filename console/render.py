@@ -21,6 +21,11 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 def _when(value: object) -> str:
     if value is None:
         return "—"
+    if isinstance(value, str):  # an ISO time as some statuses carry it
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return str(value)

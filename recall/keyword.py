@@ -8,8 +8,9 @@ not joined: joined, the planner inlined the CTE (a numeric ln per posting) and, 
 the average (1 / distinct terms), chose one index descent into the documents per posting, whatever a common term's
 real count.
 
-Candidates come from each term's best postings, not all of them: a term common to most documents would
-otherwise cost all its postings (sessions at 100k messages: 840 ms). Each query term contributes its first
+Past WALK_OVER_POSTINGS postings of the query's terms in the tenant, candidates come from each term's best
+postings, not all of them: a term common to most documents would otherwise cost all its postings (sessions at
+100k messages: 840 ms). Below it every posting is read, as the cheaper plan. Each query term contributes its first
 PER_TERM postings, among the documents the scope and statuses allow, in impact order: (length + 10) / tf
 ascending, the order of a posting's BM25 weight tf·(k1+1) / (tf + k1·(1 − b + b·length/avgdl)) for b = 0.75 and
 an average length of 30 (the weight orders postings as (length + avgdl·(1−b)/b) / tf; with tf 1, the usual case in
@@ -32,6 +33,10 @@ from sqlalchemy import Connection, text
 from recall.scope import Scope
 
 PER_TERM = 1000  # each query term's postings that may bring in a candidate
+# Up to this many postings of the query's terms in the tenant (their df summed), every posting is read: walking
+# each term's best costs an index probe per posting where reading them all is one hash join (50k memories, whole
+# tenant: 231 ms read whole, 287 ms walked, on 2 cores at load 27), and the answer is the full BM25 top.
+WALK_OVER_POSTINGS = 50_000
 # A posting's impact order, best first; migration 0021's (tenant, term, <this>, id) indexes serve it.
 IMPACT_ORDER = "(p.length + 10)::float8 / p.tf"
 
@@ -57,10 +62,11 @@ SECTION_KEYWORD = KeywordTables("knowledge_postings", "knowledge_terms", "knowle
 def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float,
              statuses: tuple[str, ...] | None = None, tables: KeywordTables = MEMORY_KEYWORD,
              where_sql: str = "", where_params: dict[str, object] | None = None,
-             per_term: int = PER_TERM) -> dict[uuid.UUID, float]:
+             per_term: int = PER_TERM, walk_over: int = WALK_OVER_POSTINGS) -> dict[uuid.UUID, float]:
     """The top `n` documents (memories by default) by BM25 for the distinct `terms`, within `scope` (and, when
     given, whose document has one of `statuses`: the funnel's eligibility rule; and `where_sql` on d), among each
-    term's first `per_term` postings in impact order (the module's docstring)."""
+    term's first `per_term` postings in impact order when the terms have more than `walk_over` postings (the
+    module's docstring)."""
     if not terms:
         return {}
     t, key = tables, tables.id_column
@@ -71,6 +77,11 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     if where_sql:
         where += f" AND {where_sql}"
         params = {**params, **(where_params or {})}
+    distinct = sorted(set(terms))
+    postings = conn.execute(text(f"SELECT coalesce(sum(df), 0) FROM {t.terms} WHERE tenant = :tenant"
+                                 " AND term = ANY(:terms)"), {"tenant": scope.tenant, "terms": distinct}).scalar_one()
+    if postings <= walk_over:
+        return _every_posting(conn, t, where, params, distinct, n, k1, b)
     sql = f"""
     WITH stats AS (
         SELECT n_docs, total_length::float8 / greatest(n_docs, 1) AS avgdl FROM {t.stats} WHERE tenant = :tenant
@@ -95,6 +106,31 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     ORDER BY score DESC, p.{key}
     LIMIT :n
     """
-    rows = conn.execute(text(sql), {**params, "terms": sorted(set(terms)), "k1": k1, "b": b, "n": n,
-                                    "per_term": per_term})
+    rows = conn.execute(text(sql), {**params, "terms": distinct, "k1": k1, "b": b, "n": n, "per_term": per_term})
+    return {r.id: float(r.score) for r in rows}
+
+
+def _every_posting(conn: Connection, t: KeywordTables, where: str, params: dict[str, object], terms: list[str],
+                   n: int, k1: float, b: float) -> dict[uuid.UUID, float]:
+    """Okapi BM25 over every posting of the terms (few enough to read them all)."""
+    key = t.id_column
+    sql = f"""
+    WITH stats AS (
+        SELECT n_docs, total_length::float8 / greatest(n_docs, 1) AS avgdl FROM {t.stats} WHERE tenant = :tenant
+    ), idf AS MATERIALIZED (
+        SELECT t.term, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
+        FROM {t.terms} t CROSS JOIN stats s WHERE t.tenant = :tenant AND t.term = ANY(:terms)
+    )
+    SELECT p.{key} AS id,
+           sum(coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)
+               * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))) AS score
+    FROM {t.postings} p
+    CROSS JOIN stats s
+    JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
+    WHERE p.tenant = :tenant AND p.term = ANY(:terms) AND {where}
+    GROUP BY p.{key}
+    ORDER BY score DESC, p.{key}
+    LIMIT :n
+    """
+    rows = conn.execute(text(sql), {**params, "terms": terms, "k1": k1, "b": b, "n": n})
     return {r.id: float(r.score) for r in rows}

@@ -96,7 +96,9 @@ def test_a_common_term_brings_only_its_best_postings_and_every_score_stays_exact
     uid_of = {message_uid(tenant, "s1", f"m{i}"): f"m{i}" for i in range(len(CONTENTS))}
     with engine.connect() as conn:
         got = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None, SESSION_KEYWORD,
-                       "d.sent", per_term=1)
+                       "d.sent", per_term=1, walk_over=0)
+        walked = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None,
+                          SESSION_KEYWORD, "d.sent", walk_over=0)
         everything = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None,
                               SESSION_KEYWORD, "d.sent")
     expected = _okapi("herring soup walrus")
@@ -104,4 +106,7 @@ def test_a_common_term_brings_only_its_best_postings_and_every_score_stays_exact
     assert {uid_of[u] for u in got} == {"m4", "m2", "m1"}
     for uid, score in got.items():
         assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9)
-    assert {uid_of[u] for u in everything} == set(expected)  # the default cut holds every posting here
+    assert {uid_of[u] for u in everything} == set(expected)  # few postings: every one is read
+    assert walked.keys() == everything.keys()  # the default cut holds every posting here
+    for uid, score in walked.items():
+        assert math.isclose(score, everything[uid], rel_tol=1e-9)

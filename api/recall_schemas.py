@@ -32,6 +32,7 @@ class DomainResultOut(BaseModel):
     content: str
     score: float  # comparable within its bucket only
     handle: dict[str, Any]  # what names this result for the drill (a memory: its memory_id)
+    relevance: float = 0.0  # the calibrated chance it answers the query: comparable across domains
     legs: dict[str, float | None]
     layer: HitLayer
     memory_id: uuid.UUID | None = None
@@ -46,8 +47,22 @@ class BucketOut(BaseModel):
     reason: str | None = None  # why the bucket is empty or short: no data, nothing relevant, abstained: ...
 
 
+class FusedResultOut(BaseModel):
+    """One result of the fused list; its fields and explanation are in its bucket, at `rank`."""
+    domain: str
+    rank: int  # its rank in its domain's bucket, 1-based
+    relevance: float
+    score: float
+    content: str
+    handle: dict[str, Any]
+    layer: HitLayer
+    memory_id: uuid.UUID | None = None
+
+
 class MultiRecallOut(BaseModel):
     recall_id: uuid.UUID
     latency_ms: float
     position: int
     buckets: list[BucketOut]
+    # Every bucket's results in one list by relevance (the same scale in every domain), the top k.
+    results: list[FusedResultOut] = Field(default_factory=list)

@@ -149,6 +149,7 @@ class RecallResultOut(BaseModel):
     metadata: dict[str, Any]
     occurred_at: datetime
     explanation: dict[str, Any]
+    relevance: float = 0.0  # the calibrated chance it answers the query, the scale every recall domain shares
 
 
 class RecallOut(BaseModel):
@@ -171,6 +172,7 @@ class RecalledOut(BaseModel):
     score: float
     layer: str = "index"  # hot (a cache), index (a search), drill (an exact-slice fetch)
     legs: dict[str, float | None] | None = None
+    relevance: float | None = None  # its calibrated relevance (absent from recalls served before it was recorded)
     drilled: bool = False  # an agent fetched it by its handle after this recall
     stages: dict[str, Any] = Field(default_factory=dict)
 

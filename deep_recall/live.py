@@ -137,7 +137,7 @@ class LiveAPIs:
     # -- the APIs -------------------------------------------------------------------------------------------
     def search(self, query: str, max_results: int = 10, domains: list[str] | None = None,
                agent_id: str | None = None, project: str | None = None, **other: Any) -> list[dict[str, Any]]:
-        """Hybrid recall over every domain with data in the scope (recall/multi), results in bucket order."""
+        """Hybrid recall over every domain with data in the scope (recall/multi), its fused list: by relevance."""
         if "tenant" in other:
             raise PermissionError("search() always answers the caller's own tenant; 'tenant' is not an argument")
         if other:
@@ -159,9 +159,9 @@ class LiveAPIs:
                 raise ValueError(str(exc)) from None
             self.search_recall_ids.append(str(answer.recall_id))
             record["recall_id"] = str(answer.recall_id)  # its RecallServed: GET /v1/recalls/{recall_id}
-            hits = [{"domain": b.domain, "score": round(h.score, 4), "content": cap(h.content, RESULT_CONTENT_CHARS),
-                     "memory_id": h.memory_id, "handle": h.handle, "fields": h.fields}
-                    for b in answer.buckets for h in b.results]
+            hits = [{"domain": f.domain, "relevance": round(f.hit.relevance, 4), "score": round(f.hit.score, 4),
+                     "content": cap(f.hit.content, RESULT_CONTENT_CHARS), "memory_id": f.hit.memory_id,
+                     "handle": f.hit.handle, "fields": f.hit.fields} for f in answer.results]
             return hits[:max_results]
 
         return self._recorded("search", {"query": query, "max_results": max_results, "domains": domains,

@@ -20,9 +20,10 @@ such as re, json, math, datetime. Each block has a time limit; the whole deep re
 Available in the sandbox:
 - context: dict, a bootstrap snapshot (recent session transcripts, knowledge found by seed queries, the session
   list and date ranges). It may be stale or cut: use the live functions for the full history.
-- search(query, max_results=10, domains=None) -> list of {domain, score, content, memory_id, handle, fields}:
-  hybrid search over memories, knowledge, session messages, code and transcripts (scores compare within a domain
-  only).
+- search(query, max_results=10, domains=None) -> list of {domain, relevance, score, content, memory_id, handle,
+  fields}: hybrid search over memories, knowledge, session messages, code and transcripts, best relevance first
+  (relevance: the chance, 0 to 1, that a result answers the query, comparable across domains; score compares
+  within a domain only).
 - list_sessions() -> list of {session_id, agent_id, project, messages, first_at, last_at}, newest first.
 - load_transcript(session_id) -> str, the session as "[timestamp] ROLE: text" lines.
 - grep(text, pattern, context=0) -> list of matching lines (regular expression, case-insensitive);

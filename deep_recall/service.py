@@ -1,8 +1,9 @@
 """POST /v1/deep_recall: the cache, the smart shortcut, the loop, blind spots and the audit, in that order.
 
 1. The query cache (deep_recall/cache.py) answers a question asked in the same scope within the hour at once.
-2. The smart shortcut: a quick hybrid recall (recall/multi); when deep_shortcut_hits results score at least
-   deep_shortcut_score (the final scores, filtered here after retrieval), they are the answer.
+2. The smart shortcut: a quick hybrid recall (recall/multi); when deep_shortcut_hits results of its fused list
+   have a calibrated relevance of at least deep_shortcut_score (one scale across domains: an unrelated code
+   symbol does not count as a good memory hit), they are the answer.
    With no model configured, the quick recall's results are the answer whatever their scores (`shortcut` false
    unless its condition held, stopped "final"), and the reason says so.
 3. Otherwise the loop (deep_recall/loop.py) over the bootstrap snapshot and the live APIs.
@@ -76,12 +77,14 @@ def _check(request: DeepRequest) -> None:
 
 
 def _flat(answer: Any) -> list[dict[str, Any]]:
-    return [plain({"domain": b.domain, "score": round(h.score, 4), "content": cap(h.content, 4000),
-                   "memory_id": h.memory_id, "handle": h.handle}) for b in answer.buckets for h in b.results]
+    """The quick recall's fused list (recall/multi: best calibrated relevance first, one scale across domains)."""
+    return [plain({"domain": f.domain, "relevance": round(f.hit.relevance, 4), "score": round(f.hit.score, 4),
+                   "content": cap(f.hit.content, 4000), "memory_id": f.hit.memory_id, "handle": f.hit.handle})
+            for f in answer.results]
 
 
 def _as_answer(results: list[dict[str, Any]]) -> str:
-    return "\n".join(f"- [{r['domain']} {r['score']:.2f}] {r['content']}" for r in results)
+    return "\n".join(f"- [{r['domain']} {r['relevance']:.2f}] {r['content']}" for r in results)
 
 
 def _seeds(question: str) -> list[str]:
@@ -203,7 +206,7 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
         return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0)
     results = _flat(quick)
     record["shortcut_recall_id"] = str(quick.recall_id)
-    high = [r for r in results if r["score"] >= settings.deep_shortcut_score]
+    high = [r for r in results if r["relevance"] >= settings.deep_shortcut_score]
     models = configured_models(settings)
     record["shortcut_results"] = results
     fired = len(high) >= settings.deep_shortcut_hits
@@ -211,10 +214,10 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
         # `shortcut` says whether the shortcut's condition held; without a model the quick recall's results are
         # the answer either way (stopped "final": nothing was cut short), and the reason says which it was.
         shown = high if fired else results
-        reason = (f"{len(high)} results scored >= {settings.deep_shortcut_score}" if fired else
+        reason = (f"{len(high)} results of relevance >= {settings.deep_shortcut_score}" if fired else
                   "no model configured (ENGRAMLOG_LLM_MODEL is empty): the quick recall's results as they are "
-                  f"(the shortcut needs {settings.deep_shortcut_hits} scoring >= {settings.deep_shortcut_score}, "
-                  f"{len(high)} did)")
+                  f"(the shortcut needs {settings.deep_shortcut_hits} of relevance >= "
+                  f"{settings.deep_shortcut_score}, {len(high)} did)")
         record.update(shortcut=fired, answer=_as_answer(shown) or None, stopped="final", reason=reason,
                       shortcut_results=shown)
         if not shown:

@@ -260,6 +260,9 @@ class Settings:
     abstain_ce_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_CE_FLOOR", "0.5")))
     abstain_entity_frac: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_ENTITY_FRAC", "0.7")))
     abstain_quorum: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_QUORUM", "0.5")))
+    # The relevance channel: the best calibrated relevance (recall/relevance.py) in the top K; 0 leaves it out.
+    abstain_relevance_floor: float = field(default_factory=lambda: float(
+        _env("ENGRAMLOG_ABSTAIN_RELEVANCE_FLOOR", "0.2")))
     abstain_veto: tuple[str, ...] = field(default_factory=lambda: tuple(
         k.strip() for k in _env("ENGRAMLOG_ABSTAIN_VETO", "entity").split(",") if k.strip()))
     # Staging as a safety net: when the active and dormant memories do not answer (the gate abstains, or the best

@@ -98,14 +98,19 @@ def build_server(client_for: ClientFor) -> MCPServer:
              "k": "Results shared by all buckets", "min_position": WAIT},
             MultiRecallIn)
     async def recall_multi(ctx: Context, **args: Any) -> dict[str, Any]:
-        """Search several domains at once: one bucket per domain (scores compare within a bucket only). A
-        knowledge result's `handle` names its section: pass path and heading_path to get_section to read it."""
+        """Search several domains at once: `results`, every domain's best by relevance (the chance, 0 to 1, that
+        a result answers the query, comparable across domains), and one bucket per domain (scores compare within
+        a bucket only). A knowledge result's `handle` names its section: pass path and heading_path to
+        get_section to read it."""
         async def run(c: AsyncEngramlog) -> dict[str, Any]:
             out = await c.recall_multi(args.pop("query"), **args)
-            return {"recall_id": str(out.recall_id), "buckets": [
+            return {"recall_id": str(out.recall_id), "results": [
+                {"domain": r.domain, "relevance": round(r.relevance, 4), "content": r.content, "handle": r.handle,
+                 "memory_id": str(r.memory_id) if r.memory_id else None} for r in out.results], "buckets": [
                 {"domain": b.domain, "reason": b.reason, "results": [
-                    {"content": r.content, "score": round(r.score, 4), "handle": r.handle,
-                     "memory_id": str(r.memory_id) if r.memory_id else None} for r in b.results]}
+                    {"content": r.content, "score": round(r.score, 4), "relevance": round(r.relevance, 4),
+                     "handle": r.handle, "memory_id": str(r.memory_id) if r.memory_id else None}
+                    for r in b.results]}
                 for b in out.buckets]}
         return await call(ctx, run)
 

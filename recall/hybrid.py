@@ -6,7 +6,8 @@ and the query a vector, the filtered vector search over the items embedded in th
 (recall/vector.py nearest_vectors); a BM25 candidate outside the vector leg's top gets its cosine when it has a
 vector (cosines_for). scored: the one fusion function (domain/ranking.fuse: 0.6·cosine + 0.4·min-max BM25; an item
 without a vector is scored on its BM25 leg renormalised to weight 1), then ×history_factor for an item in one of
-the domain's history statuses (answered only with include_history).
+the domain's history statuses (answered only with include_history). graded: a hit's calibrated relevance
+(recall/relevance.py), the scale every domain's results share.
 
 A domain keeps only what is its own: its rows, the privacy gate, its handles, fields and tie order, and the drill.
 The memories funnel (recall/funnel/) has its own stages and calls the same legs and fusion function.
@@ -25,6 +26,7 @@ from domain.ranking import Candidate, Scored, fuse
 from infra.settings import Settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.keyword import KeywordTables, bm25_top
+from recall.relevance import Scale
 from recall.scope import Scope
 from recall.vector import VectorTable, cosines_for, nearest_vectors
 
@@ -120,10 +122,17 @@ def scored(legs: Legs, allowed: Sequence[uuid.UUID], leg: HybridLeg, status_of: 
     return out
 
 
+def graded(f: FusedHit, relevance: Scale, query: str, content: str,
+           title_only: bool = False) -> tuple[float, dict[str, Any]]:
+    """A fused hit's calibrated relevance (recall/relevance.py) and its explanation with the relevance's inputs."""
+    features = relevance.features(query, content, f.scored.cosine, f.scored.bm25, title_only)
+    return relevance.of(features), {**f.explanation, "relevance": relevance.explain(features)}
+
+
 def answer(hits: list[DomainHit], k: int, candidates: int, allowed: int) -> DomainAnswer:
     """The top k hits (already in the domain's order), and why there are none: the gate or the threshold."""
     reason = None if hits else ("excluded" if allowed < candidates else "below threshold")
     return DomainAnswer(hits[:k], reason, {"candidates": candidates, "gated": candidates - allowed})
 
 
-__all__ = ["HISTORY_FACTOR", "FusedHit", "HybridLeg", "Legs", "answer", "gather", "pool_size", "scored"]
+__all__ = ["HISTORY_FACTOR", "FusedHit", "HybridLeg", "Legs", "answer", "gather", "graded", "pool_size", "scored"]

@@ -1,9 +1,10 @@
 """The aggregator: one query fanned out to the recall domains, answered as buckets, one per domain.
 
-Per-domain scores are not comparable, so results are never mixed into one list: each domain that answers gets an
-equal quota (ceiling // N, at least 1) and its own bucket, and buckets come in the order the domains were asked
-for (activation order), never by a cross-domain score. A domain asked for that has nothing in the scope, or
-nothing relevant, answers an empty bucket with its reason.
+Per-domain scores are not comparable, so buckets never mix them: each domain that answers gets an equal quota
+(ceiling // N, at least 1) and its own bucket, and buckets come in the order the domains were asked for
+(activation order). A domain asked for that has nothing in the scope, or nothing relevant, answers an empty
+bucket with its reason. Beside the buckets, one fused list: the buckets' results by their calibrated relevance
+(the chance each answers the query, one scale across domains: recall/relevance.py), top k.
 
 Read-only: the query is embedded once here (no item is embedded on the read path: workers embed them lazily,
 from the hit-log), and the one write is a single RecallServed for the whole fan-out.
@@ -55,11 +56,27 @@ class Bucket:
 
 
 @dataclass(frozen=True)
+class Fused:
+    """One result of the fused list: a bucket's result, by the relevance every domain shares."""
+    domain: str
+    rank: int  # its rank in its bucket, 1-based
+    hit: DomainHit
+
+
+@dataclass(frozen=True)
 class MultiAnswer:
     recall_id: uuid.UUID
     buckets: list[Bucket]
     latency_ms: float
     position: int
+    results: list[Fused] = field(default_factory=list)  # the buckets' results, best relevance first, top k
+
+
+def fused(buckets: list[Bucket], k: int) -> list[Fused]:
+    """Every bucket's results in one list by calibrated relevance (ties: the asked order, then bucket rank)."""
+    ranked = [(-h.relevance, order, rank, Fused(b.domain, rank, h))
+              for order, b in enumerate(buckets) for rank, h in enumerate(b.results, 1)]
+    return [f for *_, f in sorted(ranked, key=lambda r: r[:3])][:k]
 
 
 def check(request: MultiRequest) -> None:
@@ -107,7 +124,7 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
     recall_id = uuid.uuid4()
     entries = [{"domain": b.domain, "memory_id": str(h.memory_id) if h.memory_id else None,
                 "handle": None if h.memory_id else h.handle, "rank": rank, "score": h.score, "layer": h.layer,
-                "legs": h.legs} for b in buckets for rank, h in enumerate(b.results, 1)]
+                "legs": h.legs, "relevance": h.relevance} for b in buckets for rank, h in enumerate(b.results, 1)]
     per_result = [{"memory_id": str(h.memory_id), "stages": h.explanation.get("stages", {})}
                   for b in buckets for h in b.results if h.memory_id]
     position = append_served(engine, scope.tenant, recall_id, {
@@ -120,7 +137,7 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
     }, metadata)
     log.info("recall_multi.served", recall_id=str(recall_id), domains=asked, quota=quota,
              results={b.domain: len(b.results) for b in buckets}, latency_ms=round(latency_ms, 1))
-    return MultiAnswer(recall_id, buckets, latency_ms, position)
+    return MultiAnswer(recall_id, buckets, latency_ms, position, fused(buckets, ceiling))
 
 
-__all__ = ["Bucket", "MultiAnswer", "MultiRequest", "check", "recall_multi"]
+__all__ = ["Bucket", "Fused", "MultiAnswer", "MultiRequest", "check", "fused", "recall_multi"]

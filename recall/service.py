@@ -38,6 +38,7 @@ from recall.funnel import abstain, candidates, composite, coref, graph, prf, pri
 from recall.funnel.types import Item, StageReport, timed
 from recall.hitlog import append_served, served_record
 from recall.keyword import bm25_top
+from recall.relevance import grade_items
 from recall.scope import Scope
 
 log = structlog.get_logger(__name__)
@@ -74,6 +75,7 @@ class RecallResult:
     metadata: dict[str, Any]
     occurred_at: datetime
     explanation: dict[str, Any]
+    relevance: float = 0.0  # the calibrated chance it answers the query, the scale every domain shares
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
         ranked = rerank.rerank(query, ranked, k, settings, r)
     reranked = reports["rerank"].skipped is None and bool(ranked)
     with timed(reports["abstain"]) as r:
+        grade_items(query, ranked[:max(k, settings.abstain_gate_k)], settings.embedding_model)
         abstained = abstain.judge(query, ranked, reranked, settings, r)
     if request.trace:
         trace["ranked"] = [str(i.memory_id) for i in ranked[:k]]
@@ -250,7 +253,8 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
 def hit_entries(results: list[RecallResult]) -> list[dict[str, Any]]:
     """The memories' entries of a RecallServed: id, rank, score, layer, legs."""
     return [{"domain": "memories", "memory_id": str(r.memory_id), "rank": i + 1, "score": r.score, "layer": "index",
-             "legs": {"keyword": r.explanation.get("bm25"), "vector": r.explanation.get("cosine")}}
+             "legs": {"keyword": r.explanation.get("bm25"), "vector": r.explanation.get("cosine")},
+             "relevance": r.relevance}
             for i, r in enumerate(results)]
 
 
@@ -292,8 +296,10 @@ def _result(item: Item, rank_: int, rerank_skipped: str | None) -> RecallResult:
     }
     if rerank_skipped:
         explanation["rerank_skipped"] = rerank_skipped
+    if "calibrated" in item.stages:
+        explanation["relevance"] = item.stages["calibrated"]
     return RecallResult(item.memory_id, item.content, round(min(1.0, max(0.0, item.score)), 6), item.kind,
-                        item.metadata, item.occurred_at or datetime.now(UTC), explanation)
+                        item.metadata, item.occurred_at or datetime.now(UTC), explanation, item.calibrated)
 
 
 def get_recall(engine: Engine, tenant: str, recall_id: uuid.UUID) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.read_your_writes import await_read_models, read_models_of, reads
-from api.recall_schemas import BucketOut, DomainResultOut, MultiRecallIn, MultiRecallOut
+from api.recall_schemas import BucketOut, DomainResultOut, FusedResultOut, MultiRecallIn, MultiRecallOut
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
 from domain.errors import NotFound
 from domain.privacy import PrivacyPolicy
@@ -74,8 +74,13 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
                           buckets=[BucketOut(domain=b.domain, quota=b.quota, reason=b.reason, results=[
                               DomainResultOut(content=h.content, score=h.score, handle=h.handle, legs=h.legs,
                                               layer=h.layer, memory_id=h.memory_id, fields=h.fields,
-                                              explanation=h.explanation) for h in b.results])
-                              for b in answer.buckets])
+                                              explanation=h.explanation, relevance=h.relevance)
+                              for h in b.results])
+                              for b in answer.buckets],
+                          results=[FusedResultOut(domain=f.domain, rank=f.rank, relevance=f.hit.relevance,
+                                                  score=f.hit.score, content=f.hit.content, handle=f.hit.handle,
+                                                  layer=f.hit.layer, memory_id=f.hit.memory_id)
+                                   for f in answer.results])
 
 
 # The record is the recall's own hit-log events, read from the log (its RecallServed or DeepRecallServed, then

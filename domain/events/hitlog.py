@@ -32,6 +32,9 @@ class RecalledMemory(EventSchema):
     # The result's per-leg scores where the domain has legs ({"keyword": .., "vector": ..}), for the keyword-gap
     # analysis (`engramlog analyze keyword-gaps`).
     legs: dict[str, float | None] | None = None
+    # The calibrated chance it answers the query (domain/relevance.py), the scale all domains share; absent from
+    # hit-log events written before it.
+    relevance: float | None = None
 
     @model_validator(mode="after")
     def _named(self) -> RecalledMemory:

@@ -105,4 +105,10 @@ def split_sections(document: str) -> list[Section]:
     return out
 
 
-__all__ = ["PATH_SEPARATOR", "PREAMBLE", "UNTITLED", "Section", "split_sections"]
+def has_body(text: str) -> bool:
+    """Whether a section holds any text beyond its headings (a `# Deploys` title alone answers nothing)."""
+    fences = _Fences()
+    return any(line.strip() and (fences.inside(line) or _heading(line) is None) for line in _LINE.findall(text))
+
+
+__all__ = ["PATH_SEPARATOR", "PREAMBLE", "UNTITLED", "Section", "has_body", "split_sections"]

@@ -3,7 +3,8 @@
 A domain (memories, knowledge, and later sessions, transcripts, code) owns its read models and answers three
 things: whether the scope holds any of its data, a search for a query, and an exact fetch by the handle one of
 its results carried (the drill). Its results say what its hit-log entries carry (domain, layer, handle, legs).
-The aggregator (recall/multi.py) never mixes domains' scores: each domain answers its own bucket.
+The aggregator (recall/multi.py) never mixes domains' scores: each domain answers its own bucket, in its own
+score order; across domains, results compare by `relevance` (domain/relevance.py, recall/relevance.py).
 
 Domains read read models only and never embed on the read path: the query is embedded once by the aggregator
 (`DomainQuery.query_vector`), and items are embedded by workers (lazily, from the hit-log).
@@ -42,6 +43,7 @@ class DomainHit:
     content: str
     score: float  # comparable within its domain only
     handle: dict[str, Any]
+    relevance: float = 0.0  # the calibrated chance it answers the query, the same scale in every domain
     legs: dict[str, float | None] = field(default_factory=dict)  # e.g. {"keyword": bm25, "vector": cosine}
     layer: HitLayer = "index"
     memory_id: uuid.UUID | None = None  # the memories domain's results

@@ -26,8 +26,9 @@ from domain.privacy import PrivacyPolicy
 from infra.settings import get_settings
 from recall.code_symbols import gated, handle_of, symbol_answer, symbol_answers, symbols_by_ids, symbols_named
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
-from recall.hybrid import HybridLeg, answer, gather, pool_size, scored
+from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
+from recall.relevance import scale
 from recall.scope import Scope
 
 CODE = "code"
@@ -68,9 +69,12 @@ class CodeDomain:
             fused.sort(key=lambda f: (-f.score, rows[f.id].repo, rows[f.id].path, rows[f.id].ordinal))
             top = [rows[f.id] for f in fused[:q.k]]
             symbols = symbol_answers(conn, scope.tenant, top, q.policy, bool(q.options.get("callees")))
-        hits = [DomainHit(content=symbol.pop("source"), score=f.score, handle=handle_of(row), legs=f.legs,
-                          fields={**symbol, "status": row.status}, explanation=f.explanation)
-                for f, row, symbol in zip(fused, top, symbols, strict=False)]
+        grade = scale(CODE, settings.embedding_model)
+        hits = [DomainHit(content=source, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
+                          fields={**symbol, "status": row.status}, explanation=why)
+                for f, row, symbol in zip(fused, top, symbols, strict=False)
+                for source in (symbol.pop("source"),)
+                for rel, why in (graded(f, grade, q.query, source),)]
         return answer(hits, q.k, len(ids), len(allowed))
 
     def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:

@@ -5,7 +5,9 @@ the sections that have a vector of the configured model (knowledge_section_vecto
 hit-log by the embedding worker), fused by domain/ranking.fuse: a section without a vector is scored on its
 BM25 leg renormalised to weight 1 (recall/hybrid.py: the hybrid leg knowledge, transcripts and code share).
 Active and dormant sections answer; with include_history, replaced, retired and archived ones too, scored ×0.1.
-Every answered section passes the privacy gate (its path, tags, project).
+Every answered section passes the privacy gate (its path, tags, project). The bucket is in calibrated relevance
+order (recall/relevance.py), the fused score breaking ties: a section that is only its title ranks below one
+that answers.
 
 A result's handle {path, heading_path, content_hash, version, project} names the section by its content, so a
 drill finds the exact text a recall answered even after the document changed (and says whether it did).
@@ -19,12 +21,14 @@ from sqlalchemy import Connection, Engine, text
 
 from domain.events import document_stream
 from domain.knowledge.handles import HISTORY, LIVE, RECALLED, handle_section
+from domain.knowledge.sections import has_body
 from domain.privacy import PrivacyPolicy
 from domain.text import tokenize
 from infra.settings import get_settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
-from recall.hybrid import HybridLeg, answer, gather, pool_size, scored
+from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import SECTION_KEYWORD
+from recall.relevance import scale
 from recall.scope import Scope
 from recall.vector import SECTION_VECTORS
 
@@ -105,13 +109,16 @@ class KnowledgeDomain:
                 return DomainAnswer([], "no match")
             rows = {r.section_id: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids})}
         allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i])]
-        hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs,
+        grade = scale(KNOWLEDGE, settings.embedding_model)
+        hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
                           fields={"title": row.title, "path": row.path, "heading_path": row.heading_path,
                                   "tags": list(row.tags or []), "version": row.version, "status": row.status},
-                          explanation=f.explanation)
+                          explanation=why)
                 for f in scored(legs, allowed, SECTION_LEG, lambda i: rows[i].status, settings)
-                for row in (rows[f.id],)]
-        hits.sort(key=lambda h: (-h.score, h.handle["path"], h.handle["heading_path"]))
+                for row in (rows[f.id],)
+                for rel, why in (graded(f, grade, q.query, row.text, not has_body(row.text)),)]
+        # By relevance first: it knows what the fused score does not, that a title alone answers nothing.
+        hits.sort(key=lambda h: (-h.relevance, -h.score, h.handle["path"], h.handle["heading_path"]))
         return answer(hits, q.k, len(ids), len(allowed))
 
     def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:

@@ -22,6 +22,7 @@ from recall.service import RecallRequest, RecallResult, search
 def hit(r: RecallResult) -> DomainHit:
     legs = {"keyword": r.explanation.get("bm25"), "vector": r.explanation.get("cosine")}
     return DomainHit(content=r.content, score=r.score, handle={"memory_id": str(r.memory_id)}, legs=legs,
+                     relevance=r.relevance,
                      memory_id=r.memory_id, fields={"kind": r.kind, "metadata": r.metadata,
                                                     "occurred_at": r.occurred_at.isoformat()},
                      explanation=r.explanation)

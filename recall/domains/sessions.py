@@ -39,6 +39,7 @@ from infra.settings import get_settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.hybrid import HISTORY_FACTOR
 from recall.keyword import KeywordTables, bm25_top
+from recall.relevance import scale
 from recall.scope import Scope
 from recall.session_queries import MESSAGE_COLUMNS, excluded, message_out, message_row, windows
 
@@ -114,13 +115,15 @@ class SessionsDomain:
                 by_seq[(r.session_id, r.seq)] = r
             spans.append(Window(hit.candidate.session_id, rows_[0].seq, rows_[-1].seq, hit.score, [hit]))
         results = []
+        grade = scale(SESSIONS, s.embedding_model)
         for w in merge_windows(spans):
             best = w.hits[0]
             row = hit_rows[(w.session_id, best.candidate.seq)]
+            features = grade.features(q.query, row.content, None, bm25[row.message_uid])
             window = [by_seq[k] for k in sorted(k for k in by_seq if k[0] == w.session_id
                                                 and w.first_seq <= k[1] <= w.last_seq)]
             results.append(DomainHit(
-                content=row.content, score=w.score, handle=handle_of(row),
+                content=row.content, score=w.score, handle=handle_of(row), relevance=grade.of(features),
                 legs={"keyword": bm25[row.message_uid]},
                 fields={"session_id": w.session_id, "seq": row.seq, "role": row.role, "tool_name": row.tool_name,
                         "created_at": row.created_at.isoformat(), "agent_id": row.agent_id,
@@ -129,7 +132,8 @@ class SessionsDomain:
                                   "seq": h.candidate.seq, "score": h.score} for h in w.hits]},
                 explanation={"density": best.density, "recency": best.recency, "richness": best.richness,
                              "weights": {"density": s.session_w_density, "recency": s.session_w_recency,
-                                         "richness": s.session_w_richness}}))
+                                         "richness": s.session_w_richness},
+                             "relevance": grade.explain(features)}))
         reason = None if results else ("excluded" if rows and not allowed else "no match")
         return DomainAnswer(results, reason, {"candidates": len(bm25), "gated": len(rows) - len(allowed)})
 

@@ -26,8 +26,9 @@ from domain.text import tokenize
 from domain.transcripts.ids import handle_chunk
 from infra.settings import get_settings
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
-from recall.hybrid import HybridLeg, answer, gather, pool_size, scored
+from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
+from recall.relevance import scale
 from recall.scope import Scope
 from recall.vector import VectorTable
 
@@ -95,13 +96,15 @@ class TranscriptsDomain:
                 return DomainAnswer([], "no match")
             rows = {r.chunk_id: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids})}
         allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i].transcript_id)]
-        hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs,
+        grade = scale(TRANSCRIPTS, settings.embedding_model)
+        hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
                           fields={"transcript_id": row.transcript_id, "ord": row.ord,
                                   "lines": [row.first_line, row.last_line], "turns": [row.first_turn, row.last_turn],
                                   "started_at": row.started_at, "version": row.version, "status": row.status},
-                          explanation=f.explanation)
+                          explanation=why)
                 for f in scored(legs, allowed, CHUNK_LEG, lambda i: rows[i].status, settings)
-                for row in (rows[f.id],)]
+                for row in (rows[f.id],)
+                for rel, why in (graded(f, grade, q.query, row.text),)]
         hits.sort(key=lambda h: (-h.score, h.handle["transcript_id"], h.handle["ord"]))
         return answer(hits, q.k, len(ids), len(allowed))
 

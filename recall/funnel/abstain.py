@@ -14,6 +14,8 @@ Channels (each votes relevant or not; a channel with nothing to judge is absent)
   ("Caroline: ...") is about its speaker, or, when it speaks mostly in the second person, about the one it
   addresses; any other memory about every entity it mentions. A question about what Bob did is not
   answered by what Alice did on the same topic (domain.entities);
+- relevance: the best calibrated relevance in the top K (recall/relevance.py, the scale every domain shares)
+  ≥ ENGRAMLOG_ABSTAIN_RELEVANCE_FLOOR (0 leaves the channel out);
 - cross_encoder: when the reranker ran, its best score in the top K ≥ ENGRAMLOG_ABSTAIN_CE_FLOOR.
 Verdict: abstain when the share of present channels voting relevant is under ENGRAMLOG_ABSTAIN_QUORUM (0.5),
 or when a channel listed in ENGRAMLOG_ABSTAIN_VETO (default: entity) votes not relevant. Pool width and the
@@ -49,7 +51,8 @@ def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
     k = settings.abstain_gate_k
     top = ranked[:k]
     report.config = {"gate_k": k, "sim_floor": settings.abstain_sim_floor, "term_floor": settings.abstain_term_floor,
-                     "ce_floor": settings.abstain_ce_floor, "quorum": settings.abstain_quorum,
+                     "ce_floor": settings.abstain_ce_floor, "relevance_floor": settings.abstain_relevance_floor,
+                     "quorum": settings.abstain_quorum,
                      "veto": list(settings.abstain_veto)}
     channels: dict[str, dict[str, Any]] = {}
     if not top:
@@ -78,6 +81,10 @@ def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
     named = entities(query)
     if named:
         channels["entity"] = _entity_channel(named, terms, top, settings)
+    if settings.abstain_relevance_floor > 0:
+        best_relevance = max(i.calibrated for i in top)
+        channels["relevance"] = {"value": round(best_relevance, 6), "floor": settings.abstain_relevance_floor,
+                                 "relevant": best_relevance >= settings.abstain_relevance_floor}
     if reranked:
         best_ce = max(i.stages["rerank"]["ce"] for i in top)
         channels["cross_encoder"] = {"value": round(best_ce, 6), "floor": settings.abstain_ce_floor,
@@ -134,6 +141,8 @@ def _why(name: str, channel: dict[str, Any]) -> str:
     if name == "entity":
         return (f"none of the {channel['answering']} memories that best answer the rest of the query is about "
                 f"{' or '.join(channel['entities'])}")
+    if name == "relevance":
+        return f"best calibrated relevance {channel['value']:.3f} < {channel['floor']:g}"
     if name == "cross_encoder":
         return f"best cross-encoder score {channel['value']:.3f} < {channel['floor']:g}"
     return name

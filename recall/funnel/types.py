@@ -26,7 +26,8 @@ class Item:
     occurred_at: datetime | None = None
     recorded_at: datetime | None = None
     confidence: float = 0.5
-    relevance: float = 0.0
+    relevance: float = 0.0  # the fused relevance (domain/ranking.fuse) the composite gates on
+    calibrated: float = 0.0  # the calibrated chance it answers the query (recall/relevance.py), set before the gate
     score: float = 0.0
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
 

@@ -1,4 +1,4 @@
-"""`shortcut` says whether the smart shortcut fired (deep_shortcut_hits results scoring >= deep_shortcut_score),
+"""`shortcut` says whether the smart shortcut fired (deep_shortcut_hits results of relevance >= deep_shortcut_score),
 in the answer and in its DeepRecallServed alike: with no model configured and the condition unmet, the quick
 recall's results are the answer with shortcut false, stopped "final" and a reason naming the missing model; a
 cached answer carries the flag it was stored with."""
@@ -77,7 +77,7 @@ def test_no_model_and_the_condition_met_is_the_shortcut(client, engine, tenant, 
     seed(client, engine)
     deep(llm_model="", deep_shortcut_hits=1, deep_shortcut_score=0.0001)
     body = ask(client, "walrus cluster")
-    assert body["shortcut"] is True and body["reason"].startswith(f"{len(body['results'])} results scored >=")
+    assert body["shortcut"] is True and body["reason"].startswith(f"{len(body['results'])} results of relevance >=")
     assert audit(engine, tenant, body["recall_id"])["shortcut"] is True
 
 

@@ -48,6 +48,7 @@ class RecallResult(Response):
     metadata: dict[str, Any] = {}
     occurred_at: datetime
     explanation: dict[str, Any] = {}
+    relevance: float = 0.0  # the calibrated chance it answers the query, the scale every domain shares
 
 
 class Recalled(Response):
@@ -84,6 +85,7 @@ class MultiRecallIn(Request):
 class DomainResult(Response):
     content: str
     score: float  # comparable within its bucket only
+    relevance: float = 0.0  # the calibrated chance it answers the query: comparable across domains
     handle: dict[str, Any]  # names the result for the drill (a knowledge section: path, heading_path, content_hash)
     legs: dict[str, float | None] = {}
     layer: str
@@ -99,11 +101,25 @@ class Bucket(Response):
     reason: str | None = None  # why the bucket is empty or short
 
 
+class FusedResult(Response):
+    """One result of the fused list; its fields and explanation are in its domain's bucket, at `rank`."""
+
+    domain: str
+    rank: int
+    relevance: float
+    score: float
+    content: str
+    handle: dict[str, Any]
+    layer: str
+    memory_id: uuid.UUID | None = None
+
+
 class MultiRecalled(Response):
     recall_id: uuid.UUID
     latency_ms: float
     position: int
     buckets: list[Bucket]
+    results: list[FusedResult] = []  # every bucket's results by relevance (one scale across domains), top k
 
 
 class RecalledItem(Response):
@@ -114,6 +130,7 @@ class RecalledItem(Response):
     score: float
     layer: str = "index"
     legs: dict[str, float | None] | None = None
+    relevance: float | None = None  # absent from recalls served before relevance was recorded
     drilled: bool = False
     stages: dict[str, Any] = {}
 

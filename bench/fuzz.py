@@ -14,7 +14,8 @@ timeout is a failure; a case the HTTP client cannot even send (a header it will 
 
 Rounds go over every (mode, operation, variant) with `--examples` cases each, seed `seed + round`, until
 `--seconds` have passed; the case count, the statuses and every failure (with a curl line) are printed, and the
-exit status is 1 when a failure was found. tests/test_api_fuzz.py runs one bounded, seeded round in `make test`.
+exit status is 1 when a failure was found. tests/e2e/test_api_fuzz.py runs one bounded, seeded round in `make
+test`. The rounds and how a case is recorded: bench/fuzz_rounds.py; here, the stack they run against.
 """
 
 from __future__ import annotations
@@ -27,44 +28,14 @@ import sys
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.fuzz_rounds import ODD_VALUES, REQUEST_TIMEOUT_S, FuzzReport, fuzz_round, odd_round
+
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("keyless", "keys")
-# (name, schemathesis mode, strings over all of Unicode): valid inputs in plain text reach the handlers' depths;
-# valid and invalid ones with lone surrogates (JSON carries one as "\ud800"), astral planes and NUL test the edges.
-VARIANTS = (("positive", "positive", False), ("positive, any text", "positive", True),
-            ("negative", "negative", True))
-REQUEST_TIMEOUT_S = 60.0  # a healthy API answers every case far sooner; past this it is a failure (a stall)
-
-
-@dataclass
-class Failure:
-    mode: str
-    operation: str
-    status: int | None
-    detail: str
-    curl: str
-
-
-@dataclass
-class FuzzReport:
-    cases: int = 0
-    unsendable: int = 0
-    statuses: Counter[int] = field(default_factory=Counter)
-    by_operation: Counter[str] = field(default_factory=Counter)
-    failures: list[Failure] = field(default_factory=list)
-    ungenerated: set[str] = field(default_factory=set)  # operation (mode) for which no case could be made
-    seconds: float = 0.0
-
-    def failure_lines(self) -> list[str]:
-        return [f"[{f.mode}] {f.operation} → {f.status}: {f.detail}\n    {f.curl}" for f in self.failures]
-
-
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
     """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
@@ -143,155 +114,6 @@ def load_schema(base_url: str) -> Any:
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
     schema.config.update(base_url=base_url)
     return schema
-
-
-def _send(case: Any, base_url: str, session: Any, mode: str, report: FuzzReport) -> None:
-    import requests
-
-    operation = f"{case.operation.method.upper()} {case.operation.path}"
-    try:
-        response = case.call(base_url=base_url, session=session, timeout=REQUEST_TIMEOUT_S)
-    except (requests.ConnectionError, requests.Timeout) as exc:
-        report.cases += 1
-        report.by_operation[operation] += 1
-        report.failures.append(Failure(mode, operation, None, f"{type(exc).__name__}: {exc}"[:300],
-                                       _curl(case, base_url)))
-        return
-    except Exception:  # the client cannot encode this case (a header value, a URL): nothing reached the API
-        report.unsendable += 1
-        return
-    report.cases += 1
-    report.by_operation[operation] += 1
-    report.statuses[response.status_code] += 1
-    if response.status_code >= 500:
-        report.failures.append(Failure(mode, operation, response.status_code, response.text[:300],
-                                       _curl(case, base_url)))
-
-
-def _curl(case: Any, base_url: str) -> str:
-    try:
-        return str(case.as_curl_command())[:2000]
-    except Exception as exc:
-        return f"(no curl: {type(exc).__name__})"
-
-
-def fuzz_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, examples: int, seed: int,
-               headers: dict[str, str] | None = None, deadline: float | None = None,
-               known: dict[str, str] | None = None) -> None:
-    """One pass over every operation in each of VARIANTS, `examples` cases each, seeded; operations with a
-    path parameter named in `known` (an existing memory, a recall) once more with that value fixed, so their
-    bodies reach past the 404 of a random id."""
-    import hypothesis
-    import hypothesis.errors
-    import requests
-    from hypothesis import HealthCheck, Phase, Verbosity
-    from schemathesis import GenerationMode
-
-    settings = hypothesis.settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-                                   phases=[Phase.explicit, Phase.generate], verbosity=Verbosity.quiet,
-                                   suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
-    with requests.Session() as session:
-        for result in schema.get_all_operations():
-            operation = result.ok()
-            fixed = {k: v for k, v in (known or {}).items() if f"{{{k}}}" in operation.path}
-            for path_parameters in ([None, fixed] if fixed else [None]):
-                for variant, generation_mode, any_text in VARIANTS:
-                    if deadline is not None and time.monotonic() > deadline:
-                        return
-                    generation = schema.config.generation
-                    generation.codec, generation.allow_x00 = (None, True) if any_text else ("utf-8", False)
-                    strategy = operation.as_strategy(generation_mode=GenerationMode(generation_mode), headers=headers,
-                                                     path_parameters=path_parameters)
-
-                    @hypothesis.seed(seed)
-                    @settings
-                    @hypothesis.given(strategy)
-                    def run(case: Any) -> None:
-                        if deadline is None or time.monotonic() < deadline:
-                            _send(case, base_url, session, mode, report)
-
-                    try:
-                        run()
-                    except hypothesis.errors.Unsatisfiable:  # e.g. no invalid input exists for an operation
-                        report.ungenerated.add(f"{operation.method.upper()} {operation.path} "
-                                               f"({variant}{', known ids' if path_parameters else ''})")
-
-
-# Raw (already percent-encoded) values sent in every query and path parameter of every operation: NUL, a lone
-# surrogate and stray bytes (refused before routing, api/parameters.py), and what a typed parameter must refuse
-# with a 422 rather than fail on: integers past bigint, floats past double, words for numbers, a long string.
-ODD_VALUES = ("%00", "a%00b", "%ED%A0%80", "%FF", "x%C0%80", "%5Cu0000", "99999999999999999999999999",
-              "-99999999999999999999", "9223372036854775808", "-1", "0", "1e309", "NaN", "-inf", "", "%20",
-              "%F0%9F%92%A9", "true", "%5B%5D", "x" * 5000)
-
-
-def odd_round(schema: Any, base_url: str, mode: str, report: FuzzReport, *, seed: int,
-              headers: dict[str, str] | None = None, deadline: float | None = None,
-              known: dict[str, str] | None = None, values: tuple[str, ...] = ODD_VALUES) -> None:
-    """Every query and path parameter of every operation, one at a time, set to each of ODD_VALUES; the rest of
-    the request (body, other parameters) one valid generated case, so the odd value is what the API judges."""
-    import warnings
-    from urllib.parse import quote, urlencode
-
-    import hypothesis
-    import requests
-    from schemathesis import GenerationMode
-
-    if not values:
-        return
-    schema.config.generation.codec, schema.config.generation.allow_x00 = "utf-8", False
-    with requests.Session() as session, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # hypothesis: .example() outside a test
-        for result in schema.get_all_operations():
-            operation = result.ok()
-            fixed = {k: v for k, v in (known or {}).items() if f"{{{k}}}" in operation.path}
-            strategy = operation.as_strategy(generation_mode=GenerationMode.POSITIVE, headers=headers,
-                                             path_parameters=fixed or None)
-            try:
-                case = hypothesis.find(strategy, lambda _: True, settings=hypothesis.settings(
-                    database=None, max_examples=5, deadline=None), random=__import__("random").Random(seed))
-            except Exception:  # no valid case for this operation
-                report.ungenerated.add(f"{operation.method.upper()} {operation.path} (odd values)")
-                continue
-            params = operation.definition.raw.get("parameters", [])
-            targets = [(p["in"], p["name"]) for p in params if p.get("in") in ("query", "path")]
-            for where, name in targets:
-                for odd in values:
-                    if deadline is not None and time.monotonic() > deadline:
-                        return
-                    path = operation.path
-                    for k, v in (case.path_parameters or {}).items():
-                        path = path.replace(f"{{{k}}}", odd if (where, name) == ("path", k) else quote(str(v), safe=""))
-                    query = {k: v for k, v in (case.query or {}).items() if k != name}
-                    url = f"{base_url}{path}?{urlencode(query, doseq=True)}"
-                    if where == "query":
-                        url += f"{'&' if query else ''}{quote(name)}={odd}"
-                    _send_raw(session, operation.method.upper(), url, case, headers, mode, report,
-                              f"{operation.method.upper()} {operation.path}")
-
-
-def _send_raw(session: Any, method: str, url: str, case: Any, headers: dict[str, str] | None, mode: str,
-              report: FuzzReport, operation: str) -> None:
-    import requests
-
-    body = case.body if str(case.media_type or "").endswith("json") else None
-    kwargs: dict[str, Any] = {"json": body} if body is not None else {}
-    try:
-        response = session.request(method, url, headers=headers or {}, timeout=REQUEST_TIMEOUT_S, **kwargs)
-    except (requests.ConnectionError, requests.Timeout) as exc:
-        report.cases += 1
-        report.by_operation[operation] += 1
-        report.failures.append(Failure(mode, operation, None, f"{type(exc).__name__}: {exc}"[:300], url[:2000]))
-        return
-    except Exception:
-        report.unsendable += 1
-        return
-    report.cases += 1
-    report.by_operation[operation] += 1
-    report.statuses[response.status_code] += 1
-    if response.status_code >= 500:
-        report.failures.append(Failure(mode, operation, response.status_code, response.text[:300],
-                                       f"curl -X {method} '{url[:2000]}'"))
 
 
 def known_ids(base_url: str, headers: dict[str, str] | None = None) -> dict[str, str]:

@@ -14,6 +14,10 @@ Each item (the checkpoint; one conclusion; one tool result; one whole turn) is r
 ceil(characters / 4) of the rendered text (Python code points, headers included). Over the budget, whole items are
 dropped oldest first (by their first message's seq), the checkpoint last; a message is never cut. The same log
 gives the same bytes: nothing here reads a clock, a model or another store.
+
+The plan (plan_resume) needs only each message's shape (LineShape: role, flags, rendered length), not its text, so
+the service reads the text of the kept messages alone (services/sessions.py); build_resume is plan + render over a
+whole fold.
 """
 
 from __future__ import annotations

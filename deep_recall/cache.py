@@ -72,4 +72,22 @@ def keep(settings: Settings, tenant: str, scope: dict[str, Any], question: str, 
         log.warning("deep_recall.cache_unavailable", error=str(exc))
 
 
-__all__ = ["cached", "keep", "question_key"]
+def drop_tenant(settings: Settings, tenant: str) -> int:
+    """Delete every cached answer of the tenant (a forget: any of them may quote what was forgotten). Answers how
+    many keys went; Redis down: 0, logged (the cache's entries then expire by their TTL)."""
+    client = _client(settings)
+    if client is None:
+        return 0
+    gone = 0
+    try:
+        glob = "".join("\\" + c if c in "*?[]\\" else c for c in tenant)  # the tenant's name matched literally
+        for pattern in (f"{PREFIX}:{glob}:*", f"{PREFIX}-index:{glob}:*"):
+            batch = list(client.scan_iter(match=pattern, count=1000))
+            if batch:
+                gone += int(client.delete(*batch))
+    except redis.RedisError as exc:
+        log.warning("deep_recall.cache_unavailable", error=str(exc))
+    return gone
+
+
+__all__ = ["cached", "drop_tenant", "keep", "question_key"]

@@ -22,7 +22,14 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from domain.errors import InvalidPayload
-from domain.events import DeepRecallStored, NewEvent, deep_scope_key, deep_store_stream, validate_payload
+from domain.events import (
+    ContentForgotten,
+    DeepRecallStored,
+    NewEvent,
+    deep_scope_key,
+    deep_store_stream,
+    validate_payload,
+)
 from domain.privacy import PrivacyPolicy
 from eventstore.append import append
 from eventstore.read import event_at
@@ -51,6 +58,13 @@ def _state(tenant: str, scope_key: str) -> ScopeState:
         while len(_states) > MAX_SCOPES:
             _states.popitem(last=False)
         return state
+
+
+def forget_tenant_state(tenant: str) -> None:
+    """Drop the tenant's scopes' in-memory state (a forget: rebuilt from the read model on the next use)."""
+    with _lock:
+        for key in [k for k in _states if k[0] == tenant]:
+            del _states[key]
 
 
 def forget_process_state() -> None:
@@ -104,7 +118,8 @@ class Store:
             gate = Gate(conn, self.tenant, policy, set())
             for key, (position, _) in list(self.state.values.items()):
                 event = event_at(conn, position)
-                if event is None or event.tenant != self.tenant or deep_recall_stored(gate, event.data, position):
+                if (event is None or event.tenant != self.tenant or event.is_a(ContentForgotten)  # forgotten since
+                        or deep_recall_stored(gate, event.data, position)):
                     self.withheld.add(key)
 
     def store(self, key: str, value: Any) -> None:
@@ -146,4 +161,4 @@ class Store:
         return self.state.bootstrap
 
 
-__all__ = ["ScopeState", "Store", "forget_process_state"]
+__all__ = ["ScopeState", "Store", "forget_process_state", "forget_tenant_state"]

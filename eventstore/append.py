@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from domain.errors import ConcurrencyConflict, RetryableConflict
 from domain.events import MemoryRecorded, NewEvent
+from eventstore.codec import seal
 
 _EXISTING_KEYS = text("""
 SELECT idempotency_key, position FROM events
@@ -95,7 +96,7 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
         "versions": versions,
         "types": [e.type for e in events],
         "schema_versions": [e.schema_version for e in events],
-        "datas": [json.dumps(e.data) for e in events],
+        "datas": [json.dumps(d) for d in seal(conn, tenant, events)],  # content sealed (eventstore/codec.py)
         "occurred": [e.occurred_at or now for e in events],
         "keys": [e.idempotency_key for e in events],
     }

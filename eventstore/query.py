@@ -12,15 +12,16 @@ as that write runs).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, text
 
 from domain.errors import InvalidPayload
 from domain.events import RecordedEvent
+from eventstore.codec import KeyRing, open_events
 from eventstore.horizon import HORIZON
 from eventstore.read import COLUMNS, Checkpoint, row_to_event
 
@@ -113,7 +114,9 @@ def query_page(conn: Connection, f: EventFilter, limit: int = 100,
            ") e WHERE e.bytes_before < :max_bytes ORDER BY e.tx_id, e.position")
     rows = conn.execute(text(sql), params).all()
     matched = rows[0].matched if rows else 0
-    return [row_to_event(r) for r in rows], matched == limit or len(rows) < matched
+    # Opened (eventstore/codec.py): a forgotten event is listed as its ContentForgotten, so cursors page on.
+    events = open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=True)
+    return events, matched == limit or len(rows) < matched
 
 
 _RECALL_STREAMS = text("""
@@ -128,5 +131,23 @@ def recall_stream_events(conn: Connection, tenant: str, types: list[str], served
                          since: datetime | None = None) -> Iterable[Any]:
     """The tenant's recall streams' events of `types` (stream_id, type, data), one stream after another in stream
     order, streamed from the server (constant memory); with `since`, only recalls (`served`) recorded since."""
-    return conn.execution_options(stream_results=True, yield_per=2000).execute(
+    rows = conn.execution_options(stream_results=True, yield_per=2000).execute(
         _RECALL_STREAMS, {"tenant": tenant, "types": types, "served": served, "since": since})
+    # The keys are looked up on a connection of their own: this one is busy streaming the rows.
+    return _opened_rows(conn.engine, tenant, rows)
+
+
+class StreamRow(NamedTuple):
+    stream_id: str
+    type: str
+    data: dict[str, Any]
+
+
+def _opened_rows(engine: Any, tenant: str, rows: Iterable[Any]) -> Iterator[StreamRow]:
+    """The rows with sealed data opened; a forgotten event left out."""
+    with engine.connect() as keys_conn:
+        ring = KeyRing(keys_conn)
+        for r in rows:
+            data = ring.open(tenant, r.stream_id, r.type, r.data)
+            if data is not None:
+                yield StreamRow(r.stream_id, r.type, data)

@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, TextClause, text
 
 from domain.events import RecordedEvent
+from eventstore.codec import open_events
 from eventstore.horizon import HORIZON
 
 COLUMNS = """position, event_id, tenant, stream_id, stream_version, type, schema_version, data, metadata,
@@ -93,16 +94,17 @@ def read_after(conn: Connection, after: Checkpoint, types: Sequence[str], limit:
     if partition is not None:
         params.update(partition=partition[0], partitions=partition[1], below=partition[2])
     rows = conn.execute(_read_statement(len(distinct), until is not None, partition is not None), params)
-    return [row_to_event(r) for r in rows]
+    return open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=True)
 
 
 _AT = text(f"SELECT {COLUMNS} FROM events e WHERE e.position = :position")
 
 
 def event_at(conn: Connection, position: int) -> RecordedEvent | None:
-    """The event at `position` (of any tenant: for operators and the projection machinery), or None."""
+    """The event at `position` (of any tenant: for operators and the projection machinery), or None; a forgotten
+    one as its ContentForgotten."""
     row = conn.execute(_AT, {"position": position}).first()
-    return row_to_event(row) if row is not None else None
+    return None if row is None else open_events(conn, [row_to_event(row)], keep_forgotten=True)[0]
 
 
 def head_position(conn: Connection, tenant: str | None = None) -> int:

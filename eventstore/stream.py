@@ -1,15 +1,18 @@
 """Reading one stream of the log (or a few), in stream order: what a write checks before it appends to a stream,
 and what a projector looks up on a stream (a recording, the recall a feedback is about, earlier feedback).
-A stream that may grow long is read in pages (stream_pages), so memory is bounded by a page, not the stream."""
+A stream that may grow long is read in pages (stream_pages), so memory is bounded by a page, not the stream.
+An event whose content was forgotten (eventstore/codec.py) is left out of every answer here, as if never written."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, TextClause, text
+from sqlalchemy import Connection, Row, TextClause, text
 
 from domain.events import EventSchema, RecordedEvent
+from eventstore.codec import open_events
 from eventstore.read import COLUMNS, MAX_BIGINT, Checkpoint, row_to_event
 
 _STREAM = text(f"""
@@ -43,6 +46,15 @@ FROM events e WHERE e.tenant = :tenant AND e.stream_id = ANY(:streams) GROUP BY 
 """)
 
 
+def _opened(conn: Connection, rows: Iterable[Row[Any]]) -> list[RecordedEvent]:
+    return open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=False)
+
+
+def _one(conn: Connection, row: Row[Any] | None) -> RecordedEvent | None:
+    found = _opened(conn, [] if row is None else [row])
+    return found[0] if found else None
+
+
 def _names(types: Sequence[type[EventSchema]] | None) -> list[str] | None:
     return None if types is None else [t.type_name() for t in types]
 
@@ -51,8 +63,8 @@ def read_stream(conn: Connection, tenant: str, stream_id: str, types: Sequence[t
                 before_version: int | None = None) -> list[RecordedEvent]:
     """The events of one of the tenant's streams, oldest first: all, or those of `types`, or those before
     `before_version`."""
-    return [row_to_event(r) for r in conn.execute(_STREAM, {"tenant": tenant, "stream": stream_id,
-                                                            "types": _names(types), "before": before_version})]
+    return _opened(conn, conn.execute(_STREAM, {"tenant": tenant, "stream": stream_id, "types": _names(types),
+                                                "before": before_version}))
 
 
 def _page_statement(newest_first: bool) -> TextClause:
@@ -95,7 +107,8 @@ def stream_pages(conn: Connection, tenant: str, stream_id: str, types: Sequence[
             return
         page = [row_to_event(r) for r in rows]
         at = page[-1].stream_version
-        kept = page if names is None else [e for e in page if e.type in names]
+        kept = open_events(conn, page if names is None else [e for e in page if e.type in names],
+                           keep_forgotten=False)
         if kept:
             yield kept
 
@@ -112,26 +125,26 @@ def read_streams(conn: Connection, tenant: str, streams: Sequence[str],
     """The events of several of the tenant's streams (or those of `types`), each stream's oldest first."""
     if not streams:
         return []
-    return [row_to_event(r) for r in conn.execute(_STREAMS, {"tenant": tenant, "streams": list(streams),
-                                                             "types": _names(types)})]
+    return _opened(conn, conn.execute(_STREAMS, {"tenant": tenant, "streams": list(streams),
+                                                 "types": _names(types)}))
 
 
 def stream_event(conn: Connection, tenant: str, stream_id: str, version: int) -> RecordedEvent | None:
     """The event at `version` of a stream (1: the stream's first), or None."""
     row = conn.execute(_AT_VERSION, {"tenant": tenant, "stream": stream_id, "version": version}).first()
-    return row_to_event(row) if row is not None else None
+    return _one(conn, row)
 
 
 def first_of_type(conn: Connection, tenant: str, stream_id: str, schema: type[EventSchema]) -> RecordedEvent | None:
     """The first event of type `schema` on a stream (a recall's RecallServed), or None."""
     row = conn.execute(_FIRST_OF_TYPE, {"tenant": tenant, "stream": stream_id, "type": schema.type_name()}).first()
-    return row_to_event(row) if row is not None else None
+    return _one(conn, row)
 
 
 def last_event(conn: Connection, tenant: str, stream_id: str) -> RecordedEvent | None:
     """The newest event of a stream (a tenant's privacy policy in force), or None."""
     row = conn.execute(_LAST, {"tenant": tenant, "stream": stream_id}).first()
-    return row_to_event(row) if row is not None else None
+    return _one(conn, row)
 
 
 def any_lists(conn: Connection, tenant: str, schema: type[EventSchema], field: str, value: str) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, text
 
 from domain.events import MemoryAdmitted, MemoryRecorded, MemoryStatusChanged, MemorySuperseded
+from eventstore.codec import KeyRing
 
 # Memories of one scope recorded and admitted but not yet in both read models the nearest search uses, with
 # their status from their own stream (a status change or a supersede the projector has not applied yet counts).
@@ -22,7 +23,7 @@ WITH recent AS MATERIALIZED (
     WHERE tenant = :tenant AND type = :recorded AND position > :floor
     ORDER BY position DESC LIMIT :limit
 ), pending AS MATERIALIZED (
-    SELECT r.position, r.stream_id, CAST(r.data->>'memory_id' AS uuid) AS memory_id, r.data->>'content' AS content
+    SELECT r.position, r.stream_id, CAST(r.data->>'memory_id' AS uuid) AS memory_id, r.data
     FROM recent r
     WHERE r.data->>'agent_id' IS NOT DISTINCT FROM CAST(:agent_id AS text)
       AND r.data->>'project' IS NOT DISTINCT FROM CAST(:project AS text)
@@ -33,7 +34,7 @@ WITH recent AS MATERIALIZED (
 )
 -- The memory's own stream, read once through its (tenant, stream_id, version) key: a type predicate here would
 -- let the planner walk every event of that type in the tenant instead.
-SELECT p.memory_id, p.content,
+SELECT p.memory_id, p.stream_id, p.data,
        coalesce(s.changed, CASE s.disposition WHEN 'discard' THEN 'discarded' ELSE s.disposition END) AS status
 FROM pending p
 CROSS JOIN LATERAL (
@@ -87,8 +88,11 @@ def unprojected_memories(conn: Connection, tenant: str, agent_id: str | None, pr
     do not both hold yet, with their status (one of `statuses`) as their own stream says, newest first."""
     rows = conn.execute(_UNPROJECTED, {"tenant": tenant, "floor": above, "limit": limit, "agent_id": agent_id,
                                        "project": project, "model": model, "recallable": list(statuses),
-                                       **_TYPES})
-    return [Pending(r.memory_id, r.content, r.status) for r in rows]
+                                       **_TYPES}).all()
+    ring = KeyRing(conn)  # the content is sealed (eventstore/codec.py); a forgotten memory is no neighbour
+    ring.load(r.data for r in rows)
+    opened = [(r, ring.open(tenant, r.stream_id, _TYPES["recorded"], r.data)) for r in rows]
+    return [Pending(r.memory_id, data["content"], r.status) for r, data in opened if data is not None]
 
 
 def beyond_window(conn: Connection, tenant: str, above: int, limit: int) -> bool:

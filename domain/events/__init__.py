@@ -55,6 +55,14 @@ from domain.events.deep_recall import (
     deep_scope_key,
     deep_store_stream,
 )
+from domain.events.forget import (
+    FORGET_KINDS,
+    ContentForgotten,
+    ForgetKind,
+    SubjectForgotten,
+    forget_stream,
+    subject_digest,
+)
 from domain.events.hitlog import (
     MEMORIES,
     FeedbackItem,
@@ -114,6 +122,12 @@ from domain.events.sessions import (
 from domain.events.transcripts import TranscriptChunk, TranscriptChunksPut, TranscriptChunkStatusChanged, chunk_stream
 
 __all__ = [
+    "FORGET_KINDS",
+    "ContentForgotten",
+    "ForgetKind",
+    "SubjectForgotten",
+    "forget_stream",
+    "subject_digest",
     "BlindSpotRegistered",
     "DeepRecallServed",
     "DeepRecallStored",

@@ -18,6 +18,7 @@ from domain.errors import InvalidPayload, UnknownEventType
 from domain.events.base import EventSchema, OperatorEvent, SystemEvent
 from domain.events.code import CodeFilePut, CodeFileRemoved, CodeSymbolStatusChanged
 from domain.events.deep_recall import BlindSpotRegistered, DeepRecallServed, DeepRecallStored
+from domain.events.forget import ContentForgotten, SubjectForgotten
 from domain.events.hitlog import RecallFeedbackGiven, RecallServed, ResultDrilled
 from domain.events.knowledge import DocumentPut, DocumentRetired, SectionStatusChanged
 from domain.events.memory import (
@@ -101,6 +102,8 @@ EVENT_TYPES: dict[str, EventType] = {
         _current(SessionMessageStatusChanged),
         _current(TranscriptChunkStatusChanged),
         _current(CodeSymbolStatusChanged),
+        _current(SubjectForgotten),
+        _current(ContentForgotten),
     )
 }
 TypeRef = str | type[EventSchema]  # a stored type name, or the event class

@@ -12,6 +12,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from domain.errors import ConcurrencyConflict, ContentTooLarge, InvalidPayload, UnknownEventType
 from domain.events import NewEvent, memory_stream
 from eventstore.append import append
+from eventstore.codec import SEAL, open_events
+from eventstore.read import COLUMNS, row_to_event
 from infra.settings import get_settings
 from services.append_events import EventInput, append_events
 
@@ -34,6 +36,13 @@ def rows(engine, tenant: str) -> list:
         return conn.execute(text(f"SELECT * FROM events WHERE {OWN} ORDER BY position"), {"t": tenant}).all()
 
 
+def opened(engine, tenant: str) -> list:
+    """The tenant's own events as the event store reads them: content opened (eventstore/codec.py)."""
+    with engine.connect() as conn:
+        found = conn.execute(text(f"SELECT {COLUMNS} FROM events e WHERE {OWN} ORDER BY position"), {"t": tenant})
+        return open_events(conn, [row_to_event(r) for r in found], keep_forgotten=True)
+
+
 def new_event(stream: str, expected: int | None = None, key: str | None = None) -> NewEvent:
     mid = uuid.uuid4()
     return NewEvent(type="MemoryRecorded", stream_id=stream, data={"memory_id": str(mid), "content": "x"},
@@ -48,7 +57,8 @@ def test_batch_is_appended_in_order_with_consecutive_stream_versions(engine, ten
     assert positions == sorted(positions) and len(set(positions)) == 5
     stored = rows(engine, tenant)
     assert [r.position for r in stored] == positions
-    assert [r.data["content"] for r in stored] == [f"memory {i}" for i in range(5)]
+    assert all("content" not in r.data and SEAL in r.data for r in stored)  # sealed in the table (codec.py)
+    assert [r.data["content"] for r in opened(engine, tenant)] == [f"memory {i}" for i in range(5)]
     for r, item in zip(stored, items, strict=True):
         assert r.stream_id == memory_stream(uuid.UUID(item.data["memory_id"]))
         assert r.stream_version == 1 and r.type == "MemoryRecorded" and r.schema_version == 2

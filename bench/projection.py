@@ -27,6 +27,11 @@ embedding model's, measured above.
 
     python -m bench.projection --sizes 10000 200000 [--window 10000] [--batch 500] [--output FILE]
     python -m bench.projection --sizes 10000 1000000   # issue 7's figure: ~1 hour on 2 shared cores, ~2 GB disk
+
+Worker processes (`--workers`): the same events of --tenants tenants projected by 1, 2, ... processes sharing the
+projections' partitions, wall clock and CPU seconds (bench/projection_workers.py).
+
+    python -m bench.projection --workers 1 2 [--n 10000] [--tenants 16]
 """
 
 from __future__ import annotations
@@ -332,9 +337,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+",
                         help="log sizes to compare projection and rebuild rates at (e.g. 10000 200000)")
     parser.add_argument("--window", type=int, default=10_000, help="with --sizes: events timed at each size")
+    parser.add_argument("--workers", type=int, nargs="+",
+                        help="worker process counts to compare (e.g. 1 2; bench/projection_workers.py)")
+    parser.add_argument("--tenants", type=int, default=16, help="with --workers: tenants the events are spread over")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
-    if args.sizes:
+    if args.workers:
+        from bench.projection_workers import run as run_workers
+
+        run_workers(args.workers, args.n, args.tenants, args.batch, output=args.output)
+    elif args.sizes:
         run_scaling(args.sizes, args.window, args.batch, output=args.output)
     else:
         run(args.n, args.n_vectors, args.batch, output=args.output)

@@ -20,12 +20,15 @@ DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Stack data dir
 
 def up(data_dir: DataDir = None,
        port: Annotated[int | None, typer.Option(help="API port [env ENGRAMLOG_PORT; 8000]")] = None,
-       workers: Annotated[int, typer.Option(help="Dramatiq worker processes")] = 1) -> None:
+       workers: Annotated[int | None, typer.Option(
+           min=1, help="Worker processes sharing the projections [env ENGRAMLOG_WORKERS; 1]")] = None) -> None:
     """Run PostgreSQL, Redis, migrations, workers and the API in the foreground until Ctrl-C."""
     if data_dir is not None:
         os.environ["ENGRAMLOG_DATA_DIR"] = str(data_dir)
     if port is not None:
         os.environ["ENGRAMLOG_PORT"] = str(port)
+    if workers is not None:
+        os.environ["ENGRAMLOG_WORKERS"] = str(workers)
     from infra.logging import configure_logging
     from infra.settings import Settings
     from stack.up import StackError, run_foreground
@@ -33,7 +36,7 @@ def up(data_dir: DataDir = None,
     settings = Settings()  # not resolved from a state file: this process is the stack
     configure_logging(settings.log_level)
     try:
-        run_foreground(settings, workers)
+        run_foreground(settings, settings.workers)
     except StackError as exc:
         fail(str(exc))
 

@@ -117,7 +117,8 @@ class Stack:
 
     def child_env(self) -> dict[str, str]:
         return {**os.environ, "DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url,
-                "ENGRAMLOG_DATA_DIR": str(self.data_dir), "HF_HUB_OFFLINE": "1", lifeline.ENV: "1"}
+                "ENGRAMLOG_DATA_DIR": str(self.data_dir), "HF_HUB_OFFLINE": "1", lifeline.ENV: "1",
+                "ENGRAMLOG_WORKERS": str(self.workers)}  # the worker processes split the projections among them
 
     def commands(self) -> dict[str, list[str]]:
         """The supervised children, in start order."""

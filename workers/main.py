@@ -10,10 +10,10 @@ import threading
 
 import dramatiq
 import structlog
-from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import Middleware
 
 from infra import lifeline
+from infra.broker import redis_client
 from infra.embedding import get_embedder
 from infra.logging import configure_logging
 from infra.settings import get_settings
@@ -42,7 +42,7 @@ class PollAndHeartbeat(Middleware):
         # Load the embedding model before projecting, so the first batch is not held up by it.
         get_embedder(settings.embedding_model).warm()
         self.threads = [threading.Thread(target=self._poll, args=(settings.poll_interval_s,), daemon=True),
-                        threading.Thread(target=self._beat, args=(broker, settings.worker_heartbeat_s), daemon=True)]
+                        threading.Thread(target=self._beat, args=(settings.worker_heartbeat_s,), daemon=True)]
         for t in self.threads:
             t.start()
         if settings.scheduler_enabled:  # the lifecycle scheduler: active in one worker process only (leader)
@@ -63,17 +63,17 @@ class PollAndHeartbeat(Middleware):
             except Exception as exc:
                 log.warning("projections.poll_failed", error=str(exc))
 
-    def _beat(self, broker: RedisBroker, interval: float) -> None:  # infra/broker.py's
+    def _beat(self, interval: float) -> None:  # in Redis, whichever broker carries the queues
         key = heartbeat_key()
         while True:
             try:
-                broker.client.set(key, "1", ex=int(interval * 3) + 1)
+                redis_client.set(key, "1", ex=int(interval * 3) + 1)
             except Exception as exc:
                 log.warning("worker.heartbeat_failed", error=str(exc))
             if self.stop.wait(interval):
                 break
         with contextlib.suppress(Exception):
-            broker.client.delete(key)
+            redis_client.delete(key)
 
 
 dramatiq.get_broker().add_middleware(PollAndHeartbeat())

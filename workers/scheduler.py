@@ -27,7 +27,7 @@ import dramatiq
 import psycopg
 import structlog
 
-from infra.broker import broker  # noqa: F401 - binds the actors below to the configured broker
+from infra.broker import broker, redis_client  # noqa: F401 - broker: binds the actors below to the configured one
 from infra.settings import Settings, get_settings
 
 log = structlog.get_logger(__name__)
@@ -38,8 +38,7 @@ QUEUE = "lifecycle"
 
 def _remember_run(job: str, report: dict[str, Any]) -> None:
     try:
-        broker = dramatiq.get_broker()  # infra/broker.py's RedisBroker; get_broker answers the base Broker type
-        broker.client.set(f"{LAST_RUN_PREFIX}{job}", json.dumps(report, default=str))  # type: ignore[attr-defined]
+        redis_client.set(f"{LAST_RUN_PREFIX}{job}", json.dumps(report, default=str))
     except Exception as exc:
         log.warning("lifecycle.report_not_kept", job=job, error=str(exc))
 

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine
 from api.context import Caller, caller, engine
 from api.operations_schemas import ProjectionsOut, RebuiltOut
 from domain.errors import NotFound
-from infra.broker import broker
+from infra.broker import redis_client
 from infra.db import ping
 from infra.settings import get_settings
 from projections.base import Projector
@@ -60,8 +60,8 @@ def healthz(db: Annotated[Engine, Depends(engine)]) -> JSONResponse:
     except Exception as exc:
         down["database"] = type(exc).__name__
     try:
-        broker.client.ping()
-        if not next(broker.client.scan_iter(f"{HEARTBEAT_PREFIX}*", count=100), None):
+        redis_client.ping()
+        if not next(redis_client.scan_iter(f"{HEARTBEAT_PREFIX}*", count=100), None):
             down["worker"] = "no worker heartbeat"
     except Exception as exc:
         down["redis"] = type(exc).__name__

@@ -2,7 +2,7 @@
 
     engramlog events query [filters] [--limit N] [--json]   events matching the filters, ascending by position
     engramlog events tail [--type T] [--from-position N]    follow the log as JSON lines
-    engramlog events export [filters] [--format jsonl|csv] [--output FILE]
+    engramlog events export [filters] [--format jsonl|csv|parquet] [--output FILE]   (parquet: --output needed)
 """
 
 from __future__ import annotations
@@ -105,18 +105,28 @@ def events_tail(tenant: Tenant = "default", type_: TypeOpt = None,
 
 
 @events_app.command("export")
-def events_export(fmt: Annotated[str, typer.Option("--format", help="jsonl or csv")] = "jsonl",
+def events_export(fmt: Annotated[str, typer.Option("--format", help="jsonl, csv or parquet")] = "jsonl",
                   output: Annotated[Path | None, typer.Option(help="default: stdout")] = None,
                   tenant: Tenant = "default", stream: str | None = None, type_: TypeOpt = None,
                   after: int | None = None, before: int | None = None, since: str | None = None,
                   until: str | None = None) -> None:
-    """Export events as JSON lines or CSV, paging through the log."""
+    """Export events as JSON lines, CSV or Parquet (cli/parquet_export.py), paging through the log."""
     from eventstore.query import query_events
 
-    if fmt not in ("jsonl", "csv"):
-        fail("--format must be jsonl or csv")
+    if fmt not in ("jsonl", "csv", "parquet"):
+        fail("--format must be jsonl, csv or parquet")
+    if fmt == "parquet" and output is None:
+        fail("--format parquet writes a file: give --output FILE")
     f = _filter(tenant, stream, type_, after, before, since, until)
-    out = output.open("w", newline="") if output else sys.stdout
+    if fmt == "parquet":
+        from cli.parquet_export import ParquetEvents
+
+        assert output is not None
+        parquet: ParquetEvents | None = ParquetEvents(output)
+        out: Any = None
+    else:
+        parquet = None
+        out = output.open("w", newline="") if output else sys.stdout
     writer = None
     written = 0
     engine = calls.engine()
@@ -125,7 +135,9 @@ def events_export(fmt: Annotated[str, typer.Option("--format", help="jsonl or cs
         while True:
             with engine.connect() as conn:
                 page = query_events(conn, f, EXPORT_PAGE)
-            for e in page:
+            if parquet is not None:
+                parquet.write(page)
+            for e in page if parquet is None else ():
                 row = _event_dict(e)
                 if fmt == "jsonl":
                     out.write(json.dumps(row) + "\n")
@@ -139,7 +151,9 @@ def events_export(fmt: Annotated[str, typer.Option("--format", help="jsonl or cs
             if len(page) < EXPORT_PAGE:
                 break
             f = _after(f, page[-1])
-    if output:
+    if parquet is not None:
+        parquet.close()
+    elif output:
         out.close()
     err.print(f"exported {written} events")
 

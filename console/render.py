@@ -23,7 +23,7 @@ def _when(value: object) -> str:
         return "—"
     if isinstance(value, str):  # an ISO time as some statuses carry it
         try:
-            value = datetime.fromisoformat(value)
+            return datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
         except ValueError:
             return value
     if isinstance(value, datetime):

@@ -82,7 +82,7 @@ def test_an_unrelated_code_symbol_never_reaches_the_shortcut_floor(client, engin
         assert bucket["results"][r["rank"] - 1]["handle"] == r["handle"]
 
     # Deep recall's shortcut reads the same relevance: the code symbols do not pad its answer.
-    point_route_at(models, monkeypatch, llm_model="", deep_shortcut_hits=3, deep_shortcut_score=0.8)
+    point_route_at(models, monkeypatch)(llm_model="", deep_shortcut_hits=3, deep_shortcut_score=0.8)
     deep = client.post("/v1/deep_recall", json={"question": "When does Priya fly to Oslo?"})
     assert deep.status_code == 200, deep.text
     answer = deep.json()

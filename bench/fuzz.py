@@ -36,6 +36,7 @@ from bench.fuzz_rounds import ODD_VALUES, REQUEST_TIMEOUT_S, FuzzReport, fuzz_ro
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("keyless", "keys")
+START_TIMEOUT_S = 900.0  # the API's start-up (its models warmed) on a loaded machine: minutes, not seconds
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
     """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yields its base URL."""
@@ -48,7 +49,7 @@ def serve(app: Any) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="fuzz-uvicorn", daemon=True)
     thread.start()
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + START_TIMEOUT_S
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("uvicorn did not start")
@@ -108,10 +109,14 @@ def wait_healthy(base_url: str, timeout_s: float = 180.0) -> None:
 
 
 def load_schema(base_url: str) -> Any:
-    """The served /openapi.json."""
+    """The served /openapi.json (fetched with the cases' own timeout: building it takes seconds on a loaded machine,
+    past schemathesis's 10 s)."""
+    import httpx
     import schemathesis
 
-    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
+    served = httpx.get(f"{base_url}/openapi.json", timeout=REQUEST_TIMEOUT_S)
+    served.raise_for_status()
+    schema = schemathesis.openapi.from_dict(served.json())
     schema.config.update(base_url=base_url)
     return schema
 

@@ -117,6 +117,7 @@ def evaluate(engine: Any, tenant: str, fx: Fixture) -> dict[str, Any]:
     wall: list[float] = []
     bm25s_ms: list[float] = []
     losses: list[dict[str, Any]] = []
+    per_question: list[dict[str, Any]] = []
     by_kind: dict[str, dict[str, list[int | None]]] = {}
     for q in fx.questions:
         written = {memory_id(tenant, g) for g in q.gold}
@@ -132,6 +133,7 @@ def evaluate(engine: Any, tenant: str, fx: Fixture) -> dict[str, Any]:
         bm25s_ms.append((time.perf_counter() - t0) * 1000)
         row = {"funnel": first_rank(funnel, gold), "bm25_leg": first_rank(leg, gold),
                "bm25s": first_rank(plain, written)}
+        per_question.append({"question": q.text, "kind": q.kind, "ranks": row})
         for name, r in row.items():
             ranks[name].append(r)
             by_kind.setdefault(q.kind, {n: [] for n in ranks})[name].append(r)
@@ -151,11 +153,16 @@ def evaluate(engine: Any, tenant: str, fx: Fixture) -> dict[str, Any]:
     for m in fx.messages:
         s = status.get(memory_id(tenant, m.key), "absent")
         statuses[s] = statuses.get(s, 0) + 1
+    at5 = [(f is not None and f <= 5, g is not None and g <= 5) for f, g in zip(ranks["funnel"], ranks["bm25_leg"],
+                                                                                strict=True)]
     return {"messages": len(fx.messages), "questions": len(fx.questions), "dispositions": statuses,
             "reinforced": len(into), "scores": {n: scores(v) for n, v in ranks.items()},
+            # per question, at hit@5: the funnel's requirement is never to lose what its own BM25 leg holds
+            "funnel_vs_leg_at5": {"leg_only": sum(1 for f, g in at5 if g and not f),
+                                  "funnel_only": sum(1 for f, g in at5 if f and not g)},
             "by_kind": {k: {n: scores(v) for n, v in d.items()} for k, d in sorted(by_kind.items())},
             "latency_ms": {"funnel_recall": latency_stats(wall), "bm25s": latency_stats(bm25s_ms)},
-            "losses": losses}
+            "losses": losses, "per_question": per_question}
 
 
 def parts(name: str) -> dict[str, Fixture]:
@@ -200,7 +207,8 @@ def run(part: str = "dev", output: Path | None = None, show_losses: int = 40) ->
         console.print(f"  latency ms: funnel recall {latency['funnel_recall']}, bm25s {latency['bm25s']}")
         for kind, d in r["by_kind"].items():
             console.print(f"  {kind:16s} " + "  ".join(f"{n} {s['hit@5']:.2f}" for n, s in d.items()))
-        console.print(f"  funnel misses top 5 where a BM25 ranker has it: {len(r['losses'])}")
+        console.print(f"  funnel misses top 5 where a BM25 ranker has it: {len(r['losses'])}; at hit@5, questions "
+                      f"only the BM25 leg answers / only the funnel answers: {r['funnel_vs_leg_at5']}")
         for loss in r["losses"][:show_losses]:
             console.print(f"    {loss['question']!r} gold {loss['gold_status']} ranks {loss['ranks']} stage ranks "
                           f"{loss['stage_rank']} abstained {loss['abstained']} winners {loss['winners']}")

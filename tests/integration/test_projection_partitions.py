@@ -154,13 +154,12 @@ def test_a_partition_held_by_another_runner_is_left_to_it(engine, partitioned):
         append(conn, a, [mem_event("in a held partition")], {})
         append(conn, b, [mem_event("in a free partition")], {})
     held = parts.Partition(partition_of(engine, a, 2), 2)
-    with engine.connect() as other:
-        with other.begin():
-            other.execute(parts.SHARED, {"key": parts.lock_key("memories")})
-            other.execute(parts.EXCLUSIVE, {"key": parts.partition_key("memories", held)})
-            assert run_batch(engine, get_projector("memories"), 500, held) is None
-            catch_up(engine, get_projector("memories"), 500)
-            assert counts(engine, a)[0] == 0 and counts(engine, b)[0] == 1
+    with engine.connect() as other, other.begin():
+        other.execute(parts.SHARED, {"key": parts.lock_key("memories")})
+        other.execute(parts.EXCLUSIVE, {"key": parts.partition_key("memories", held)})
+        assert run_batch(engine, get_projector("memories"), 500, held) is None
+        catch_up(engine, get_projector("memories"), 500)
+        assert counts(engine, a)[0] == 0 and counts(engine, b)[0] == 1
     drain(engine, "memories")
     assert counts(engine, a)[0] == 1
 

@@ -8,7 +8,7 @@ not joined: joined, the planner inlined the CTE (a numeric ln per posting) and, 
 the average (1 / distinct terms), chose one index descent into the documents per posting, whatever a common term's
 real count.
 
-Past WALK_OVER_POSTINGS postings of the query's terms in the tenant, candidates come from each term's best
+Past WALK_OVER_POSTINGS (200k) postings of the query's terms in the tenant, candidates come from each term's best
 postings, not all of them: a term common to most documents would otherwise cost all its postings (sessions at
 100k messages: 840 ms). Below it every posting is read, as the cheaper plan. Each query term contributes its first
 PER_TERM postings, among the documents the scope and statuses allow, in impact order: (length + 10) / tf
@@ -34,9 +34,11 @@ from recall.scope import Scope
 
 PER_TERM = 1000  # each query term's postings that may bring in a candidate
 # Up to this many postings of the query's terms in the tenant (their df summed), every posting is read: walking
-# each term's best costs an index probe per posting where reading them all is one hash join (50k memories, whole
-# tenant: 231 ms read whole, 287 ms walked, on 2 cores at load 27), and the answer is the full BM25 top.
-WALK_OVER_POSTINGS = 50_000
+# each term's best costs index probes per posting where reading them all is one hash join, and measured it did not
+# pay at the sizes tried (2 cores at load 25-30: 50k memories, whole tenant, 231 ms read whole against 287 ms
+# walked; 30k session messages, Zipf terms, 345 against 415 ms, same top 10), so the walk is kept for tenants
+# far past those (not measured yet: 100k+ messages, 1M memories).
+WALK_OVER_POSTINGS = 200_000
 # A posting's impact order, best first; migration 0021's (tenant, term, <this>, id) indexes serve it.
 IMPACT_ORDER = "(p.length + 10)::float8 / p.tf"
 

@@ -8,7 +8,11 @@ For every MemoryRecorded of a batch, in batch order, the first rule that applies
 2. explicit `supersedes` → admitted active, and MemorySuperseded(old, new, the write's reason, "explicit"),
    appended with the writer's own metadata: the writer decided it.
 3. a correction signal (the producer's signals.correction, else a correction phrase) and a nearest memory at
-   cosine ≥ the supersede threshold → admitted active, and MemorySuperseded(nearest, new, "correction_signal").
+   cosine ≥ the supersede threshold of whose content terms the write leaves at most CORRECTION_MAX_UNSAID unsaid
+   → admitted active, and MemorySuperseded(nearest, new, "correction_signal"). A correction restates what it
+   corrects with a value or two changed; a nearest memory saying more that the write does not repeat (another
+   service's error code, function and table in a long technical message that says "instead of") still holds,
+   and stays.
 3b. a near memory (of the NEAREST_PER_QUERY) for which the write states a new value (domain/update.py: same words
    but one place of values, a different number, date, name or identifier) → admitted active, and
    MemorySuperseded(that memory, new, "value_update"); the evidence (shared subject/attribute terms, old and new
@@ -44,12 +48,13 @@ from domain.classify import classify, route
 from domain.errors import AlreadySuperseded
 from domain.events import SYSTEM_ACTOR, MemoryRecorded, NewEvent, memory_stream, validate_payload
 from domain.memory_status import DISPOSITION_STATUS, NEIGHBOUR_STATUSES
-from domain.novelty import Calibration, Neighbour, is_repeat, novelty
+from domain.novelty import Calibration, Neighbour, is_repeat, novelty, unsaid_terms
 from domain.reinforce import INITIAL_CONFIDENCE, merge_content, reinforced_confidence
 from domain.salience import Thresholds, Weights, correction_signal, resolve_signals, salience
 from domain.update import update_of
 
 NEAREST_PER_QUERY = 3
+CORRECTION_MAX_UNSAID = 3  # content terms of the nearest memory a correction may leave unsaid (rule 3)
 
 ScopeKey = tuple[str | None, str | None]  # (agent_id, project) within the tenant
 
@@ -195,12 +200,14 @@ class Governor:
         scored = salience(informed.value, resolve_signals(m.content, signals), typed.memory_type, self.knobs.weights,
                           self.knobs.thresholds)
         correction = correction_signal(m.content, signals)
+        # What the nearest memory says that this correction does not (rule 3 reads it; recorded with the decision).
+        unsaid = unsaid_terms(nearest.content, m.content) if correction.value and nearest else []
         # The neighbour that already holds the observation (a repeat or a paraphrase, no new key term), if any.
         repeat = None if informed.filler else next(
             (n for n, c in zip(compared, informed.comparisons, strict=True)
              if is_repeat(c, self.knobs.reinforce_threshold)), None)
         inputs = {**base, **scored.inputs(), "novelty_evidence": informed.as_dict(),
-                  "correction": correction.as_dict(),
+                  "correction": {**correction.as_dict(), **({"nearest_unsaid_terms": unsaid} if unsaid else {})},
                   "nearest_id": str(nearest.memory_id) if nearest else None,
                   "nearest_cosine": round(nearest.cosine, 6) if nearest else None,
                   "nearest_source": nearest.source if nearest else None,
@@ -216,7 +223,8 @@ class Governor:
             similarity = self.similarity_to(w, m.supersedes)
             return self.admit(w, "active", scored.score, typed.memory_type, routed.route, f"supersedes {m.supersedes}",
                               inputs, supersede=(m.supersedes, "explicit", similarity))
-        if correction.value and nearest and nearest.cosine >= self.knobs.supersede_threshold:
+        if (correction.value and nearest and nearest.cosine >= self.knobs.supersede_threshold
+                and len(unsaid) <= CORRECTION_MAX_UNSAID):
             return self.admit(w, "active", scored.score, typed.memory_type, routed.route,
                               f"supersedes {nearest.memory_id} (correction signal)", inputs,
                               supersede=(nearest.memory_id, "correction_signal", nearest.cosine))

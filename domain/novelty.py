@@ -153,6 +153,13 @@ def key_terms(text: str, terms: list[str]) -> list[str]:
     return keys
 
 
+def unsaid_terms(old: str, new: str) -> list[str]:
+    """The content terms of `old` that `new` does not carry: what superseding `old` by `new` would stop saying.
+    Content terms, not only key terms: code identifiers (`idx_shipments_carrier_eta`) are lower-case words."""
+    held = set(terms_of(new))
+    return [t for t in content_terms(old) if t not in held]
+
+
 def is_filler(text: str) -> bool:
     """No content in the utterance's body but filler and names (a name addressed is no information)."""
     body = utterance_body(text)
@@ -236,4 +243,4 @@ def is_repeat(comparison: Comparison, reinforce_threshold: float) -> bool:
 
 
 __all__ = ["CALIBRATION_HASH", "CALIBRATION_PAIRS", "Calibration", "Comparison", "FILLER", "Neighbour", "Novelty",
-           "calibrate", "compare", "content_terms", "is_filler", "is_repeat", "key_terms", "novelty"]
+           "calibrate", "compare", "content_terms", "is_filler", "is_repeat", "key_terms", "novelty", "unsaid_terms"]

@@ -179,3 +179,30 @@ def test_forgetting_a_memory_by_id_forgets_only_it(client, engine):
     assert _tables_holding(engine, [f"quartz{m}"]) == []
     # Forgotten is forgotten: a second forget of it finds nothing to erase.
     assert client.post("/v1/forget", json={"memory_id": gone["memory_id"]}).status_code in (200, 404)
+
+
+def test_each_kind_of_subject_forgets_its_streams(client, tenant, engine):
+    m = uuid.uuid4().hex[:8]
+    _ok(client.post("/v1/memories", json={"content": f"agent note cobalt{m}", "agent_id": f"agent-{m}"}))
+    _ok(client.post(f"/v1/sessions/sess-{m}/messages", json={"messages": [
+        {"role": "user", "content": f"session note amber{m}"}]}))
+    _ok(client.put(f"/v1/transcripts/tr-{m}", content=f"[2026-02-01T09:00:00Z] USER: transcript jade{m}\n".encode()))
+    _ok(client.put(f"/v1/knowledge/docs/{m}.md", json={"content": f"# Doc\n\n## Part\ndocument onyx{m}\n"}))
+    _ok(client.post(f"/v1/code/repo-{m}/files", json={"files": [
+        {"path": "main.py", "content": f"def garnet_{m}():\n    return 'code garnet{m}'\n"}]}))
+    project(engine, _head(client))
+    checks = {  # subject -> (the streams kind it names, a table that held it, the marker)
+        ("agent_id", f"agent-{m}"): ("memories", "memories", f"cobalt{m}"),
+        ("session_id", f"sess-{m}"): ("sessions", "session_messages", f"amber{m}"),
+        ("transcript_id", f"tr-{m}"): ("transcripts", "transcript_chunks", f"jade{m}"),
+        ("path", f"docs/{m}.md"): ("documents", "knowledge_sections", f"onyx{m}"),
+        ("repo", f"repo-{m}"): ("code", "code_files", f"garnet{m}"),
+    }
+    for (kind, value), (streams, table, marker) in checks.items():
+        assert any(table in h for h in _tables_holding(engine, [marker])), (kind, marker)
+        plan = _ok(client.post("/v1/forget", json={kind: value, "dry_run": True}))
+        assert plan["streams"].get(streams) == 1, (kind, plan)
+        receipt = _ok(client.post("/v1/forget", json={kind: value}))
+        assert receipt["keys"] >= 1 and receipt["sealed_events"] >= 1, (kind, receipt)
+        assert _tables_holding(engine, [marker]) == [], kind
+    assert client.get(f"/v1/knowledge/docs/{m}.md").status_code == 404

@@ -30,6 +30,16 @@ from rich.table import Table
 from bench.common import machine, machine_line, save_result, start_stack, wide
 
 DEFAULT_PROJECTIONS = ("memories", "keyword", "entities")
+_MARK = "projection-workers: "  # a child's report line on its stdout, among whatever else it prints
+
+
+def _marked(proc: subprocess.Popen[str]) -> dict[str, float]:
+    """The child's next report line ({} when it ended without one)."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(_MARK):
+            return dict(json.loads(line[len(_MARK):]))
+    return {}
 
 
 def _append(engine: Any, n: int, tenants: int, chunk: int = 1000) -> None:
@@ -75,7 +85,7 @@ def child(names: list[str], workers: int, batch: int) -> None:
 
         head = head_position(conn)
     pending = [get_projector(n) for n in names]
-    print(json.dumps({"start": time.time(), "cpu": time.process_time()}), flush=True)  # ready: imports done
+    print(_MARK + json.dumps({"start": time.time(), "cpu": time.process_time()}), flush=True)  # imports done
     while pending:
         for projector in pending:
             catch_up(engine, projector, batch, max_seconds=3600, partitions=workers)
@@ -83,7 +93,7 @@ def child(names: list[str], workers: int, batch: int) -> None:
             pending = [p for p in pending if not has_reached(conn, p, head)]
         if pending:
             time.sleep(0.01)  # the rest is another process's batch in flight
-    print(json.dumps({"end": time.time(), "cpu": time.process_time()}), flush=True)
+    print(_MARK + json.dumps({"end": time.time(), "cpu": time.process_time()}), flush=True)
 
 
 def _server_cpu(engine: Any) -> float | None:
@@ -112,9 +122,9 @@ def _run_workers(engine: Any, names: list[str], workers: int, batch: int) -> dic
              for _ in range(workers)]
     # Timed from the first process ready (imports done) to the last one's end; their CPU in that span, and the
     # server's from when every process is ready (a process ready late has applied nothing before it).
-    ready = [json.loads(p.stdout.readline()) for p in procs if p.stdout is not None]
+    ready = [_marked(p) for p in procs]
     server0 = _server_cpu(engine)
-    ends = [json.loads(p.stdout.readline() or "{}") for p in procs if p.stdout is not None]
+    ends = [_marked(p) for p in procs]
     codes = [p.wait() for p in procs]
     server1 = _server_cpu(engine)
     if any(codes) or not all(ends):

@@ -1,11 +1,15 @@
-"""POST /v1/events (append a typed batch) and GET /v1/events (query the log, cursor-paginated)."""
+"""POST /v1/events (append a typed batch), GET /v1/events (query the log, cursor-paginated) and
+GET /v1/events/export (an operator's export of the tenant's log as JSON lines, streamed page by page)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi.responses import StreamingResponse
 from psycopg.abc import Buffer
 from psycopg.types.datetime import TimestamptzLoader
 from sqlalchemy import Connection, Engine
@@ -15,6 +19,7 @@ from api.schemas import MAX_POSITION, EventOut, EventsIn, EventsPage, PositionsO
 from domain.errors import InvalidPayload
 from domain.events import MAX_STREAM_ID_CHARS
 from eventstore.query import EventFilter, page_cursor, parse_cursor, query_page
+from eventstore.read import Checkpoint
 from infra.settings import get_settings
 from recall.privacy import policy_of, visible_events
 from services.append_events import EventInput, append_events
@@ -93,3 +98,35 @@ def get_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, De
             events = visible_events(conn, who.tenant, policy_of(conn, who.tenant), events)
     out = [EventOut(**{k: getattr(e, k) for k in EventOut.model_fields}) for e in events]
     return EventsPage(events=out, next_cursor=cursor)
+
+
+EXPORT_PAGE = 1000
+
+
+@router.get("/export", response_class=StreamingResponse,
+            responses={200: {"content": {"application/x-ndjson": {}}, "description": "one event a line"}})
+def export_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
+                  type: Annotated[list[str] | None, Query()] = None, since: datetime | None = None,
+                  until: datetime | None = None) -> StreamingResponse:
+    """The tenant's events in log order as JSON lines (as `engramlog events export`), for operator keys; paged
+    gap-safely, one page in memory at a time."""
+    if not who.operator:
+        raise HTTPException(403, "exporting the log needs an operator key (ENGRAMLOG_OPERATOR_KEYS)")
+    if len(type or ()) > 100:
+        raise InvalidPayload("at most 100 types")
+    first = EventFilter(who.tenant, None, tuple(_text("type", t, 100) or "" for t in type or ()), None, None,
+                        _utc("since", since), _utc("until", until))
+
+    def lines() -> Iterator[bytes]:
+        f = first
+        while True:
+            with db.connect() as conn:
+                events, more = query_page(_readable(conn), f, EXPORT_PAGE, get_settings().events_page_bytes)
+            for e in events:
+                out = EventOut(**{k: getattr(e, k) for k in EventOut.model_fields})
+                yield out.model_dump_json().encode() + b"\n"
+            if not more or not events:
+                return
+            f = replace(f, after_cursor=Checkpoint(events[-1].tx_id, events[-1].position))
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 DOMAINS = ("memories", "knowledge", "sessions", "transcripts", "code")
 
@@ -75,6 +75,7 @@ def settle() -> float:
 @contextmanager
 def stack() -> Iterator[Any]:
     """The SDK client on the API app in process, over embedded PostgreSQL and Redis (the keyless tenant)."""
+    import httpx
     from engramlog_client import Engramlog
 
     from bench.common import start_stack
@@ -87,7 +88,7 @@ def stack() -> Iterator[Any]:
 
         get_settings.cache_clear()  # the settings of the stack just started (DATABASE_URL, REDIS_URL)
         with TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000)) as http, \
-                Engramlog(http_client=http) as client:
+                Engramlog(http_client=cast(httpx.Client, http)) as client:  # a TestClient is an httpx.Client
             yield client
 
 

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from deep_recall.store import forget_process_state
+from eventstore.read import event_at
 from projections.deep_recall import DeepRecallProjector
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector
@@ -221,8 +222,10 @@ def test_the_store_survives_calls_and_restarts(client, engine, deep) -> None:
     forget_process_state()  # what a restart of the API process forgets
     assert ask(client, "read the walrus again", session_id="w")["answer"] == "v41 after restart"
     with engine.connect() as conn:
-        stored = conn.execute(text("SELECT type FROM events WHERE type = 'DeepRecallStored' AND data->>'key' ="
-                                   " 'walrus' AND data->>'session_id' = 'w'")).all()
+        # The key is content, sealed in the stored payload (eventstore/codec.py): read it through the log.
+        positions = conn.execute(text("SELECT position FROM events WHERE type = 'DeepRecallStored'"
+                                      " AND data->>'session_id' = 'w'")).scalars().all()
+        stored = [e for p in positions if (e := event_at(conn, p)) is not None and e.data.get("key") == "walrus"]
     assert len(stored) >= 1
     # A rebuild of the read model from the log gives the same rows, and the store still answers.
     from projections.rebuild import rebuild, verify

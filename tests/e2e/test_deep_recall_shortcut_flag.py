@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+from eventstore.read import event_at
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector
 from tests.deep_recall_support import ROOT, point_route_at
@@ -38,8 +39,12 @@ def ask(client: TestClient, question: str) -> dict[str, Any]:
 
 def audit(engine, tenant: str, recall_id: str) -> dict[str, Any]:
     with engine.connect() as conn:
-        return conn.execute(text("SELECT data FROM events WHERE tenant = :t AND type = 'DeepRecallServed'"
-                                 " AND stream_id = :s"), {"t": tenant, "s": f"recall-{recall_id}"}).scalar_one()
+        # Its reason and results are sealed content (eventstore/codec.py): read the event through the log.
+        position = conn.execute(text("SELECT position FROM events WHERE tenant = :t AND type = 'DeepRecallServed'"
+                                     " AND stream_id = :s"), {"t": tenant, "s": f"recall-{recall_id}"}).scalar_one()
+        event = event_at(conn, position)
+        assert event is not None
+        return event.data
 
 
 def blind_spots(engine, tenant: str) -> int:

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from projections.registry import PROJECTORS
 from projections.runner import catch_up
+from tests.log_support import opened_events
 
 
 @pytest.fixture
@@ -61,7 +62,6 @@ def test_beyond_the_head_and_negative_are_422(two, path) -> None:
 
 
 def test_deep_recall_beyond_the_head_and_negative_are_422_nothing_written(two, engine) -> None:
-    from sqlalchemy import text
 
     a, _ = two
     question = f"where is the {uuid.uuid4().hex[:8]} tent?"
@@ -69,9 +69,8 @@ def test_deep_recall_beyond_the_head_and_negative_are_422_nothing_written(two, e
         refused = a.post("/v1/deep_recall", json={"question": question, "min_position": position})
         assert refused.status_code == 422 and "min_position" in refused.text, refused.text
     with engine.connect() as conn:
-        served = conn.execute(text("SELECT count(*) FROM events WHERE type = 'DeepRecallServed'"
-                                   " AND data->>'question' = :q"), {"q": question}).scalar_one()
-    assert served == 0
+        served = [e for e in opened_events(conn, "type = 'DeepRecallServed'") if e.data.get("question") == question]
+    assert served == []
 
 
 def test_deep_recall_waits_for_its_read_models(two, engine) -> None:

@@ -16,6 +16,7 @@ from domain.events import NewEvent, memory_stream
 from eventstore.append import append
 from projections.registry import get_projector
 from projections.runner import catch_up
+from tests.log_support import opened_events
 
 
 def recorded(memory_id: uuid.UUID, content: str, agent: str = "a") -> NewEvent:
@@ -85,8 +86,7 @@ def two_duplicates(engine: Any, tenant: str) -> tuple[uuid.UUID, uuid.UUID]:
 
 def merges_of(engine: Any, tenant: str) -> list[dict[str, Any]]:
     with engine.connect() as conn:
-        return [r.data for r in conn.execute(text(
-            "SELECT data FROM events WHERE tenant = :t AND type = 'MemoriesMerged' ORDER BY position"), {"t": tenant})]
+        return [e.data for e in opened_events(conn, "tenant = :t AND type = 'MemoriesMerged'", {"t": tenant})]
 
 
 def content_of(engine: Any, tenant: str, memory_id: uuid.UUID) -> str:
@@ -178,10 +178,8 @@ def test_a_write_after_the_merge_is_decided_on_the_merged_memory(engine, tenant,
     write.join(120)
     assert not errors, errors
     with engine.connect() as conn:
-        [decision] = conn.execute(text("""
-            SELECT data FROM events
-            WHERE tenant = :t AND type = 'MemoryAdmitted' AND data->>'reason' LIKE 'reinforced %'"""),
-            {"t": tenant}).scalars().all()
+        [decision] = [e.data for e in opened_events(conn, "tenant = :t AND type = 'MemoryAdmitted'", {"t": tenant})
+                      if str(e.data.get("reason", "")).startswith("reinforced ")]
     assert decision["inputs"]["reinforced"] == str(kept)  # not the memory just merged into it
     assert abs(decision["inputs"]["target_confidence"] - pooled) < 1e-6  # from the pooled confidence
 

@@ -66,7 +66,7 @@ def test_system_events_are_the_system_event_subclasses() -> None:
                       "MemoriesMerged", "EdgeAdjusted", "ConsolidationCompleted", "RecallFeedbackGiven",
                       "RecallServed", "ResultDrilled", "SectionStatusChanged", "DeepRecallServed", "DeepRecallStored",
                       "BlindSpotRegistered", "SessionMessageStatusChanged", "TranscriptChunkStatusChanged",
-                      "CodeSymbolStatusChanged"}
+                      "CodeSymbolStatusChanged", "ContentForgotten"}
     assert all(is_system_event(n) for n in system)
     assert not is_system_event(MemoryRecorded.type_name())
     assert not is_system_event("NoSuchEvent")

@@ -20,7 +20,8 @@ from domain.privacy import PrivacyPolicy
 
 
 def test_the_operator_events_are_the_privacy_policy_only() -> None:
-    assert {n for n, t in EVENT_TYPES.items() if issubclass(t.schema, OperatorEvent)} == {"PrivacyPolicySet"}
+    assert {n for n, t in EVENT_TYPES.items() if issubclass(t.schema, OperatorEvent)} == {"PrivacyPolicySet",
+                                                                                           "SubjectForgotten"}
     assert is_operator_event("PrivacyPolicySet") and not is_system_event("PrivacyPolicySet")
     assert not is_operator_event("MemoryRecorded") and not is_operator_event("NoSuchEvent")
 

@@ -11,6 +11,8 @@ from fastapi.testclient import TestClient
 from funnel_support import COOKING, ask, project, remember_all, settings, stage
 from sqlalchemy import text
 
+from tests.log_support import opened_events
+
 STAGES = ["coref", "embed", "candidates", "composite", "prf", "graph", "rerank", "abstain"]
 
 
@@ -33,8 +35,9 @@ def test_unrelated_query_abstains_and_says_why(engine, kitchen):
     assert stage(answer, "abstain")["counts"]["abstained"] is True
     # The hit-log event records the abstention and why, with no results.
     with engine.connect() as conn:
-        data = conn.execute(text("SELECT data FROM events WHERE tenant = :t AND stream_id = :s"),
-                            {"t": tenant, "s": f"recall-{answer.recall_id}"}).scalar_one()
+        [event] = opened_events(conn, "tenant = :t AND stream_id = :s",
+                                {"t": tenant, "s": f"recall-{answer.recall_id}"})
+        data = event.data
     assert data["results"] == []
     assert data["explanation"]["abstained"]["reason"] == answer.abstained["reason"]
 

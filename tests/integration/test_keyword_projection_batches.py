@@ -73,12 +73,13 @@ def _write_log(engine: Any, tenant: str) -> tuple[list[uuid.UUID], dict[uuid.UUI
 
 
 def _events(engine: Any, tenant: str) -> list[Any]:
+    from eventstore.codec import open_events
     from projections.keyword import KeywordProjector
 
     with engine.connect() as conn:
         rows = conn.execute(text(f"SELECT {COLUMNS} FROM events e WHERE tenant = :t AND type = ANY(:types) "
                                  "ORDER BY e.tx_id, e.position"), {"t": tenant, "types": list(KeywordProjector.types)})
-        return [row_to_event(r) for r in rows]
+        return open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=True)
 
 
 def _rows(conn: Any, tenant: str) -> dict[str, list[tuple[Any, ...]]]:

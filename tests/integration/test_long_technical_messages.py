@@ -22,6 +22,7 @@ from sqlalchemy import text
 
 from bench.coding_fixture import VALUES, Fixture, lock_timeout, ports
 from domain.novelty import unsaid_terms
+from tests.log_support import opened_events
 
 AGENT = "dev"
 # Each message is a governed write (embedded on the write path) of a few KB, then every projector: on 2 shared cores
@@ -68,9 +69,9 @@ def test_a_correction_phrase_in_another_services_message_supersedes_nothing(engi
                                                                           for k, d in done.items()}
     # The second answer says "instead of" and is near the first; the governor recorded what it would have hidden.
     with engine.connect() as conn:
-        inputs = conn.execute(text(
-            "SELECT data->'inputs' FROM events WHERE tenant = :t AND type = 'MemoryAdmitted' "
-            "AND data->>'memory_id' = :m"), {"t": tenant, "m": str(done["lock1.answer"].memory_id)}).scalar_one()
+        [admitted] = opened_events(conn, "tenant = :t AND type = 'MemoryAdmitted' AND data->>'memory_id' = :m",
+                                   {"t": tenant, "m": str(done["lock1.answer"].memory_id)})
+    inputs = admitted.data["inputs"]  # sealed content: read through the log
     assert inputs["correction"]["value"] is True
     assert len(inputs["correction"]["nearest_unsaid_terms"]) > 3
 

@@ -115,6 +115,7 @@ INSERT INTO embedding_cache (tenant, model, content_hash, embedding)
 SELECT :tenant, :model, h, CAST(e AS vector)
 FROM unnest(CAST(:hashes AS text[]), CAST(:embeddings AS text[])) AS t(h, e)
 ON CONFLICT DO NOTHING
+RETURNING content_hash
 """)
 
 
@@ -134,9 +135,14 @@ def embed_cached(conn: Connection, embedder: Embedder, tenant: str, texts: Seque
         order = sorted(missing)
         vectors = embedder.encode([missing[h] for h in order])
         fresh = {h: to_pgvector(v) for h, v in zip(order, vectors, strict=True)}
-        conn.execute(_STORE, {"tenant": tenant, "model": embedder.model, "hashes": order,
-                              "embeddings": [fresh[h] for h in order]})
+        stored = set(conn.execute(_STORE, {"tenant": tenant, "model": embedder.model, "hashes": order,
+                                           "embeddings": [fresh[h] for h in order]}).scalars())
         known.update(fresh)
+        if lost := [h for h in order if h not in stored]:
+            # A concurrent transaction cached these first (our insert waited for it, then did nothing): use its
+            # vectors, not ours. Recomputed floats can differ in the last bits with the batch they were computed
+            # in, and a rebuild reads the cache, so the cached vector is the one a read model must hold.
+            known.update(conn.execute(_CACHED, {"tenant": tenant, "model": embedder.model, "hashes": lost}).all())
     return [known[h] for h in hashes]
 
 

@@ -26,6 +26,14 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock' AND l.o
   AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtext(:key)::bigint
 """)
 
+# A connection of `app` waiting on a table lock in its INSERT into memory_vectors, inside a vectors batch (it holds
+# a partition's claim).
+_BLOCKED_MID_BATCH = text("""
+SELECT count(*) FROM pg_stat_activity a
+WHERE a.application_name = :app AND a.wait_event_type = 'Lock' AND a.query LIKE '%INSERT INTO memory_vectors%'
+  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)
+""")
+
 
 def holders(engine, name: str, partition: parts.Partition) -> list[str]:
     with engine.connect() as conn:
@@ -51,19 +59,25 @@ def test_two_workers_one_killed_mid_batch_and_restarted_apply_each_event_once(en
         remember(engine, tenant, [MemoryInput(content=sentence(i, tenant), agent_id=f"ag{i % 3}", must_keep=True)
                                   for i in range(per_tenant)], {"source": "test"})
     env = {"ENGRAMLOG_WORKERS": "2", "ENGRAMLOG_PROJECTION_BATCH": "20"}
+    # Hold memory_vectors in SHARE mode (inserts wait): a worker's vectors batch then stops at its INSERT, inside
+    # its transaction and holding its partition's claim, for as long as the test needs. Without it the batches
+    # (their embeddings cached by the write path) can all commit before the kill lands.
+    gate = engine.connect()
+    gate_tx = gate.begin()
+    gate.execute(text("LOCK TABLE memory_vectors IN SHARE MODE"))
     victim = start_worker(extra_env={**env, "PGAPPNAME": "worker-a"})
     workers = [victim, start_worker(extra_env={**env, "PGAPPNAME": "worker-b"})]
     vectors = [parts.Partition(i, 2) for i in range(2)]
     try:
-        # The vectors projection (embedding each text) is the slow one: kill worker a while a batch of it is open
-        # on a partition, once some vectors are committed.
-        def a_mid_batch() -> parts.Partition | None:
-            if sum(counts(engine, t)["memory_vectors"] for t in tenants) < 20:
-                return None
-            return next((p for p in vectors if "worker-a" in holders(engine, "vectors", p)), None)
+        def a_mid_batch() -> bool:
+            with engine.connect() as conn:
+                return bool(conn.execute(_BLOCKED_MID_BATCH, {"app": "worker-a"}).scalar_one())
 
-        assert wait_until(lambda: a_mid_batch() is not None, timeout=300, interval=0.01)
+        assert wait_until(a_mid_batch, timeout=300, interval=0.05)
+        assert any("worker-a" in holders(engine, "vectors", p) for p in vectors)
         victim.kill()
+        gate_tx.rollback()
+        gate.close()
         at_kill = {t: counts(engine, t) for t in tenants}
         assert any(c["memory_vectors"] < per_tenant for c in at_kill.values()), at_kill
         # Its claims ended with its connections: the survivor projects every partition, the dead one's included.
@@ -86,6 +100,9 @@ def test_two_workers_one_killed_mid_batch_and_restarted_apply_each_event_once(en
             report = verify(engine, get_projector(name))
             assert report.identical, [t for t in report.tables if not t.identical]
     finally:
+        if not gate.closed:
+            gate_tx.rollback()
+            gate.close()
         for w in workers:
             w.stop()
         # The rest of the session runs on one partition, as a default deployment does (exact: aligned first).

@@ -127,14 +127,19 @@ def test_superseded_memory_only_with_history_and_scored_a_tenth(engine):
     with engine.begin() as conn:
         conn.execute(text("UPDATE memories SET status = 'superseded' WHERE tenant = :t AND memory_id = :m"),
                      {"t": tenant, "m": old})
-    query = "which port does the staging database run on?"
-    assert old not in [r.memory_id for r in ask(engine, tenant, query, k=2).results]
-    answer = ask(engine, tenant, query, k=2, include_history=True)
-    [hit] = [r for r in answer.results if r.memory_id == old]
-    c = hit.explanation["stages"]["composite"]
-    assert c["superseded_factor"] == pytest.approx(0.1)
-    assert c["score"] == pytest.approx(c["relevance"] * c["quality"] * 0.1, abs=1e-5)
-    assert hit.explanation["status"] == "superseded"
+    try:
+        query = "which port does the staging database run on?"
+        assert old not in [r.memory_id for r in ask(engine, tenant, query, k=2).results]
+        answer = ask(engine, tenant, query, k=2, include_history=True)
+        [hit] = [r for r in answer.results if r.memory_id == old]
+        c = hit.explanation["stages"]["composite"]
+        assert c["superseded_factor"] == pytest.approx(0.1)
+        assert c["score"] == pytest.approx(c["relevance"] * c["quality"] * 0.1, abs=1e-5)
+        assert hit.explanation["status"] == "superseded"
+    finally:  # the read model back as the log has it: later tests verify projections against a rebuild
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE memories SET status = 'active' WHERE tenant = :t AND memory_id = :m"),
+                         {"t": tenant, "m": old})
 
 
 def test_graph_walk_boosts_a_connected_candidate(engine):

@@ -29,8 +29,11 @@ browser:
 	  echo "chromium not installed (apt-get install chromium as root): the console browser tests will be skipped"
 
 # Every test: tests/unit (pure), tests/integration and tests/e2e (embedded PostgreSQL, Redis, workers).
+# TEST_PROCESSES pytest-xdist workers, each with its own servers (tests/conftest.py); a module stays on one worker
+# (--dist loadfile: its module-scoped stacks start once). Most tests wait on servers, so two share 2 cores well.
+TEST_PROCESSES ?= 2
 test: $(STAMP) browser
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=25 tests
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=25 -n $(TEST_PROCESSES) --dist loadfile tests
 
 # The pure tests only: no server starts, seconds.
 test-unit: $(STAMP)

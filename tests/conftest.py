@@ -5,7 +5,8 @@ directly) and tests/e2e (HTTP through the app, CLI and servers as subprocesses).
 session, on first use: the `servers` fixture, which `engine`, `app`, `http`, `client`, `worker` and `start_worker`
 depend on, and before any test under tests/integration or tests/e2e. They stop at the end of the session, leaving
 no process behind, so `pytest tests/unit` starts none. Tests isolate themselves by tenant: every test that writes
-uses its own tenant name.
+uses its own tenant name. Under pytest-xdist (`make test` runs `-n 2 --dist loadfile`) each worker process has its
+own data directory, PostgreSQL and Redis, so a test that stops Redis or kills workers touches only its own.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ _STATE: dict[str, object] = {}
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return
+    if getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # pytest-xdist's controller runs no test: each worker (a process of its own) sets up its own servers
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("ENGRAMLOG_POLL_INTERVAL_S", "0.5")
     os.environ.setdefault("ENGRAMLOG_WORKER_HEARTBEAT_S", "1")

@@ -30,10 +30,23 @@ HORIZON = f"""(
 _NOT_APPENDING = text(f"SELECT pg_advisory_xact_lock_shared({_CLASS}, {_OBJECT})")
 
 
+# The horizon now, and the log's last position under it: a reader that finds nothing of its own below the horizon
+# has read everything there is of it up to that position: every transaction below the horizon has ended, so
+# whatever it appended is visible to this statement and numbered at or below that position.
+_HORIZON_AND_HEAD = text(f"SELECT CAST(CAST({HORIZON} AS text) AS bigint), "
+                         "(SELECT coalesce(max(position), 0) FROM events)")
+
+
+def horizon_and_head(conn: Connection) -> tuple[int, int]:
+    """(the log's horizon as a transaction id, the log's last position visible now)."""
+    tx, pos = conn.execute(_HORIZON_AND_HEAD).one()
+    return int(tx), int(pos)
+
+
 def declare_not_appending(conn: Connection) -> None:
     """This transaction will append no event: readers of the log need not wait for it. Call it first, before the
     transaction writes anything."""
     conn.execute(_NOT_APPENDING)
 
 
-__all__ = ["HORIZON", "declare_not_appending"]
+__all__ = ["HORIZON", "declare_not_appending", "horizon_and_head"]

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
 
-from eventstore.horizon import HORIZON
 from eventstore.read import Checkpoint
 
 PROJECTION_LOCK = "engramlog.projection.{name}"
@@ -77,12 +76,6 @@ _LOAD_TENANT = text("""
 SELECT tx_id::text::bigint, position FROM projection_checkpoints
 WHERE name = :name AND partition = engramlog_partition(:tenant, partitions)
 """)
-# The horizon now, and the log's last position under it: a partition that finds nothing of its own below the
-# horizon has applied everything there is of it up to (horizon - 1, that position): every transaction below the
-# horizon has ended, so whatever it appended is visible to this statement and numbered at or below that position.
-_HORIZON = text(f"SELECT CAST(CAST({HORIZON} AS text) AS bigint), (SELECT coalesce(max(position), 0) FROM events)")
-
-
 @dataclass(frozen=True)
 class Row:
     partition: Partition
@@ -147,11 +140,5 @@ def lowest(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
     return min(checkpoints, default=Checkpoint())
 
 
-def horizon(conn: Connection) -> tuple[int, int]:
-    """(the log's horizon as a transaction id, the log's last position visible now)."""
-    tx, pos = conn.execute(_HORIZON).one()
-    return int(tx), int(pos)
-
-
-__all__ = ["EXCLUSIVE", "SHARED", "TRY_EXCLUSIVE", "TRY_SHARED", "WHOLE", "Partition", "Row", "horizon", "layout",
+__all__ = ["EXCLUSIVE", "SHARED", "TRY_EXCLUSIVE", "TRY_SHARED", "WHOLE", "Partition", "Row", "layout",
            "load", "load_for_tenant", "lock_key", "lowest", "partition_key", "rows", "save", "save_all"]

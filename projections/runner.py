@@ -24,7 +24,7 @@ import structlog
 from sqlalchemy import Connection, Engine
 
 from domain.events import RecordedEvent
-from eventstore.horizon import declare_not_appending
+from eventstore.horizon import declare_not_appending, horizon_and_head
 from eventstore.progress import has_reached as log_reached
 from eventstore.progress import progress
 from eventstore.read import Checkpoint, read_after
@@ -100,7 +100,7 @@ def _next(conn: Connection, projector: Projector, partition: Partition, checkpoi
     """The partition's next events; with none, how far the partition is then known to be done (or None)."""
     if partition.whole:
         return read_after(conn, checkpoint, projector.types, limit, until=until, max_bytes=max_bytes), None
-    horizon, head = parts.horizon(conn)
+    horizon, head = horizon_and_head(conn)
     events = read_after(conn, checkpoint, projector.types, limit, until=until, max_bytes=max_bytes,
                         partition=(partition.index, partition.count, horizon))
     done = Checkpoint(horizon - 1, max(head, checkpoint.position))

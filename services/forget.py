@@ -21,7 +21,8 @@ import structlog
 from sqlalchemy import Connection, Engine, text
 
 from domain.errors import NotFound
-from domain.events import NewEvent, SubjectForgotten, forget_stream, subject_digest
+from domain.events import NewEvent, SubjectForgotten, TranscriptChunksPut, forget_stream, subject_digest
+from eventstore import subjects
 from eventstore.append import append
 from eventstore.codec import SEALED
 from eventstore.stream import read_streams
@@ -49,17 +50,9 @@ _UNCACHE_VECTORS = (
     " ON s.tenant = v.tenant AND s.chunk_id = v.chunk_id WHERE c.tenant = :tenant AND v.tenant = :tenant"
     " AND c.model = v.model AND c.embedding = v.embedding AND s.transcript_id = ANY(:transcripts)",
 )
-_DEAD_LETTERS = text("""
-DELETE FROM projection_dead_letters d USING events e
-WHERE d.tenant = :tenant AND e.tenant = :tenant AND e.position = d.position AND e.stream_id = ANY(:streams)
-""")
+_DEAD_LETTERS = text("DELETE FROM projection_dead_letters WHERE tenant = :tenant AND position = ANY(:positions)")
 _INGEST_DEAD_LETTERS = text("""
 DELETE FROM ingest_dead_letters WHERE tenant = :tenant AND message LIKE ANY(:patterns)
-""")
-_DESTROY = text("DELETE FROM subject_keys WHERE tenant = :tenant AND stream_id = ANY(:streams)")
-_TRANSCRIPT_IDS = text("""
-SELECT DISTINCT data->>'transcript_id' FROM events WHERE tenant = :tenant AND stream_id = ANY(:streams)
-  AND type = 'TranscriptChunksPut'
 """)
 
 
@@ -106,7 +99,7 @@ def _uncache(conn: Connection, tenant: str, plan: Plan) -> int:
     streams = plan.every_stream
     hashes = sorted({content_hash(t) for t in _texts(conn, tenant, streams)})
     gone = conn.execute(_UNCACHE_HASHES, {"tenant": tenant, "hashes": hashes}).rowcount
-    transcripts = list(conn.execute(_TRANSCRIPT_IDS, {"tenant": tenant, "streams": streams}).scalars())
+    transcripts = subjects.field_values(conn, tenant, streams, TranscriptChunksPut.type_name(), "transcript_id")
     for sql in _UNCACHE_VECTORS:
         gone += conn.execute(text(sql), {"tenant": tenant, "streams": streams, "transcripts": transcripts}).rowcount
     return int(gone)
@@ -122,11 +115,6 @@ def _ingest_patterns(plan: Plan) -> list[str]:
 def _affected(plan_types: set[str]) -> list[Projector]:
     """The projectors that applied any of the forgotten events' types: the read models to rebuild."""
     return [p for p in PROJECTORS.values() if plan_types & set(p.types)]
-
-
-def _types(conn: Connection, tenant: str, streams: list[str]) -> set[str]:
-    return set(conn.execute(text("SELECT DISTINCT type FROM events WHERE tenant = :tenant AND stream_id = ANY(:s)"),
-                            {"tenant": tenant, "s": streams}).scalars())
 
 
 def _receipt(plan: Plan, dry_run: bool, **more: Any) -> Receipt:
@@ -145,15 +133,16 @@ def forget(engine: Engine, tenant: str, subject: Subject, metadata: dict[str, An
         plan = resolve(conn, tenant, subject)
         if not plan.found:
             raise NotFound(f"no {subject.kind} {subject.value!r} in this tenant's log")
-        types = _types(conn, tenant, plan.every_stream)
+        types = subjects.types_in(conn, tenant, plan.every_stream)
         projectors = _affected(types & set(SEALED))
         if dry_run:
             return _receipt(plan, True, projections=[p.name for p in projectors],
                             seconds=round(time.perf_counter() - started, 3))
         uncached = _uncache(conn, tenant, plan)
-        dead = conn.execute(_DEAD_LETTERS, {"tenant": tenant, "streams": plan.every_stream}).rowcount
+        positions = subjects.positions_in(conn, tenant, plan.every_stream)
+        dead = conn.execute(_DEAD_LETTERS, {"tenant": tenant, "positions": positions}).rowcount
         dead += conn.execute(_INGEST_DEAD_LETTERS, {"tenant": tenant, "patterns": _ingest_patterns(plan)}).rowcount
-        keys = conn.execute(_DESTROY, {"tenant": tenant, "streams": plan.every_stream}).rowcount
+        keys = subjects.destroy_keys(conn, tenant, plan.every_stream)
         forget_id = uuid.uuid4()
         event = SubjectForgotten(forget_id=forget_id, kind=subject.kind,
                                  subject_digest=subject_digest(tenant, subject.kind, subject.value), reason=reason,

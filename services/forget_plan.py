@@ -36,28 +36,13 @@ from domain.events import (
     session_stream,
 )
 from domain.transcripts.ids import transcript_stream
-from eventstore.codec import FORGOTTEN, SEALED
+from eventstore import subjects
+from eventstore.codec import FORGOTTEN
 from eventstore.query import EventFilter, query_page
 from eventstore.read import Checkpoint
 
 _HIT_LOG = [t.type_name() for t in (RecallFeedbackGiven, DeepRecallServed, DeepRecallStored, BlindSpotRegistered)]
 _SEALED_HIT_LOG = (RecallServed.type_name(), ResultDrilled.type_name())  # results sealed: searched opened
-# The streams whose events carry `field` = value in their plain payload, of these types.
-_STREAMS_BY_FIELD = text("""
-SELECT DISTINCT stream_id FROM events WHERE tenant = :tenant AND type = ANY(:types) AND data->>:field = :value
-""")
-_STREAM_EXISTS = text("SELECT EXISTS (SELECT 1 FROM events WHERE tenant = :tenant AND stream_id = :stream)")
-# Hit-log streams whose plain payload holds one of the values as a JSON string (an id, a path, a handle's field).
-_NAMING = text("""
-SELECT DISTINCT stream_id, data->>'recall_id' AS recall_id FROM events
-WHERE tenant = :tenant AND type = ANY(:types) AND data::text LIKE ANY(:patterns)
-""")
-_COUNTS = text("""
-SELECT count(*) FILTER (WHERE data ? '_sealed') AS sealed, count(*) FILTER (WHERE NOT data ? '_sealed'
-       AND type = ANY(:content_types)) AS unsealed, count(*) AS events
-FROM events WHERE tenant = :tenant AND stream_id = ANY(:streams)
-""")
-_KEYS = text("SELECT count(*) FROM subject_keys WHERE tenant = :tenant AND stream_id = ANY(:streams)")
 # Where an entity's name is found: the read models that hold text, each answering the stream of its item.
 _NAMED_IN = (
     ("memories", "SELECT DISTINCT 'memory-' || memory_id FROM memories WHERE tenant = :tenant AND content ~* :word"),
@@ -105,13 +90,7 @@ class Plan:
 
 
 def _by_field(conn: Connection, tenant: str, types: list[str], field_: str, value: str) -> list[str]:
-    return sorted(conn.execute(_STREAMS_BY_FIELD, {"tenant": tenant, "types": types, "field": field_,
-                                                    "value": value}).scalars())
-
-
-def _like(value: str) -> str:
-    quoted = json.dumps(value, ensure_ascii=False)  # as jsonb prints a string value
-    return "%" + quoted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return subjects.streams_with(conn, tenant, types, field_, value)
 
 
 def _entity(conn: Connection, tenant: str, name: str, plan: Plan) -> None:
@@ -139,7 +118,7 @@ def resolve(conn: Connection, tenant: str, subject: Subject) -> Plan:
     recorded, sessions = [MemoryRecorded.type_name()], [SessionMessagesAppended.type_name()]
     if kind == "memory_id":
         stream = memory_stream(value)  # type: ignore[arg-type]  # validated as a UUID by the route
-        if conn.execute(_STREAM_EXISTS, {"tenant": tenant, "stream": stream}).scalar_one():
+        if subjects.stream_exists(conn, tenant, stream):
             plan.streams["memories"] = [stream]
     elif kind == "agent_id":
         plan.streams["memories"] = _by_field(conn, tenant, recorded, "agent_id", value)
@@ -147,8 +126,7 @@ def resolve(conn: Connection, tenant: str, subject: Subject) -> Plan:
     elif kind == "session_id":
         plan.streams["memories"] = _by_field(conn, tenant, recorded, "session_id", value)
         stream = session_stream(value)
-        plan.streams["sessions"] = [stream] if conn.execute(
-            _STREAM_EXISTS, {"tenant": tenant, "stream": stream}).scalar_one() else []
+        plan.streams["sessions"] = [stream] if subjects.stream_exists(conn, tenant, stream) else []
     elif kind == "path":
         plan.streams["documents"] = _by_field(conn, tenant, [DocumentPut.type_name()], "path", value)
         plan.values.append(value)
@@ -179,10 +157,8 @@ def _dependents(conn: Connection, tenant: str, plan: Plan) -> None:
     found = {e.stream_id: e.data.get("recall_id") for e in _opened_hit_log(conn, tenant)
              if e.stream_id not in seen and any(p in json.dumps(e.data, ensure_ascii=False) for p in patterns)}
     for _ in range(2):
-        if values:
-            rows = conn.execute(_NAMING, {"tenant": tenant, "types": _HIT_LOG,
-                                          "patterns": [_like(v) for v in values]}).all()
-            found.update({r.stream_id: r.recall_id for r in rows if r.stream_id not in seen})
+        found.update({s: r for s, r in subjects.streams_naming(conn, tenant, _HIT_LOG, values).items()
+                      if s not in seen})
         fresh = {s: r for s, r in found.items() if s not in seen}
         seen |= fresh.keys()
         plan.dependent += list(fresh)
@@ -204,9 +180,9 @@ def _opened_hit_log(conn: Connection, tenant: str) -> Iterator[RecordedEvent]:
 
 def _count(conn: Connection, tenant: str, plan: Plan) -> None:
     streams = plan.every_stream
-    row = conn.execute(_COUNTS, {"tenant": tenant, "streams": streams, "content_types": sorted(SEALED)}).one()
-    plan.sealed_events, plan.unsealed_events, plan.events = row.sealed, row.unsealed, row.events
-    plan.keys = conn.execute(_KEYS, {"tenant": tenant, "streams": streams}).scalar_one()
+    counts = subjects.seal_counts(conn, tenant, streams)
+    plan.sealed_events, plan.unsealed_events, plan.events = counts.sealed, counts.unsealed, counts.events
+    plan.keys = subjects.count_keys(conn, tenant, streams)
 
 
 __all__ = ["Plan", "Subject", "resolve"]

@@ -71,6 +71,9 @@ class Settings:
     port: int = field(default_factory=lambda: int(_env("ENGRAMLOG_PORT", "8000")))
     # `engramlog up`'s stop: each child gets this long after its stop signal, then SIGKILL (stack/up.py).
     stop_grace_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_STOP_GRACE_S", "10"))
+    # How long `engramlog up` waits for /healthz. Its children are watched meanwhile (one that dies fails the start
+    # at once), so the limit is for a slow machine: a first start exports the ONNX model, minutes on 2 busy cores.
+    up_health_timeout_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_UP_HEALTH_TIMEOUT_S", "600"))
     api_keys: dict[str, str] = field(default_factory=lambda: _parse_api_keys(_env("ENGRAMLOG_API_KEYS", "")))
     # Keys allowed to run operators' actions over HTTP (rebuild touches every tenant's read models).
     operator_keys: tuple[str, ...] = field(

@@ -155,7 +155,8 @@ class Stack:
         self._wait_healthy()
         log.info("engramlog.up", api=self.api_url, data_dir=str(self.data_dir))
 
-    def _wait_healthy(self, timeout_s: float = 120) -> None:
+    def _wait_healthy(self) -> None:
+        timeout_s = self.settings.up_health_timeout_s
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             self._check_children()
@@ -165,7 +166,7 @@ class Stack:
             except httpx.HTTPError:
                 pass
             time.sleep(0.3)
-        raise StackError("the stack did not become healthy in time")
+        raise StackError(f"the API did not answer /healthz within {timeout_s:g} s (ENGRAMLOG_UP_HEALTH_TIMEOUT_S)")
 
     def _check_children(self) -> None:
         for name, proc in self.children.items():

@@ -47,6 +47,7 @@ from domain.privacy import PrivacyPolicy
 from domain.sessions.messages import (
     MessageState,
     SessionLine,
+    SessionLog,
     fold_steps,
     line_of,
     message_state,
@@ -107,6 +108,13 @@ def _checked(session_id: str, messages: Sequence[dict[str, Any]], agent_id: str 
         if m.created_at is not None:
             occurred_in_range(m.created_at)
     return data
+
+
+def check_append(session_id: str, messages: Sequence[dict[str, Any]], agent_id: str | None = None,
+                 project: str | None = None) -> None:
+    """Refuse (with the reason) an append that append_messages would refuse for its payload, writing nothing: a
+    caller checking a whole import before it writes any of it (services/chat_import.py)."""
+    _checked(session_id, messages, agent_id, project)
 
 
 def _first(conn: Connection, tenant: str, session_id: str) -> dict[str, Any] | None:
@@ -211,14 +219,8 @@ def resume_budget(budget_tokens: int | None) -> int:
     return budget
 
 
-@dataclass(frozen=True)
-class SessionOutline:
-    """A session as its log says, each message without its text (domain/sessions/resume.py LineShape)."""
-    session_id: str
-    agent_id: str | None
-    project: str | None
-    lines: tuple[LineShape, ...]
-    last_position: int | None  # of the newest event folded
+# A session as its log says, each message without its text (domain/sessions/resume.py LineShape).
+SessionOutline = SessionLog[LineShape]
 
 
 _SESSION_TYPES = (SessionMessagesAppended, SessionMessageSent)
@@ -269,5 +271,5 @@ def resume_context(conn: Connection, tenant: str, session_id: str, budget_tokens
     return outline, render_resume(session_id, plan, _kept_lines(conn, tenant, outline, plan.seqs), budget, turns)
 
 
-__all__ = ["MarkedSent", "MessagesAppended", "SessionOutline", "append_messages", "mark_sent", "resume_budget",
-           "resume_context", "session_outline"]
+__all__ = ["MarkedSent", "MessagesAppended", "SessionOutline", "append_messages", "check_append", "mark_sent",
+           "resume_budget", "resume_context", "session_outline"]

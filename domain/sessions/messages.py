@@ -82,13 +82,6 @@ class SessionLine:
         return replace(self, sent=True)
 
 
-@dataclass(frozen=True)
-class SessionLog:
-    session_id: str
-    agent_id: str | None
-    project: str | None
-    lines: tuple[SessionLine, ...]
-    last_position: int | None  # of the newest event folded
 
 
 def utc(at: datetime) -> datetime:
@@ -139,6 +132,16 @@ class Folded(Generic[L]):
     last_position: int | None
 
 
+@dataclass(frozen=True)
+class SessionLog(Generic[L]):
+    """A session as its log says: its lines whole (SessionLine), or their shapes only (resume's LineShape)."""
+    session_id: str
+    agent_id: str | None
+    project: str | None
+    lines: tuple[L, ...]
+    last_position: int | None  # of the newest event folded
+
+
 def fold_steps(steps: Iterable[Step[L]]) -> Folded[L]:
     """The fold's rules (the module's docstring) over steps in any order."""
     lines: dict[str, L] = {}
@@ -157,7 +160,7 @@ def fold_steps(steps: Iterable[Step[L]]) -> Folded[L]:
     return Folded(agent_id, project, tuple(lines.values()), last)
 
 
-def fold(session_id: str, events: Iterable[RecordedEvent]) -> SessionLog:
+def fold(session_id: str, events: Iterable[RecordedEvent]) -> SessionLog[SessionLine]:
     """The session's messages from its stream's events (see the module's docstring)."""
     folded = fold_steps(step_of(session_id, e, lambda m, e: line_of(m, 0, e.occurred_at)) for e in events)
     return SessionLog(session_id, folded.agent_id, folded.project, folded.lines, folded.last_position)

@@ -193,7 +193,7 @@ def render_resume(session_id: str, plan: ResumePlan, lines: Mapping[int, Session
     return ResumeContext(text, estimate_tokens(text), budget_tokens, plan.items, plan.dropped)
 
 
-def build_resume(log: SessionLog, budget_tokens: int, turns_wanted: int) -> ResumeContext:
+def build_resume(log: SessionLog[SessionLine], budget_tokens: int, turns_wanted: int) -> ResumeContext:
     """The resume context of a session within `budget_tokens` (see the module's docstring), from its whole log."""
     plan = plan_resume(log.session_id, [shape_of(line, 0) for line in log.lines], budget_tokens, turns_wanted)
     return render_resume(log.session_id, plan, {line.seq: line for line in log.lines}, budget_tokens, turns_wanted)

@@ -20,6 +20,7 @@ from api.routes import code as code_routes
 from api.routes import dead_letters, events, feedback, memories, operations, policy, positions, recall
 from api.routes import deep_recall as deep_recall_routes
 from api.routes import forget as forget_routes
+from api.routes import imports as import_routes
 from api.routes import knowledge as knowledge_routes
 from api.routes import sessions as session_routes
 from api.routes import transcripts as transcript_routes
@@ -81,6 +82,7 @@ def create_app() -> FastAPI:
     app.include_router(deep_recall_routes.router)  # deep recall and blind spots (api/routes/deep_recall.py)
     app.include_router(transcript_routes.router)  # transcripts (api/routes/transcripts.py)
     app.include_router(forget_routes.router)  # forgetting a subject (api/routes/forget.py, docs/forget.md)
+    app.include_router(import_routes.router)  # chat exports imported (api/routes/imports.py)
 
     mount_console(app)  # the operators' and analysts' pages at /console, same keys (console/)
     mount_mcp(app)  # the MCP tools as streamable HTTP at /mcp, same bearer keys (mcp_server/http.py)

@@ -14,6 +14,7 @@ from cli import (
     dead_letters,
     evaluate,
     events,
+    imports,
     knowledge,
     lifecycle,
     mcp,
@@ -50,6 +51,7 @@ sessions.register(app)  # sessions list | show | append | resume
 code.register(app)  # code index …
 transcripts.register(app)  # transcripts put …, transcripts sync …
 analyze.register(app)  # analyze keyword-gaps
+imports.register(app)  # import chat FILE (chat exports; the `import` group, shared with import log)
 
 if __name__ == "__main__":
     app()

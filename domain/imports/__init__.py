@@ -1,0 +1,1 @@
+"""What agents already have, parsed into engramlog's terms (pure: no IO)."""

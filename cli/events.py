@@ -3,6 +3,7 @@
     engramlog events query [filters] [--limit N] [--json]   events matching the filters, ascending by position
     engramlog events tail [--type T] [--from-position N]    follow the log as JSON lines
     engramlog events export [filters] [--format jsonl|csv|parquet] [--output FILE]   (parquet: --output needed)
+    engramlog export ...                                     the same; `engramlog import log FILE` restores one
 """
 
 from __future__ import annotations
@@ -160,3 +161,4 @@ def events_export(fmt: Annotated[str, typer.Option("--format", help="jsonl, csv 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(events_app, name="events")
+    app.command("export", help="Export the event log (as `engramlog events export`).")(events_export)

@@ -6,6 +6,7 @@ event type in one schema); times are UTC timestamps. DuckDB reads it with one SE
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +43,15 @@ class ParquetEvents:
 
     def close(self) -> None:
         self.writer.close()
+
+
+def parquet_rows(path: Path, batch_size: int = 1000) -> Iterator[dict[str, Any]]:
+    """The events of an export file, one dict a row (payload and metadata parsed), a row group at a time."""
+    for batch in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_size):
+        for row in batch.to_pylist():
+            row["data"], row["metadata"] = json.loads(row["data"]), json.loads(row["metadata"])
+            yield row
+
+
+def parquet_count(path: Path) -> int:
+    return int(pq.ParquetFile(str(path)).metadata.num_rows)

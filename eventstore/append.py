@@ -28,14 +28,15 @@ GROUP BY stream_id
 # One round trip for the whole batch; unnest keeps the batch order, so positions follow it.
 _INSERT = text("""
 INSERT INTO events (event_id, tenant, stream_id, stream_version, type, schema_version, data, metadata,
-                    occurred_at, idempotency_key)
+                    occurred_at, recorded_at, idempotency_key)
 SELECT b.event_id, :tenant, b.stream_id, b.stream_version, b.type, b.schema_version, b.data, b.metadata,
-       b.occurred_at, b.idempotency_key
+       b.occurred_at, coalesce(b.recorded_at, clock_timestamp()), b.idempotency_key
 FROM unnest(CAST(:event_ids AS uuid[]), CAST(:stream_ids AS text[]), CAST(:versions AS bigint[]),
             CAST(:types AS text[]), CAST(:schema_versions AS int[]), CAST(:datas AS jsonb[]),
-            CAST(:metadatas AS jsonb[]), CAST(:occurred AS timestamptz[]), CAST(:keys AS text[]))
+            CAST(:metadatas AS jsonb[]), CAST(:occurred AS timestamptz[]), CAST(:recorded AS timestamptz[]),
+            CAST(:keys AS text[]))
      WITH ORDINALITY AS b(event_id, stream_id, stream_version, type, schema_version, data, metadata, occurred_at,
-                          idempotency_key, ord)
+                          recorded_at, idempotency_key, ord)
 ORDER BY b.ord
 RETURNING event_id, position
 """)
@@ -98,6 +99,7 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
         "schema_versions": [e.schema_version for e in events],
         "datas": [json.dumps(d) for d in seal(conn, tenant, events)],  # content sealed (eventstore/codec.py)
         "occurred": [e.occurred_at or now for e in events],
+        "recorded": [e.recorded_at for e in events],
         "keys": [e.idempotency_key for e in events],
     }
     try:

@@ -6,6 +6,7 @@ from projections.code import CodeProjector
 from projections.deep_recall import DeepRecallProjector
 from projections.edges import EdgesProjector
 from projections.entities import EntitiesProjector
+from projections.hits import HitsProjector
 from projections.keyword import KeywordProjector
 from projections.knowledge import KnowledgeProjector
 from projections.memories import MemoriesProjector
@@ -27,6 +28,7 @@ PROJECTORS[SessionsProjector.name] = SessionsProjector()  # session messages (pr
 PROJECTORS[DeepRecallProjector.name] = DeepRecallProjector()  # deep recall's store and blind spots
 PROJECTORS[TranscriptsProjector.name] = TranscriptsProjector()  # transcripts (projections/transcripts.py)
 PROJECTORS[TranscriptVectorsProjector.name] = TranscriptVectorsProjector()  # lazy chunk vectors (hit-log)
+PROJECTORS[HitsProjector.name] = HitsProjector()  # the hit-log's results for analysts (analytics.hits)
 
 
 def get_projector(name: str) -> Projector:

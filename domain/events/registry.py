@@ -167,6 +167,8 @@ class NewEvent:
     event_id: uuid.UUID = field(default_factory=uuid.uuid4)
     # None: the batch's metadata. Set: this event's own (a system decision names its actor and causation).
     metadata: dict[str, Any] | None = None
+    # None: the commit's clock. Set only by a restore (`engramlog import log`), which keeps the exported log's times.
+    recorded_at: datetime | None = None
 
     @classmethod
     def of(cls, payload: EventSchema, stream_id: str, **fields: Any) -> NewEvent:

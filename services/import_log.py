@@ -1,0 +1,114 @@
+"""Restore an exported log (`engramlog events export`, jsonl or parquet) into a store: `engramlog import log FILE`.
+
+Each exported event is appended again through the eventstore's append, in the export's order (the log order), so
+the target store seals its content with keys of its own (eventstore/codec.py): the export holds it opened, for an
+operator. What makes a replay the same is kept: event ids, tenants, stream names and versions (each event is
+appended with the expected version before it, so a gap or a reordering is refused, never renumbered), types,
+payloads, metadata (actors, correlation and causation), occurred and recorded times. Positions and transaction
+ids are the target's own, in the same order. Not kept: producers' idempotency keys (the export does not carry
+them). An event exported at an older schema version is appended upcast to the current one (as every reader sees
+it). A forgotten event is exported, and so restored, as its ContentForgotten, which no projector applies.
+
+A target tenant that already holds events is refused unless `resume`: then every event whose id the target
+holds is skipped (a resumed or repeated import appends each event once); an id the target holds for another
+tenant is refused.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import groupby
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from domain.errors import ConcurrencyConflict, InvalidPayload
+from domain.events import NewEvent, event_type, parse
+from eventstore.append import append
+from infra.wake import appended
+
+BATCH = 500  # events per transaction
+_HELD = text("SELECT event_id, tenant FROM events WHERE event_id = ANY(CAST(:ids AS uuid[]))")
+_ANY = text("SELECT 1 FROM events WHERE tenant = :tenant LIMIT 1")
+FIELDS = ("event_id", "tenant", "stream_id", "stream_version", "type", "schema_version", "data", "metadata",
+          "occurred_at", "recorded_at")
+
+
+class TargetNotEmpty(ConcurrencyConflict):
+    """The target tenant already holds events and the import was not told to resume."""
+
+
+@dataclass
+class ImportReport:
+    appended: int = 0
+    skipped: int = 0  # already held by the target (resume)
+
+
+def _as_time(value: Any) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def new_event(row: dict[str, Any]) -> NewEvent:
+    """The event to append for one exported row (the keys of FIELDS)."""
+    missing = [f for f in FIELDS if f not in row]
+    if missing:
+        raise InvalidPayload(f"an exported event lacks {', '.join(missing)}: is this an `events export` file?")
+    data = row["data"]
+    current = event_type(row["type"]).version
+    if row["schema_version"] < current:  # as every reader sees it: upcast
+        data = parse(row["type"], row["schema_version"], data).model_dump(mode="json")
+    return NewEvent(row["type"], row["stream_id"], data, occurred_at=_as_time(row["occurred_at"]),
+                    expected_version=int(row["stream_version"]) - 1, event_id=_uuid(row["event_id"]),
+                    metadata=dict(row["metadata"] or {}), recorded_at=_as_time(row["recorded_at"]))
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+def _batches(rows: Iterable[dict[str, Any]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """The rows cut into batches of one tenant each, in order."""
+    for tenant, same in groupby(rows, key=lambda r: r["tenant"]):
+        batch: list[dict[str, Any]] = []
+        for row in same:
+            batch.append(row)
+            if len(batch) == BATCH:
+                yield tenant, batch
+                batch = []
+        if batch:
+            yield tenant, batch
+
+
+def import_events(engine: Engine, rows: Iterable[dict[str, Any]], *, resume: bool = False,
+                  progress: Callable[[int], None] | None = None) -> ImportReport:
+    """Append the exported `rows` (in the export's order) to the store behind `engine`; see the module doc."""
+    report = ImportReport()
+    checked: set[str] = set()
+    for tenant, batch in _batches(rows):
+        with engine.begin() as conn:
+            if tenant not in checked:
+                checked.add(tenant)
+                if not resume and conn.execute(_ANY, {"tenant": tenant}).first():
+                    raise TargetNotEmpty(f"tenant {tenant!r} already holds events in the target store: import into"
+                                         " an empty one, or resume an import with --resume")
+            events = [new_event(r) for r in batch]
+            held: dict[uuid.UUID, str] = dict(conn.execute(_HELD, {"ids": [e.event_id for e in events]}).all())
+            other = [str(i) for i, t in held.items() if t != tenant]
+            if other:
+                raise ConcurrencyConflict(f"event {other[0]} is held by another tenant in the target store")
+            todo = [e for e in events if e.event_id not in held]
+            try:
+                append(conn, tenant, todo, {})
+            except ConcurrencyConflict as exc:
+                raise ConcurrencyConflict(f"the export does not continue the target's streams ({exc}): import a "
+                                          "whole, unfiltered export of the tenant") from None
+        if todo:
+            appended(len(todo))
+        report.appended += len(todo)
+        report.skipped += len(events) - len(todo)
+        if progress is not None:
+            progress(len(batch))
+    return report

@@ -1,0 +1,94 @@
+"""The analytics views (migration 0024, docs/analytics.md) through an analyst's own login role: the role sees its
+tenant's rows and no other's, reads no base table, sees no memory (nor a recall scoped to what) the tenant's
+privacy policy excludes, and no content; a role that is not an analyst's (the template) sees nothing."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from funnel_support import ask, project, remember_all
+
+from services.analysts import create_analyst, drop_analyst
+from services.privacy import set_privacy_policy
+
+VIEWS = ("events", "memory_history", "recalls", "hits", "decisions")
+META = {"actor": "test", "source": "test"}
+
+
+def _rows(dsn: str, sql: str) -> list[tuple]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(sql).fetchall()
+
+
+@pytest.fixture
+def analysts(engine):
+    made: list[str] = []
+
+    def make(tenant: str):
+        a = create_analyst(engine, tenant)
+        made.append(a.role)
+        return a
+
+    yield make
+    for role in made:
+        drop_analyst(engine, role)
+
+
+def test_an_analyst_sees_its_tenant_only_and_nothing_excluded(engine, tenant, analysts):
+    other = "other-" + tenant
+    mine = remember_all(engine, tenant, ["Lisbon trams are yellow and climb steep hills",
+                                         "Porto has a double-deck iron bridge over the Douro"])
+    secret = remember_all(engine, tenant, ["The salary review for Bob is in March"], agent_id="hr-bot")
+    theirs = remember_all(engine, other, ["Another tenant keeps a note about Lisbon trams"])
+    served = ask(engine, tenant, "Lisbon trams")
+    hidden_recall = ask(engine, tenant, "salary review", agent_id="hr-bot")
+    ask(engine, other, "Lisbon trams")
+    project(engine, set_privacy_policy(engine, tenant, {"exclude_agents": ["hr-bot"]}, META))
+
+    a = analysts(tenant)
+    assert a.dsn.startswith("postgresql://") and a.role in a.dsn
+    ids = {str(r.memory_id) for r in mine}
+    seen = {str(r[0]) for r in _rows(a.dsn, "SELECT memory_id FROM analytics.memory_history")}
+    assert seen == ids  # its own memories, not the excluded one, not the other tenant's
+    events = _rows(a.dsn, "SELECT memory_id, recall_id, type, actor FROM analytics.events")
+    named = {str(m) for m, *_ in events if m}
+    assert named == ids
+    recall_ids = {str(r) for _, r, *_ in events if r}
+    assert str(served.recall_id) in recall_ids and str(hidden_recall.recall_id) not in recall_ids
+    assert {"MemoryRecorded", "MemoryAdmitted", "RecallServed", "PrivacyPolicySet"} <= {t for _, _, t, _ in events}
+    recalls = _rows(a.dsn, "SELECT recall_id, k, hits FROM analytics.recalls")
+    assert {str(r[0]) for r in recalls} == {str(served.recall_id)}
+    hits = _rows(a.dsn, "SELECT recall_id, rank, domain, memory_id, score FROM analytics.hits ORDER BY rank")
+    assert hits and {str(h[0]) for h in hits} == {str(served.recall_id)}
+    assert {str(h[3]) for h in hits} <= ids
+    assert recalls[0][2] == len(hits)
+    decisions = _rows(a.dsn, "SELECT memory_id, actor, details FROM analytics.decisions")
+    assert {str(d[0]) for d in decisions} == ids and all(d[1].startswith("system:") for d in decisions)
+    assert all("_sealed" not in d[2] and "reason" not in d[2] for d in decisions)  # the sealed part never shows
+    for view in VIEWS:  # no content anywhere: no view has a text column holding a memory's words
+        text_dump = " ".join(str(r) for r in _rows(a.dsn, f"SELECT * FROM analytics.{view}"))
+        assert "Lisbon" not in text_dump and "salary" not in text_dump and str(secret[0].memory_id) not in text_dump
+        assert str(theirs[0].memory_id) not in text_dump
+
+    # no base table, and no way into another tenant's rows
+    for table in ("events", "memories", "subject_keys", "analyst_roles", "recall_hits", "analytics_policy"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            _rows(a.dsn, f"SELECT 1 FROM public.{table} LIMIT 1")
+    with psycopg.connect(a.dsn) as conn:
+        conn.execute("SET engramlog.tenant = 'whatever'")
+        assert conn.execute("SELECT count(*) FROM analytics.events").fetchone()[0] == len(events)
+        conn.execute("SET ROLE engramlog_analyst")  # the template: bound to no tenant, it sees nothing
+        assert all(conn.execute(f"SELECT count(*) FROM analytics.{v}").fetchone()[0] == 0 for v in VIEWS)
+
+    b = analysts(other)
+    their_memories = {str(r[0]) for r in _rows(b.dsn, "SELECT memory_id FROM analytics.memory_history")}
+    assert their_memories == {str(theirs[0].memory_id)}
+
+
+def test_an_analyst_role_needs_a_tenant_and_a_sound_name(engine):
+    from domain.errors import InvalidPayload
+
+    with pytest.raises(InvalidPayload):
+        create_analyst(engine, " ")
+    with pytest.raises(InvalidPayload):
+        create_analyst(engine, "t", name="Robert'); DROP TABLE events; --")

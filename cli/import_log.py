@@ -57,5 +57,7 @@ def import_log(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False,
     err.print(f"imported {report.appended} events" + (f", {report.skipped} already held" if report.skipped else ""))
 
 
-def register(import_app: typer.Typer) -> None:
-    import_app.command("log")(import_log)
+def register(app: typer.Typer) -> None:
+    """`import log` in the `import` group, which cli/imports.py registers first."""
+    group = next(g.typer_instance for g in app.registered_groups if g.name == "import" and g.typer_instance)
+    group.command("log")(import_log)

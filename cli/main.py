@@ -9,11 +9,13 @@ import os
 import typer
 
 from cli import (
+    analyst,
     analyze,
     code,
     dead_letters,
     evaluate,
     events,
+    import_log,
     imports,
     knowledge,
     lifecycle,
@@ -52,6 +54,8 @@ code.register(app)  # code index …
 transcripts.register(app)  # transcripts put …, transcripts sync …
 analyze.register(app)  # analyze keyword-gaps
 imports.register(app)  # import chat FILE (chat exports; the `import` group, shared with import log)
+import_log.register(app)  # import log FILE (an export of the event log: services/import_log.py)
+analyst.register(app)  # analyst create | list | drop (read-only roles on the analytics views)
 
 if __name__ == "__main__":
     app()

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.context import Caller
 from console.auth import COOKIE, LoginNeeded, OperatorOnly
-from console.pages import events, home, library, memories, policy, projections, recalls
+from console.pages import events, home, library, lifecycle, memories, policy, projections, recalls, sources
 from console.pages.common import Posted, Refused, form
 from console.render import page
 
@@ -57,7 +57,7 @@ def _local(url: str) -> str:
 
 def mount(app: FastAPI) -> None:
     app.include_router(router)
-    for module in (home, projections, events, memories, recalls, library, policy):
+    for module in (home, projections, events, memories, recalls, lifecycle, library, sources, policy):
         app.include_router(module.router)
 
     @app.exception_handler(LoginNeeded)

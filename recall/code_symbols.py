@@ -48,6 +48,9 @@ _FILES = text("""
 SELECT path, content_hash, language, symbols, calls, parse_errors, first_error_line, version FROM code_files
 WHERE tenant = :tenant AND repo = :repo AND path > :after ORDER BY path LIMIT :limit
 """)
+_REPO_FILES = text("""
+SELECT repo, path, symbols FROM code_files WHERE tenant = :tenant ORDER BY repo, path
+""")
 
 
 def gated(policy: PrivacyPolicy, repo: str, path: str | None) -> bool:
@@ -134,5 +137,18 @@ def list_files(conn: Connection, tenant: str, repo: str, policy: PrivacyPolicy, 
     return [dict(r._mapping) for r in rows], next_after
 
 
-__all__ = ["MAX_EDGES", "contents", "gated", "handle_of", "list_files", "symbol_answer", "symbol_answers",
+def list_repos(conn: Connection, tenant: str, policy: PrivacyPolicy) -> list[dict[str, Any]]:
+    """The tenant's repositories with their visible files and symbols counted; a repository whose every file the
+    policy hides is not listed (as one never indexed)."""
+    repos: dict[str, dict[str, Any]] = {}
+    rows = conn.execution_options(stream_results=True, yield_per=5000).execute(_REPO_FILES, {"tenant": tenant})
+    for r in rows:
+        if not gated(policy, r.repo, r.path):
+            repo = repos.setdefault(r.repo, {"repo": r.repo, "files": 0, "symbols": 0})
+            repo["files"] += 1
+            repo["symbols"] += r.symbols
+    return list(repos.values())
+
+
+__all__ = ["MAX_EDGES", "contents", "gated", "handle_of", "list_files", "list_repos", "symbol_answer", "symbol_answers",
            "symbols_by_ids", "symbols_named"]

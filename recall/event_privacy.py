@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,6 +150,21 @@ class Gate:
             return (isinstance(handle.get("repo"), str) and isinstance(handle.get("file"), str)
                     and code_file_excluded(self.policy, handle["repo"], handle["file"]))
         return names_excluded(self.policy, handle)
+
+    def decide_memories(self, ids: Iterable[Any]) -> None:
+        """Decide many memories in one read (a report over many recalls), so result_hidden reads none again."""
+        from recall.privacy import hidden_memories
+
+        keys: set[str] = set()
+        for memory in ids:
+            try:
+                keys.add(str(uuid.UUID(str(memory))))
+            except ValueError:
+                continue
+        keys -= self._decided.keys()
+        hidden = hidden_memories(self.conn, self.tenant, self.policy, keys) if keys else set()
+        self.hidden |= hidden
+        self._decided.update({k: k in hidden for k in keys})
 
     def _unknown_memory_hidden(self, memory: Any) -> bool:
         from recall.privacy import hidden_memories

@@ -1,5 +1,6 @@
 """Code intelligence over HTTP:
 
+    GET  /v1/code                                  the tenant's repositories: files and symbols counted
     POST /v1/code/{repo}/files                     a batch of files put ({path, content, language?}) or removed
                                                    ({path, remove: true}); an unchanged content hash is a no-op;
                                                    all or nothing (a binary file 422, an oversized one 413)
@@ -27,7 +28,7 @@ from api.schemas import Body
 from domain.code.languages import repo_problem
 from domain.errors import InvalidPayload, NotFound
 from domain.knowledge.paths import MAX_PATH_CHARS
-from recall.code_symbols import list_files, symbol_answer, symbols_named
+from recall.code_symbols import list_files, list_repos, symbol_answer, symbols_named
 from recall.domains.base import DomainQuery
 from recall.domains.code import CodeDomain
 from recall.privacy import policy_of
@@ -72,6 +73,16 @@ class CodeFileOut(BaseModel):
     parse_errors: int  # tree-sitter error and missing nodes (0: parsed cleanly)
     first_error_line: int | None
     version: int  # the stream version of its CodeFilePut
+
+
+class RepoOut(BaseModel):
+    repo: str
+    files: int  # the files the privacy policy lets the caller see
+    symbols: int
+
+
+class ReposOut(BaseModel):
+    repos: list[RepoOut]
 
 
 class CodeFilesOut(BaseModel):
@@ -174,6 +185,13 @@ def post_files(repo: str, body: FilesIn, who: Annotated[Caller, Depends(caller)]
     return FilesWrittenOut(repo=repo, files=[FileWrittenOut(**d.__dict__) for d in done],
                            written=sum(1 for d in done if d.action in ("put", "removed")),
                            position=max((d.position for d in done if d.position is not None), default=None))
+
+
+@router.get("", response_model=ReposOut, dependencies=[reads("code")])
+def get_repos(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)]) -> ReposOut:
+    with db.connect() as conn:
+        repos = list_repos(conn, who.tenant, policy_of(conn, who.tenant))
+    return ReposOut(repos=[RepoOut(**r) for r in repos])
 
 
 @router.get("/{repo}/files", response_model=CodeFilesOut, dependencies=[reads("code")])

@@ -119,8 +119,10 @@ def _text_of(content: Any) -> str:
 
 def _path(mapping: dict[str, Any], current: Any, where: str) -> list[dict[str, Any]]:
     """The nodes from the root to `current` (or, without it, down the last child at each fork)."""
+    nodes: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    at: Any = current
     if isinstance(current, str) and current in mapping:
-        nodes, seen, at = [], set(), current
         while isinstance(at, str) and at in mapping:
             if at in seen:
                 raise ChatFormatError(f"{where}: the mapping's parents form a cycle at node {at!r}")
@@ -132,7 +134,6 @@ def _path(mapping: dict[str, Any], current: Any, where: str) -> list[dict[str, A
             at = node.get("parent")
         return nodes[::-1]
     roots = [k for k, v in mapping.items() if isinstance(v, dict) and v.get("parent") not in mapping]
-    nodes, seen = [], set()
     at = roots[0] if roots else None
     while isinstance(at, str) and at in mapping and at not in seen:
         seen.add(at)
@@ -153,15 +154,15 @@ def _chatgpt(item: dict[str, Any], where: str) -> Conversation:
     mapping = item.get("mapping")
     if not isinstance(mapping, dict):
         raise ChatFormatError(f"{where}: `mapping` is an object of message nodes")
-    messages = []
+    messages: list[ImportedMessage] = []
     for node in _path(mapping, item.get("current_node"), where):
         m = node.get("message")
         if not isinstance(m, dict):
             continue  # the root, or a node without a message
-        author = m.get("author") if isinstance(m.get("author"), dict) else {}
+        author: dict[str, Any] = m["author"] if isinstance(m.get("author"), dict) else {}
         role = author.get("role")
         content = m.get("content")
-        meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+        meta: dict[str, Any] = m["metadata"] if isinstance(m.get("metadata"), dict) else {}
         if role not in _ROLES or meta.get("is_visually_hidden_from_conversation") or (
                 isinstance(content, dict) and content.get("content_type") in _SKIPPED_CONTENT):
             continue
@@ -196,7 +197,7 @@ def _claude(item: dict[str, Any], where: str) -> Conversation:
     raw = item.get("chat_messages")
     if not isinstance(raw, list):
         raise ChatFormatError(f"{where}: `chat_messages` is a list of messages")
-    messages = []
+    messages: list[ImportedMessage] = []
     for i, m in enumerate(raw):
         if not isinstance(m, dict):
             raise ChatFormatError(f"{where}: message {i} is not an object")

@@ -89,7 +89,7 @@ def _whole(line: dict[str, Any], where: str) -> Conversation:
     cid = next((str(line[k]) for k in _CONVERSATION_KEYS if line.get(k) not in (None, "")), None)
     if cid is None:
         cid = hashlib.sha256(json.dumps(raw, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    messages = []
+    messages: list[ImportedMessage] = []
     for i, m in enumerate(raw):
         got = _message(m, len(messages), f"{where}: message {i}")
         if got is not None:

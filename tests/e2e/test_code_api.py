@@ -120,11 +120,13 @@ def test_privacy_gate_and_tenant_isolation(ops, engine) -> None:
     index(ops, engine, {"net/parser.py": PARSER, "net/client.py": CLIENT})
     assert ops.other.get("/v1/code/net/symbols/net.parser.parse_http_url").status_code == 404  # other tenant
     assert ops.other.get("/v1/code/net/files").json()["files"] == []
+    assert ops.other.get("/v1/code").json()["repos"] == []
     assert ops.put("/v1/policy/privacy", json={"exclude_paths": ["net/net/client.py"]}).status_code == 200
     assert ops.get("/v1/code/net/symbols/net.client.Fetcher.fetch").status_code == 404
     body = ops.get("/v1/code/net/symbols/net.parser.parse_http_url").json()
     assert body["callers"] == []  # its one caller is in the excluded file
     assert [f["path"] for f in ops.get("/v1/code/net/files").json()["files"]] == ["net/parser.py"]
+    assert ops.get("/v1/code").json()["repos"] == [{"repo": "net", "files": 1, "symbols": 2}]  # what it may see
     found = ops.get("/v1/code/net/symbols", params={"q": "fetch url"}).json()["symbols"]
     assert all(s["file"] != "net/client.py" for s in found)
     multi = ops.post("/v1/recall/multi", json={"query": "fetch parse url", "domains": ["code"]}).json()

@@ -116,6 +116,9 @@ def test_code_routes(app, client, engine, tenant: str) -> None:
     r = client.get("/v1/code/demo/files").json()
     conforms(app, "get", "/v1/code/{repo}/files", 200, r)
     assert r == as_answered({"repo": "demo", "files": listed, "next_after": next_after})
+    repos = client.get("/v1/code").json()
+    conforms(app, "get", "/v1/code", 200, repos)
+    assert [(r["repo"], r["files"]) for r in repos["repos"]] == [("demo", 2)]
     one = client.get("/v1/code/demo/symbols/hello.greet").json()
     conforms(app, "get", "/v1/code/{repo}/symbols/{qualified_name}", 200, one)
     assert one == as_answered({**symbol, "also": []})

@@ -144,3 +144,19 @@ def test_cli_bad_file_writes_nothing(client, engine, tenant, monkeypatch, tmp_pa
     r = CliRunner().invoke(app, ["import", "chat", str(big)])
     assert r.exit_code == 2 and "limit" in said(r), r.output
     assert events(engine, tenant) == 0
+
+
+def test_sdk_import_chat(client, engine, tenant) -> None:
+    from engramlog_client import Engramlog, EngramlogError
+
+    sdk = Engramlog(http_client=client)
+    jsonl = (FIXTURES / "openai_messages.jsonl").read_text()
+    out = sdk.import_chat(jsonl, agent_id="coach")
+    assert (out.conversations, out.messages_appended, out.session_ids) == (2, 7, ["jsonl:ft-001", "jsonl:thread-42"])
+    assert sdk.import_chat(jsonl.encode()).messages_present == 7
+    try:
+        sdk.import_chat("not json", format="chatgpt")
+        raise AssertionError("a bad export is refused")
+    except EngramlogError as exc:
+        assert exc.status == 422 and "not JSON" in str(exc)
+    assert events(engine, tenant) == 4

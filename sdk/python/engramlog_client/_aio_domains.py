@@ -11,6 +11,7 @@ from engramlog_client import _calls_domains as calls
 from engramlog_client._calls import Call
 from engramlog_client.models.code import CodeFileIn, CodeFilesList, CodeFilesWritten, Symbol, SymbolSearch
 from engramlog_client.models.deep_recall import BlindSpot, Budgets, DeepRecalled
+from engramlog_client.models.imports import ChatImported
 from engramlog_client.models.knowledge import BatchDocumentIn, Document, DocumentsList, DocumentWritten, Drilled
 from engramlog_client.models.sessions import (
     ChatMessage,
@@ -65,6 +66,17 @@ class AsyncDomainMethods:
         """The drill: the exact section a recall result's handle names."""
         return await self.send(calls.get_section(path, heading_path, project, content_hash, version, recall_id,
                                                  min_position))
+
+    # -------------------------------------------------------------------------------------------- imports
+
+    async def import_chat(self, export: str | bytes, *, format: str | None = None,  # noqa: A002
+                          agent_id: str | None = None, project: str | None = None, remember: bool = False,
+                          dry_run: bool = False) -> ChatImported:
+        """Import a chat export as the file is (ChatGPT's or Claude's conversations.json, OpenAI-style message
+        JSONL; `format` chatgpt|claude|jsonl, else detected; at most 32 MiB): each conversation a session and a
+        transcript, with remember=True each user message a memory through the governor. A re-import appends
+        nothing; a bad export is refused whole (EngramlogError, nothing written)."""
+        return await self.send(calls.import_chat(export, format, agent_id, project, remember, dry_run))
 
     # -------------------------------------------------------------------------------------------- transcripts
 

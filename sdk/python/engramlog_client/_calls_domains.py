@@ -15,6 +15,7 @@ import httpx
 from engramlog_client._calls import Call, model, query_params, segment
 from engramlog_client.models.code import CodeFileIn, CodeFilesIn, CodeFilesList, CodeFilesWritten, Symbol, SymbolSearch
 from engramlog_client.models.deep_recall import BlindSpots, Budgets, DeepRecalled, DeepRecallIn
+from engramlog_client.models.imports import ChatImported
 from engramlog_client.models.knowledge import (
     BatchDocumentIn,
     Document,
@@ -90,6 +91,18 @@ def get_section(path: str, heading_path: str, project: str | None, content_hash:
     return Call("GET", "/v1/knowledge-sections", model(Drilled), params=query_params(
         path=path, heading_path=heading_path, project=project, content_hash=content_hash, version=version,
         recall_id=recall_id, min_position=min_position), reads_own_writes=True)
+
+
+# ------------------------------------------------------------------------------------------------ imports
+
+
+def import_chat(export: str | bytes, format: str | None, agent_id: str | None, project: str | None,  # noqa: A002
+                remember: bool, dry_run: bool) -> Call[ChatImported]:
+    body = export.encode("utf-8") if isinstance(export, str) else export
+    params = query_params(format=format, agent_id=agent_id, project=project, remember=remember or None,
+                          dry_run=dry_run or None)
+    return Call("POST", "/v1/import/chat", model(ChatImported), content=body, params=params,
+                headers={"content-type": "application/json"}, wrote=lambda out: [out.last_position])
 
 
 # ------------------------------------------------------------------------------------------------ transcripts

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas import Body, MinPosition
+from api.schemas import AsOf, Body, MinPosition, ValidTime
 from domain.events import ScopeText
 from domain.events.hitlog import HitLayer
 
@@ -26,6 +26,11 @@ class MultiRecallIn(Body):
     session_id: ScopeText | None = None
     include_history: bool = False
     min_position: MinPosition = None
+    # Valid time (every domain with one; knowledge and code have none and answer nothing under it) and recorded
+    # time (the memories domain; the others answer nothing under it): recall/timeframe.py.
+    since: ValidTime = None
+    until: ValidTime = None
+    as_of: AsOf = None
 
 
 class DomainResultOut(BaseModel):

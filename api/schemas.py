@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from domain.events import (
     MAX_IDEMPOTENCY_KEY_CHARS,
@@ -26,6 +26,24 @@ MAX_POSITION = 2**63 - 1  # positions are bigint
 MinPosition = Annotated[int | None, Field(
     ge=0, le=MAX_POSITION, description="a position a write answered: the read waits (bounded) until what it reads "
                                        "has applied it (503 if it has not in time, 422 beyond the log's head)")]
+
+
+# Recorded time (recall/timeframe.py): a log position, or a timestamp (the tenant's last position recorded at or
+# before it); the answer is what the store held then.
+def _iso_text(value: Any) -> Any:
+    """A timestamp given as text (or a datetime), never as a number: a number is a log position."""
+    if isinstance(value, int | float):
+        raise ValueError("a number is a log position (>= 0); a timestamp is ISO text with a timezone")
+    return value
+
+
+AsOf = Annotated[Annotated[int, Field(ge=0, le=MAX_POSITION)] | Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+                 | None, Field(
+    description="recorded time: a log position or an ISO timestamp with a timezone; the answer is what the store "
+                "held then (memories written later absent, a memory superseded later as it stood)")]
+# Valid time: when it happened (a memory's occurred_at, a message's created_at), inclusive; a filter.
+ValidTime = Annotated[AwareDatetime | None, Field(
+    description="valid time, inclusive: only what happened (occurred_at / created_at) in the range is answered")]
 
 
 class Body(BaseModel):
@@ -139,6 +157,10 @@ class RecallIn(Body):
     trace: bool = False
     # The clock the query's time words ("last Tuesday", "in May") are read against; default: the recall's clock.
     reference_time: AwareDatetime | None = None
+    # Valid time (a filter, not a boost: nothing outside [since, until] is answered) and recorded time.
+    since: ValidTime = None
+    until: ValidTime = None
+    as_of: AsOf = None
 
 
 class RecallResultOut(BaseModel):

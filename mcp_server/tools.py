@@ -36,6 +36,9 @@ SESSION = "The conversation (session) id, to scope to one session"
 MEMORY = "A memory_id, as remember or recall answered it"
 # Over stdio the session's one client sends its last write's position by itself; over /mcp (stateless) pass it.
 WAIT = "Wait until this log position (a write's `position`) is applied; default: this session's last write"
+SINCE = "Only what happened at or after this ISO time with a timezone (a memory's occurred_at, a message's time)"
+UNTIL = "Only what happened at or before this ISO time with a timezone (a filter: nothing outside is answered)"
+AS_OF = "Answer as the store stood then: a log position or an ISO time (memories recorded later are absent)"
 ChatMessage = part_of(MessageIn, "ChatMessage", {
     "role": "Who said it", "content": "What was said (text)", "name": "The speaker's or tool's name, if any",
     "tool_call_id": "For a tool result: the call it answers"})
@@ -82,7 +85,7 @@ def build_server(client_for: ClientFor) -> MCPServer:
     @server.tool()
     @inputs({"query": "What to look for, in natural language", "agent_id": AGENT, "project": PROJECT,
              "session_id": SESSION, "k": "How many results at most", "kinds": "Only memories of these kinds",
-             "min_position": WAIT}, RecallIn)
+             "min_position": WAIT, "since": SINCE, "until": UNTIL, "as_of": AS_OF}, RecallIn)
     async def recall(ctx: Context, **args: Any) -> dict[str, Any]:
         """Search memories (hybrid keyword + vector, ranked). Sees this connection's own earlier writes. Answers
         recall_id (for feedback) and results (memory_id, content, score); `abstained` when nothing is relevant."""
@@ -95,7 +98,8 @@ def build_server(client_for: ClientFor) -> MCPServer:
     @inputs({"query": "What to look for, in natural language", "agent_id": AGENT, "project": PROJECT,
              "session_id": SESSION,
              "domains": "Domains to search, in order (memories, knowledge, ...); default: every one with data",
-             "k": "Results shared by all buckets", "min_position": WAIT},
+             "k": "Results shared by all buckets", "min_position": WAIT, "since": SINCE, "until": UNTIL,
+             "as_of": AS_OF},
             MultiRecallIn)
     async def recall_multi(ctx: Context, **args: Any) -> dict[str, Any]:
         """Search several domains at once: `results`, every domain's best by relevance (the chance, 0 to 1, that

@@ -43,6 +43,7 @@ from domain.reinforce import INITIAL_CONFIDENCE, feedback_confidence, merged_con
 from domain.text import content_hash
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.feedback import counted_feedback
+from projections.memory_versions import TOUCHED, snapshot, versioned
 
 _INSERT = text("""
 INSERT INTO memories (tenant, memory_id, content, content_hash, kind, agent_id, project, session_id, tags,
@@ -117,18 +118,32 @@ class _Run:
         # A memory is admitted once: the first admission wins, as it would applied one at a time.
         self.admitted.setdefault((event.tenant, p.memory_id), {
             "tenant": event.tenant, "id": p.memory_id, "status": DISPOSITION_STATUS[p.disposition],
-            "salience": p.salience, "route": p.route, "type": p.kind, "at": event.recorded_at})
+            "salience": p.salience, "route": p.route, "type": p.kind, "at": event.recorded_at,
+            "position": event.position})
 
     def flush(self, conn: Connection) -> None:
+        # memory_versions as if applied one by one: a recorded memory's pending version from its record, then its
+        # admitted one from its admission (projections/memory_versions.py).
         if self.rows:
             conn.execute(_INSERT, self.rows)
+            _snapshots(conn, [(r["tenant"], r["memory_id"], r["position"]) for r in self.rows])
         if self.admitted:
             a = list(self.admitted.values())
             conn.execute(_ADMIT, {"tenants": [x["tenant"] for x in a], "ids": [x["id"] for x in a],
                                   "statuses": [x["status"] for x in a], "saliences": [x["salience"] for x in a],
                                   "routes": [x["route"] for x in a], "types": [x["type"] for x in a],
                                   "ats": [x["at"] for x in a]})
+            _snapshots(conn, [(x["tenant"], x["id"], x["position"]) for x in a])
         self.rows, self.admitted = [], {}
+
+
+def _snapshots(conn: Connection, touched: list[tuple[str, Any, int]]) -> None:
+    """Per tenant, each memory's first (memory, position) only: a memory's row is written once in a run."""
+    by_tenant: dict[str, dict[Any, int]] = {}
+    for tenant, memory_id, position in touched:
+        by_tenant.setdefault(tenant, {}).setdefault(memory_id, position)
+    for tenant, firsts in by_tenant.items():
+        snapshot(conn, tenant, firsts.items())
 
 
 def _reinforced(conn: Connection, event: RecordedEvent, p: MemoryReinforced) -> None:
@@ -183,14 +198,15 @@ def _feedback(conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) ->
 # Event class → how it is applied: into the current bulk run, or on its own (after the run is written).
 _IN_RUN: dict[type[EventSchema], Callable[[_Run, Connection, RecordedEvent, Any], None]] = {
     MemoryRecorded: _Run.record, MemoryAdmitted: _Run.admit}
-_ONE_BY_ONE: OneByOne = {
-    MemoryReinforced: _reinforced, MemorySuperseded: _superseded, MemoryStatusChanged: _status_changed,
-    MemoriesMerged: _merged, RecallFeedbackGiven: _feedback}
+# Each one-by-one event then versions the memories it may have changed (projections/memory_versions.py).
+_ONE_BY_ONE: OneByOne = {cls: versioned(handler, TOUCHED[cls]) for cls, handler in (
+    (MemoryReinforced, _reinforced), (MemorySuperseded, _superseded), (MemoryStatusChanged, _status_changed),
+    (MemoriesMerged, _merged), (RecallFeedbackGiven, _feedback))}
 
 
 class MemoriesProjector:
     name = "memories"
-    tables = ("memories", "memory_history")
+    tables = ("memories", "memory_history", "memory_versions")
     handlers = {**_IN_RUN, **_ONE_BY_ONE}
     types = types_of(handlers)
 

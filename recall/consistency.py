@@ -46,11 +46,12 @@ def _not_caught_up(names: list[str], position: int, timeout_s: float) -> NotCaug
                        "retry shortly")
 
 
-def wait_for_position(engine: Engine, position: int, timeout_s: float) -> None:
-    """Block until the recall read models have applied `position`; NotCaughtUp (503) after `timeout_s`."""
+def wait_for_position(engine: Engine, position: int, timeout_s: float, names: tuple[str, ...] = READ_MODELS,
+                      tenant: str | None = None) -> None:
+    """Block until the read models `names` (the recall ones by default) have applied `position` (with `tenant`:
+    that tenant's events up to it); NotCaughtUp (503) after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
-    names: tuple[str, ...] = READ_MODELS
-    while names := tuple(pending(engine, position, names)):
+    while names := tuple(pending(engine, position, names, tenant)):
         if time.monotonic() >= deadline:
             raise _not_caught_up(list(names), position, timeout_s)
         time.sleep(_POLL_S)

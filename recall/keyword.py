@@ -78,7 +78,8 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
         params = {**params, "statuses": list(statuses)}
     if where_sql:
         where += f" AND {where_sql}"
-        params = {**params, **(where_params or {})}
+    # where_params bind where_sql's parameters, or a status_filter's (a recall's time frame: recall/timeframe.py)
+    params = {**params, **(where_params or {})}
     distinct = sorted(set(terms))
     postings = conn.execute(text(f"SELECT coalesce(sum(df), 0) FROM {t.terms} WHERE tenant = :tenant"
                                  " AND term = ANY(:terms)"), {"tenant": scope.tenant, "terms": distinct}).scalar_one()

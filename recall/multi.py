@@ -32,6 +32,7 @@ from recall.domains.registry import DOMAINS
 from recall.hitlog import append_served
 from recall.scope import Scope
 from recall.service import MAX_K, RecallRequest, validate
+from recall.timeframe import NOW, TimeFrame
 
 log = structlog.get_logger(__name__)
 
@@ -44,6 +45,7 @@ class MultiRequest:
     k: int | None = None  # the ceiling; None = settings.recall_multi_ceiling
     include_history: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    frame: TimeFrame = NOW  # since / until, as_of (recall/timeframe.py)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def fused(buckets: list[Bucket], k: int) -> list[Fused]:
 
 
 def check(request: MultiRequest) -> None:
-    validate(RecallRequest(request.scope, request.query, request.k or 1))
+    validate(RecallRequest(request.scope, request.query, request.k or 1, frame=request.frame))
     unknown = [d for d in request.domains if d not in DOMAINS]
     if unknown:
         raise InvalidPayload(f"unknown domains: {', '.join(unknown)}; known: {', '.join(DOMAINS)}")
@@ -102,11 +104,16 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
     ceiling = request.k or settings.recall_multi_ceiling
     quota = max(1, ceiling // max(1, len(with_data)))
     query_vector = embedder.query_vector(scope.tenant, request.query) if with_data else None
-    q = DomainQuery(scope, request.query, quota, now, policy, query_vector, request.include_history, request.options)
+    q = DomainQuery(scope, request.query, quota, now, policy, query_vector, request.include_history, request.options,
+                    request.frame)
 
     def answer(name: str) -> DomainAnswer:
         if name not in with_data:
             return DomainAnswer([], "no data")
+        unkept = [t for t in request.frame.times() if t not in DOMAINS[name].times]
+        if unkept:  # e.g. a document has no valid time: under since / until it answers nothing rather than all
+            return DomainAnswer([], f"no {' or '.join(unkept)} time kept by this domain: nothing answers under "
+                                    f"{'since/until' if 'valid' in unkept else 'as_of'}")
         try:
             return DOMAINS[name].search(engine, q)
         except InvalidPayload:
@@ -131,6 +138,7 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
         "query": request.query, "k": ceiling, "scope": scope.as_dict(), "results": entries,
         "latency_ms": round(latency_ms, 3), "domains": asked,
         "explanation": {"clock": now.isoformat(), "quota": quota, "domains_with_data": with_data,
+                        "time_frame": request.frame.explain(),
                         "buckets": [{"domain": b.domain, "quota": b.quota, "results": len(b.results),
                                      "reason": b.reason} for b in buckets],
                         "per_result": per_result},

@@ -10,6 +10,8 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from domain.errors import NotFound
+from projections.memory_versions import MEMORY_COLUMNS
+from recall.timeframe import TimeFrame
 
 _ONE = text("""
 SELECT memory_id, content, kind, agent_id, project, session_id, tags, metadata, occurred_at, recorded_at,
@@ -43,11 +45,18 @@ WHERE tenant = :tenant AND memory_id = ANY(:ids)
 """)
 
 
-def memory(conn: Connection, tenant: str, memory_id: uuid.UUID) -> dict[str, Any]:
-    """The memory as the read model holds it; NotFound when the tenant has none by that id."""
-    row = conn.execute(_ONE, {"tenant": tenant, "id": memory_id}).first()
+def memory(conn: Connection, tenant: str, memory_id: uuid.UUID, as_of: int | None = None) -> dict[str, Any]:
+    """The memory as the read model holds it, or with `as_of` (a log position) as it stood then (its version in
+    memory_versions); NotFound when the tenant had none by that id (then)."""
+    if as_of is None:
+        row = conn.execute(_ONE, {"tenant": tenant, "id": memory_id}).first()
+    else:
+        frame = TimeFrame(as_of=as_of)
+        row = conn.execute(text(f"SELECT {MEMORY_COLUMNS} FROM {frame.memories()} m"
+                                " WHERE m.tenant = :tenant AND m.memory_id = :id"),
+                           {"tenant": tenant, "id": memory_id, **frame.params()}).first()
     if row is None:
-        raise NotFound(f"no memory {memory_id}")
+        raise NotFound(f"no memory {memory_id}" + ("" if as_of is None else f" as of position {as_of}"))
     return dict(row._mapping)
 
 

@@ -40,6 +40,7 @@ from recall.hitlog import append_served, served_record
 from recall.keyword import bm25_top
 from recall.relevance import grade_items
 from recall.scope import Scope
+from recall.timeframe import NOW, TimeFrame
 
 log = structlog.get_logger(__name__)
 MAX_K = 100
@@ -59,6 +60,8 @@ class RecallRequest:
     # The clock the query's time words ("last Tuesday", "in May") are read against (domain/temporal.py);
     # None: the recall's own clock.
     reference_time: datetime | None = None
+    # Valid time (since / until on occurred_at) and recorded time (as_of, a log position): recall/timeframe.py.
+    frame: TimeFrame = NOW
 
     def statuses(self) -> tuple[str, ...]:
         extra = [s for s, on in (("staging", self.include_staging), ("superseded", self.include_history),
@@ -98,6 +101,7 @@ def validate(request: RecallRequest) -> None:
         raise InvalidPayload(f"k must be between 1 and {MAX_K}")
     if has_nul([request.query, *request.scope.as_dict().values()]):
         raise InvalidPayload("query and scope must not contain NUL (\\u0000) characters")
+    request.frame.check()
 
 
 @dataclass
@@ -131,14 +135,15 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
     with engine.connect() as conn, conn.begin():
         conn.execute(text("SET TRANSACTION READ ONLY"))
         with timed(reports["coref"]) as r:
-            query = coref.resolve(conn, scope, request.query, statuses, settings.coref_recent, r)
+            query = coref.resolve(conn, scope, request.query, statuses, settings.coref_recent, r, request.frame)
         with timed(reports["embed"]) as r:
             if query not in vectors:
                 vectors[query] = embedder.query_vector(scope.tenant, query)
             query_vector = vectors[query]
             r.config = {"model": embedder.model}
         with timed(reports["candidates"]) as r:
-            items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r)
+            items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r,
+                                              request.frame)
         with timed(reports["composite"]) as r:
             ranked = composite.score(conn, scope.tenant, items, k, now, settings, r, when)
         if request.trace:
@@ -176,7 +181,8 @@ def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settin
     if missing:
         with engine.connect() as conn:
             staged = bm25_top(conn, replace(request.scope, policy=policy), missing, 1, settings.bm25_k1,
-                              settings.bm25_b, ("staging",))
+                              settings.bm25_b, ("staging",), candidates.memory_tables(request.frame)[0],
+                              where_params=request.frame.params())
         if staged:
             return f"query terms only staging holds: {', '.join(missing)}"
     return None
@@ -234,6 +240,7 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
                    ("coref", "embed", "candidates", "composite", "prf", "graph", "rerank", "abstain")],
         "abstained": abstained,
         "staging_fallback": fallback,
+        "time_frame": request.frame.explain(),
     }
     if not policy.empty:
         explanation["privacy"] = {"excluded": chosen.excluded}

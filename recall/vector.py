@@ -76,7 +76,9 @@ def _where(scope: Scope, s: _Search, filtered: bool = True) -> tuple[str, dict[s
         where += f" AND {t.status_filter}"
         params["statuses"] = list(s.statuses)
     if filtered and s.where_sql:
-        where, params = f"{where} AND {s.where_sql}", {**params, **(s.where_params or {})}
+        where = f"{where} AND {s.where_sql}"
+    if filtered:  # where_sql's parameters, or a status_filter's (a recall's time frame: recall/timeframe.py)
+        params = {**params, **(s.where_params or {})}
     if t.scoped_by is not None:
         where = (f"v.tenant = :tenant AND v.model = :model AND EXISTS (SELECT 1 FROM {t.scoped_by} d"
                  f" WHERE d.tenant = v.tenant AND d.{t.id_column} = v.{t.id_column} AND {where})")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
 from api.read_your_writes import reads
 from api.schemas import (
+    AsOf,
     GovernedMemoryOut,
     HistoryMemoryOut,
     HistoryOut,
@@ -26,8 +27,11 @@ from api.schemas import (
 from domain.errors import NotFound
 from eventstore.append import existing_positions
 from eventstore.read import event_at
+from infra.settings import get_settings
 from recall import queries
+from recall.consistency import wait_for_position
 from recall.privacy import hidden_memories, memory_hidden, policy_of, visible_history, visible_memory
+from recall.timeframe import resolve_as_of
 from services.neighbours import old_memory
 from services.remember import MemoryInput, Remembered, remember
 
@@ -74,10 +78,15 @@ def post_memories(body: MemoriesIn, who: Annotated[Caller, Depends(caller)],
 
 @router.get("/{memory_id}", response_model=GovernedMemoryOut, dependencies=[reads("memories")])
 def get_memory(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
-               db: Annotated[Engine, Depends(engine)]) -> GovernedMemoryOut:
+               db: Annotated[Engine, Depends(engine)], as_of: Annotated[AsOf, Query()] = None) -> GovernedMemoryOut:
+    """The memory now, or `as_of` a log position or timestamp (recorded time): as it stood then, 404 if it was
+    not recorded yet (recall/timeframe.py)."""
+    position = resolve_as_of(db, who.tenant, as_of)
+    if position is not None:  # the versions must have been projected up to it
+        wait_for_position(db, position, get_settings().min_position_wait_s, ("memories",), who.tenant)
     with db.connect() as conn:
         found = visible_memory(conn, who.tenant, policy_of(conn, who.tenant),
-                               queries.memory(conn, who.tenant, memory_id))
+                               queries.memory(conn, who.tenant, memory_id, position))
         if found is None:
             raise NotFound(f"no memory {memory_id}")  # the privacy gate: as if unknown, existence not revealed
         return GovernedMemoryOut(**found)

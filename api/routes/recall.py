@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends
@@ -24,6 +26,7 @@ from recall.multi import MultiRequest, check, recall_multi
 from recall.privacy import policy_of, visible_recall_record
 from recall.scope import Scope
 from recall.service import RecallRequest, get_recall, recall, validate
+from recall.timeframe import TimeFrame, resolve_as_of
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 T = TypeVar("T")
@@ -40,6 +43,19 @@ def _under_policy(search: Callable[..., T], db: Engine, tenant: str, *args: Any)
     return search(db, *args, _policy(db, tenant))
 
 
+async def _as_of(db: Engine, tenant: str, frame: TimeFrame, as_of: int | datetime | None) -> TimeFrame:
+    """The frame with as_of as a log position (a timestamp resolved; beyond the tenant's head: 422)."""
+    if as_of is None:
+        return frame
+    return replace(frame, as_of=await run_in_threadpool(resolve_as_of, db, tenant, as_of))
+
+
+def _wait_for(min_position: int | None, frame: TimeFrame) -> int | None:
+    """A read as of a position needs the read models to have applied it: the later of it and min_position."""
+    positions = [p for p in (min_position, frame.as_of) if p is not None]
+    return max(positions) if positions else None
+
+
 @router.post("/recall", response_model=RecallOut)
 async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
                       db: Annotated[Engine, Depends(engine)]) -> RecallOut:
@@ -48,9 +64,11 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
     scope = Scope(who.tenant, body.agent_id, body.project, body.session_id, tuple(body.kinds))
     request = RecallRequest(scope, body.query, body.k, None, include_staging=body.include_staging,
                             include_history=body.include_history, include_archived=body.include_archived,
-                            trace=body.trace, reference_time=body.reference_time)
+                            trace=body.trace, reference_time=body.reference_time,
+                            frame=TimeFrame(body.since, body.until))
     validate(request)
-    await await_read_models(db, who.tenant, body.min_position, READ_MODELS)
+    request = replace(request, frame=await _as_of(db, who.tenant, request.frame, body.as_of))
+    await await_read_models(db, who.tenant, _wait_for(body.min_position, request.frame), READ_MODELS)
     answer = await run_in_threadpool(_under_policy, recall, db, who.tenant, get_embedder(settings.embedding_model),
                                      settings, request, who.metadata())
     return RecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
@@ -64,10 +82,13 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
     """One query over the domains asked (default: every domain with data in the scope), one bucket per domain."""
     settings = get_settings()
     request = MultiRequest(Scope(who.tenant, body.agent_id, body.project, body.session_id), body.query,
-                           tuple(body.domains or ()), body.k, body.include_history)
+                           tuple(body.domains or ()), body.k, body.include_history,
+                           frame=TimeFrame(body.since, body.until))
     check(request)
+    request = replace(request, frame=await _as_of(db, who.tenant, request.frame, body.as_of))
     # read-your-writes for every domain asked (the default fan-out: every domain, known only after the search)
-    await await_read_models(db, who.tenant, body.min_position, read_models_of(request.domains))
+    await await_read_models(db, who.tenant, _wait_for(body.min_position, request.frame),
+                            read_models_of(request.domains))
     answer = await run_in_threadpool(_under_policy, recall_multi, db, who.tenant,
                                      get_embedder(settings.embedding_model), settings, request, who.metadata())
     return MultiRecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,

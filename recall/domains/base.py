@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine
 from domain.events.hitlog import HitLayer
 from domain.privacy import PrivacyPolicy
 from recall.scope import Scope
+from recall.timeframe import NOW, TimeFrame
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class DomainQuery:
     query_vector: str | None = None  # pgvector literal of the query in the configured model; None: keyword only
     include_history: bool = False  # replaced and retired items too (scored ×0.1)
     options: dict[str, Any] = field(default_factory=dict)  # domain-specific knobs from the request
+    frame: TimeFrame = NOW  # since / until (valid time) and as_of (recorded time): recall/timeframe.py
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,12 @@ class RecallDomain(Protocol):
     @property
     def read_models(self) -> tuple[str, ...]:
         """The projections its reads wait for to honour a min_position."""
+        ...
+
+    @property
+    def times(self) -> tuple[str, ...]:
+        """The times it keeps: "valid" (it filters by since / until), "recorded" (it answers as_of). Asked for a
+        time it does not keep, it answers nothing (the aggregator says why), never something out of range."""
         ...
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:

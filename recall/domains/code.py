@@ -42,6 +42,7 @@ _HAS_DATA = text("SELECT EXISTS (SELECT 1 FROM code_symbols WHERE tenant = :tena
 
 class CodeDomain:
     name = CODE
+    times: tuple[str, ...] = ()  # code has no valid time, and its versions are not kept as of a position
     read_models = ("code",)  # what a read of it waits for (min_position)
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:

@@ -86,6 +86,7 @@ def section_out(row: Any) -> dict[str, Any]:
 
 class KnowledgeDomain:
     name = KNOWLEDGE
+    times: tuple[str, ...] = ()  # a document has no valid time, and its versions are not kept as of a position
     read_models = ("knowledge",)  # what a read of it waits for (min_position); section vectors come lazily
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:

@@ -31,6 +31,7 @@ def hit(r: RecallResult) -> DomainHit:
 class MemoryDomain:
     name = "memories"
     read_models = READ_MODELS  # what a read of it waits for (min_position); a vector may follow
+    times = ("valid", "recorded")  # occurred_at; memory_versions
 
     def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
         self._settings, self._embedder = settings, embedder
@@ -49,7 +50,7 @@ class MemoryDomain:
         embedder = self._embedder or get_embedder(settings.embedding_model)
         request = RecallRequest(q.scope, q.query, q.k, include_history=q.include_history,
                                 include_staging=bool(q.options.get("include_staging")),
-                                include_archived=bool(q.options.get("include_archived")))
+                                include_archived=bool(q.options.get("include_archived")), frame=q.frame)
         vectors = {q.query: q.query_vector} if q.query_vector else {}
         found = search(engine, embedder, settings, request, q.policy, vectors, q.now)
         reason = None

@@ -79,6 +79,7 @@ def _history_scored(ranked: list[MixRanked], status: dict[tuple[str, int], str])
 class SessionsDomain:
     name = SESSIONS
     read_models = ("sessions",)  # what a read of it waits for (min_position)
+    times = ("valid",)  # a message's created_at
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         where, params = _scope(scope, scope.policy).where("s")
@@ -95,7 +96,7 @@ class SessionsDomain:
                 return DomainAnswer([], "no data")
             statuses = RECALLED + HISTORY if q.include_history else RECALLED
             bm25 = bm25_top(conn, scope, tokenize(q.query), n, s.bm25_k1, s.bm25_b, statuses, SESSION_KEYWORD,
-                            "d.sent")
+                            "d.sent" + q.frame.valid_sql("d.created_at"), q.frame.params())
             if not bm25:
                 return DomainAnswer([], "no match")
             rows = {r.message_uid: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "uids": list(bm25)})}

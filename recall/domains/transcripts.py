@@ -30,6 +30,7 @@ from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
+from recall.timeframe import TimeFrame
 from recall.vector import VectorTable
 
 TRANSCRIPTS = "transcripts"
@@ -51,10 +52,13 @@ SELECT EXISTS (SELECT 1 FROM transcript_chunks WHERE tenant = :tenant AND status
 """)
 
 
-def _gate_sql(policy: PrivacyPolicy) -> tuple[str, dict[str, object]]:
-    if not policy.exclude_sessions:
-        return "", {}
-    return "NOT d.transcript_id = ANY(:x_transcripts)", {"x_transcripts": list(policy.exclude_sessions)}
+def _gate_sql(policy: PrivacyPolicy, frame: TimeFrame) -> tuple[str, dict[str, object]]:
+    """The privacy gate's and the valid-time filter's SQL on d (transcript_chunks)."""
+    sql, params = "TRUE" + frame.span_sql("d.started_at", "d.ended_at"), frame.params()
+    if policy.exclude_sessions:
+        sql += " AND NOT d.transcript_id = ANY(:x_transcripts)"
+        params["x_transcripts"] = list(policy.exclude_sessions)
+    return ("", {}) if sql == "TRUE" else (sql, params)
 
 
 def excluded(policy: PrivacyPolicy, transcript_id: str) -> bool:
@@ -76,6 +80,7 @@ def chunk_out(row: Any) -> dict[str, Any]:
 class TranscriptsDomain:
     name = TRANSCRIPTS
     read_models = ("transcripts",)  # what a read of it waits for (min_position); chunk vectors lazily
+    times = ("valid",)  # a chunk's [started_at, ended_at]: one with no start answers no dated recall
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant, "statuses": list(RECALLED)}).scalar_one())
@@ -90,7 +95,7 @@ class TranscriptsDomain:
             if not self.has_data(conn, scope) and not q.include_history:
                 return DomainAnswer([], "no data")
             legs = gather(conn, scope, CHUNK_LEG, tokenize(q.query), q.query_vector, n, settings, statuses,
-                          *_gate_sql(q.policy))
+                          *_gate_sql(q.policy, q.frame))
             ids = legs.ids
             if not ids:
                 return DomainAnswer([], "no match")

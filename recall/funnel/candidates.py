@@ -9,6 +9,7 @@ memories' rows (content, status, confidence, ...) are read once here for all lat
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -16,23 +17,31 @@ from sqlalchemy import Connection, text
 from domain.text import tokenize
 from infra.settings import Settings
 from recall.funnel.types import Item, StageReport
-from recall.keyword import bm25_top
+from recall.keyword import MEMORY_KEYWORD, KeywordTables, bm25_top
 from recall.scope import Scope
-from recall.vector import cosines_for, nearest_vectors
+from recall.timeframe import NOW, TimeFrame
+from recall.vector import MEMORY_VECTORS, VectorTable, cosines_for, nearest_vectors
 
-_ROWS = text("""
-SELECT memory_id, content, kind, status, metadata, occurred_at, recorded_at, confidence FROM memories
-WHERE tenant = :tenant AND memory_id = ANY(:ids) AND status = ANY(:statuses)
-""")
+
+def _rows_sql(frame: TimeFrame) -> str:
+    return (f"SELECT m.memory_id, m.content, m.kind, m.status, m.metadata, m.occurred_at, m.recorded_at,"
+            f" m.confidence FROM {frame.memories()} m"
+            f" WHERE m.tenant = :tenant AND m.memory_id = ANY(:ids) AND m.status = ANY(:statuses)"
+            f"{frame.valid_sql('m.occurred_at')}")
 
 
 def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: int, statuses: tuple[str, ...],
-             settings: Settings, report: StageReport) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
-    """The candidates by id, and facts about the legs (vector method, terms) for the explanation."""
+             settings: Settings, report: StageReport,
+             frame: TimeFrame = NOW) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
+    """The candidates by id, and facts about the legs (vector method, terms) for the explanation. With a `frame`
+    (since / until, as_of) both legs search only the memories it holds, as it held them (recall/timeframe.py)."""
     n = max(settings.candidates_per_leg, k * settings.topn_mult)
     terms = tokenize(query)
-    bm25 = bm25_top(conn, scope, terms, n, settings.bm25_k1, settings.bm25_b, statuses)
-    [(hits, method)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses)
+    keyword, vectors = memory_tables(frame)
+    bm25 = bm25_top(conn, scope, terms, n, settings.bm25_k1, settings.bm25_b, statuses, keyword,
+                    where_params=frame.params())
+    [(hits, method)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses, vectors,
+                                       where_params=frame.params())
     raw_cosine = dict(hits)
     floor = settings.sim_candidate_floor
     cosine = {i: c for i, c in raw_cosine.items() if c >= floor}
@@ -41,16 +50,27 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
                               settings.embedding_model))
     ids = sorted({*bm25, *(i for i in raw_cosine if raw_cosine[i] >= floor)}, key=str)
     items: dict[uuid.UUID, Item] = {}
-    for row in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses)}):
+    for row in conn.execute(text(_rows_sql(frame)), {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses),
+                                                     **frame.params()}):
         items[row.memory_id] = Item(
             memory_id=row.memory_id, bm25=bm25.get(row.memory_id), cosine=cosine.get(row.memory_id),
             content=row.content, kind=row.kind, status=row.status, metadata=row.metadata,
             occurred_at=row.occurred_at, recorded_at=row.recorded_at, confidence=float(row.confidence))
     below = sum(1 for c in raw_cosine.values() if c < floor)
     report.config = {"per_leg": n, "sim_candidate_floor": floor, "statuses": list(statuses)}
+    if frame.explain():
+        report.config["time_frame"] = frame.explain()
     report.counts = {"keyword": len(bm25), "vector": len(raw_cosine) - below, "vector_below_floor": below,
                      "both": sum(1 for i in items.values() if i.bm25 is not None and (i.cosine or -1) >= floor),
                      "candidates": len(items)}
     for item in items.values():
         item.stages["candidates"] = {"legs": item.legs, "bm25": item.bm25, "cosine": item.cosine}
     return items, {"vector_method": method, "terms": sorted(set(terms))}
+
+
+def memory_tables(frame: TimeFrame) -> tuple[KeywordTables, VectorTable]:
+    """The memories' BM25 and vector tables whose status filter reads the memories as `frame` holds them."""
+    if frame.current and not frame.dated:
+        return MEMORY_KEYWORD, MEMORY_VECTORS
+    return (replace(MEMORY_KEYWORD, status_filter=frame.memory_status_filter("d")),
+            replace(MEMORY_VECTORS, status_filter=frame.memory_status_filter("v")))

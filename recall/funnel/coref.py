@@ -18,6 +18,7 @@ from domain.entities import entities, most_salient, pronouns, replace_pronouns, 
 from domain.memo import Memo
 from recall.funnel.types import StageReport
 from recall.scope import Scope
+from recall.timeframe import NOW, TimeFrame
 
 # The most salient entity of a set of recent memories, kept by their contents' digest: pronoun queries read the
 # same recent memories until the next write, and the entity rule over 20 long texts costs tens of milliseconds.
@@ -25,8 +26,9 @@ _SALIENT: Memo[str | None] = Memo(1024, max_chars=50_000_000)  # values are one 
 
 
 def resolve(conn: Connection, scope: Scope, query: str, statuses: tuple[str, ...], recent: int,
-            report: StageReport) -> str:
-    """The query with its pronouns resolved (or unchanged), recording what was done in `report`."""
+            report: StageReport, frame: TimeFrame = NOW) -> str:
+    """The query with its pronouns resolved (or unchanged), recording what was done in `report`; the recent
+    memories are those `frame` holds (recall/timeframe.py)."""
     found = pronouns(query)
     report.config = {"recent": recent}
     report.counts = {"pronouns": len(found), "resolved": 0}
@@ -43,9 +45,10 @@ def resolve(conn: Connection, scope: Scope, query: str, statuses: tuple[str, ...
         return query
     where, params = scope.where("m")
     rows = conn.execute(text(f"""
-        SELECT content FROM memories m WHERE {where} AND m.status = ANY(:statuses)
+        SELECT content FROM {frame.memories()} m WHERE {where} AND m.status = ANY(:statuses)
+            {frame.valid_sql("m.occurred_at")}
         ORDER BY m.occurred_at DESC, m.position DESC LIMIT :n"""),
-        {**params, "statuses": list(statuses), "n": recent}).scalars().all()
+        {**params, **frame.params(), "statuses": list(statuses), "n": recent}).scalars().all()
     entity = _SALIENT.get(rows, lambda: most_salient(rows))
     report.counts["recent_memories"] = len(rows)
     if entity is None:

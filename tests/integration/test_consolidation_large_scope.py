@@ -102,7 +102,7 @@ def test_a_scope_larger_than_a_page_is_consolidated_whole(engine, tenant) -> Non
     assert types_after(engine, tenant, before) == ["ConsolidationCompleted"]
     assert rows(engine, "memory_edges", tenant, "source_id, target_id, kind") == edges_after
     assert rows(engine, "memories", tenant, "memory_id") == memories_after
-    assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0}
+    assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0, "memory_versions": 0}
     assert verify_tenant(engine, "activity", tenant) == {"memory_activity": 0}
     assert verify(engine, PROJECTORS["edges"], batch_size=50).identical
 
@@ -150,7 +150,7 @@ def test_the_kept_memory_carries_the_merged_ones_statistics(engine, tenant) -> N
 
     # Deterministic: a replay folds the same rows; a second cycle changes nothing.
     assert verify_tenant(engine, "activity", tenant) == {"memory_activity": 0}
-    assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0}
+    assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0, "memory_versions": 0}
     assert not any(consolidate(engine, clock + timedelta(minutes=1), tenant=tenant).runs[0].report["changes"].values())
     assert activity_rows(engine, tenant) == after
 

@@ -112,7 +112,7 @@ def test_consolidation_merges_without_loss_and_a_second_run_changes_nothing(engi
     assert rows(engine, "memories", tenant, "memory_id") == memories_after
 
     # Replaying the log reproduces the merges and the edges exactly.
-    assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0}
+    assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0, "memory_versions": 0}
     for name in ("edges", "activity"):
         assert verify(engine, PROJECTORS[name], batch_size=50).identical
 

@@ -111,8 +111,9 @@ def remember_many(memories: Sequence[MemoryIn | Mapping[str, Any]]) -> Call[Reme
                 wrote=lambda out: [m.position for m in out.memories])
 
 
-def memory(memory_id: uuid.UUID | str) -> Call[Memory]:
-    return Call("GET", f"/v1/memories/{segment(memory_id)}", model(Memory), reads_own_writes=True)
+def memory(memory_id: uuid.UUID | str, as_of: int | datetime | None = None) -> Call[Memory]:
+    return Call("GET", f"/v1/memories/{segment(memory_id)}", model(Memory), params=query_params(as_of=as_of),
+                reads_own_writes=True)
 
 
 def supersede(memory_id: uuid.UUID | str, body: SupersedeIn) -> Call[Superseded]:

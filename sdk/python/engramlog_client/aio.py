@@ -117,8 +117,9 @@ class AsyncEngramlog(AsyncDomainMethods, ClientBase):
         """Record up to 1,000 memories atomically; answers in order."""
         return (await self.send(calls.remember_many(memories))).memories
 
-    async def memory(self, memory_id: uuid.UUID | str) -> Memory:
-        return await self.send(calls.memory(memory_id))
+    async def memory(self, memory_id: uuid.UUID | str, as_of: int | datetime | None = None) -> Memory:
+        """The memory now, or `as_of` a log position or aware timestamp: as it stood then."""
+        return await self.send(calls.memory(memory_id, as_of))
 
     async def supersede(self, memory_id: uuid.UUID | str, content: str, reason: str,
                         **fields: Unpack[SupersedeFields]) -> Superseded:

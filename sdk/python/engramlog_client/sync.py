@@ -115,8 +115,10 @@ class Engramlog(DomainMethods, ClientBase):
         """Record up to 1,000 memories atomically; answers in order."""
         return self.send(calls.remember_many(memories)).memories
 
-    def memory(self, memory_id: uuid.UUID | str) -> Memory:
-        return self.send(calls.memory(memory_id))
+    def memory(self, memory_id: uuid.UUID | str, as_of: int | datetime | None = None) -> Memory:
+        """The memory now, or `as_of` a log position or aware timestamp: as it stood then (NotFoundError if it was
+        not recorded yet)."""
+        return self.send(calls.memory(memory_id, as_of))
 
     def supersede(self, memory_id: uuid.UUID | str, content: str, reason: str,
                   **fields: Unpack[SupersedeFields]) -> Superseded:

@@ -22,6 +22,9 @@ class RecallFilters(TypedDict, total=False):
     include_archived: bool
     trace: bool
     reference_time: datetime | None
+    since: datetime | None
+    until: datetime | None
+    as_of: int | datetime | None
 
 
 class RecallIn(Request):
@@ -38,6 +41,11 @@ class RecallIn(Request):
     trace: bool | None = None
     # The clock the query's time words ("last Tuesday", "in May") are read against (aware); default: the server's.
     reference_time: datetime | None = None
+    # Valid time, a filter (occurred_at within [since, until], inclusive, aware) and recorded time (as_of: a log
+    # position or an aware timestamp: what the store held then). docs/recall.md.
+    since: datetime | None = None
+    until: datetime | None = None
+    as_of: int | datetime | None = None
 
 
 class RecallResult(Response):
@@ -69,6 +77,9 @@ class MultiFilters(TypedDict, total=False):
     session_id: str | None
     include_history: bool
     min_position: int | None
+    since: datetime | None
+    until: datetime | None
+    as_of: int | datetime | None
 
 
 class MultiRecallIn(Request):
@@ -80,6 +91,9 @@ class MultiRecallIn(Request):
     session_id: str | None = None
     include_history: bool | None = None
     min_position: int | None = None
+    since: datetime | None = None  # valid time (knowledge and code have none: they answer nothing under it)
+    until: datetime | None = None
+    as_of: int | datetime | None = None  # recorded time (the memories domain; the others answer nothing under it)
 
 
 class DomainResult(Response):

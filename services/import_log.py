@@ -23,16 +23,15 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from domain.errors import ConcurrencyConflict, InvalidPayload
 from domain.events import NewEvent, event_type, parse
 from eventstore.append import append
+from eventstore.restore import held_event_ids, tenant_has_events
 from infra.wake import appended
 
 BATCH = 500  # events per transaction
-_HELD = text("SELECT event_id, tenant FROM events WHERE event_id = ANY(CAST(:ids AS uuid[]))")
-_ANY = text("SELECT 1 FROM events WHERE tenant = :tenant LIMIT 1")
 FIELDS = ("event_id", "tenant", "stream_id", "stream_version", "type", "schema_version", "data", "metadata",
           "occurred_at", "recorded_at")
 
@@ -91,11 +90,11 @@ def import_events(engine: Engine, rows: Iterable[dict[str, Any]], *, resume: boo
         with engine.begin() as conn:
             if tenant not in checked:
                 checked.add(tenant)
-                if not resume and conn.execute(_ANY, {"tenant": tenant}).first():
+                if not resume and tenant_has_events(conn, tenant):
                     raise TargetNotEmpty(f"tenant {tenant!r} already holds events in the target store: import into"
                                          " an empty one, or resume an import with --resume")
             events = [new_event(r) for r in batch]
-            held: dict[uuid.UUID, str] = dict(conn.execute(_HELD, {"ids": [e.event_id for e in events]}).all())
+            held = held_event_ids(conn, [e.event_id for e in events])
             other = [str(i) for i, t in held.items() if t != tenant]
             if other:
                 raise ConcurrencyConflict(f"event {other[0]} is held by another tenant in the target store")

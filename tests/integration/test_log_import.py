@@ -2,8 +2,9 @@
 document, recalls), exported with `engramlog export` (jsonl and parquet) and restored with `engramlog import log`
 into a second, empty database on the same server, gives the same events (ids, streams, versions, times, actors,
 opened payloads), the same read models row for row (each projection's `verify` on the new store, and each table
-against the source store's, positions aside), the same answers from every recall domain, and content sealed under
-the new store's own keys. A second import is refused; with --resume it appends nothing."""
+against the source store's, a log position compared as the event it names), the same answers from every recall
+domain, and content sealed under the new store's own keys. A second import is refused; with --resume it appends
+nothing."""
 
 from __future__ import annotations
 
@@ -70,16 +71,28 @@ def _log(engine: Engine, tenant: str) -> list[tuple]:
              e.occurred_at, e.recorded_at) for e in sorted(events, key=lambda e: e.position)]
 
 
+POSITIONS = {"position", "valid_from", "valid_to"}  # columns holding a log position (and any *_position)
+
+
+def _positions(engine: Engine, tenant: str) -> dict[int, str]:
+    with engine.connect() as conn:
+        return dict(conn.execute(text("SELECT position, event_id::text FROM events WHERE tenant = :t"),
+                                 {"t": tenant}).all())
+
+
 def _table(engine: Engine, table: str, tenant: str) -> list[str]:
-    """The tenant's rows of a read model, positions aside (each store numbers its own log), sorted."""
+    """The tenant's rows of a read model, sorted, each log position named by its event's id (each store numbers
+    its own log)."""
+    by_position = _positions(engine, tenant)
     with engine.connect() as conn:
         cols = [c for c, in conn.execute(text(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = :t"
             " ORDER BY ordinal_position"), {"t": table})]
-        keep = [c for c in cols if c != "position" and not c.endswith("_position")]
         where = "WHERE tenant = :tenant" if "tenant" in cols else ""
-        rows = conn.execute(text(f"SELECT {', '.join(keep)} FROM {table} {where}"), {"tenant": tenant}).all()
-    return sorted(repr(tuple(r)) for r in rows)
+        rows = conn.execute(text(f"SELECT {', '.join(cols)} FROM {table} {where}"), {"tenant": tenant}).all()
+    at = [i for i, c in enumerate(cols) if c in POSITIONS or c.endswith("_position")]
+    named = [tuple(by_position.get(v, v) if i in at else v for i, v in enumerate(r)) for r in rows]
+    return sorted(repr(r) for r in named)
 
 
 def _answers(engine: Engine, tenant: str) -> list[tuple]:

@@ -27,7 +27,7 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 BLIND_SPOTS = 20
 
 
-def _series(conn: Connection, tenant: str, policy: PrivacyPolicy) -> StatusSeries:
+def memory_statuses(conn: Connection, tenant: str, policy: PrivacyPolicy) -> StatusSeries:
     """The status counts, without the memories the policy hides (decided on their recordings: one more pass)."""
     hidden: set[str] = set()
     if not policy.empty:
@@ -53,7 +53,7 @@ def lifecycle(request: Request, who: Who, db: Db, days: int = Query(default=30, 
     since = now - timedelta(days=days)
     with db.connect() as conn:
         policy = policy_of(conn, who.tenant)
-        series = _series(conn, who.tenant, policy)
+        series = memory_statuses(conn, who.tenant, policy)
         report = hitlog_report(conn, who.tenant, policy, since)
         gaps = [g.as_dict() for g in keyword_gaps(conn, who.tenant, since)]
         spots = _blind_spots(conn, who.tenant, policy, now)

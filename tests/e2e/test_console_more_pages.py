@@ -5,6 +5,7 @@ none of it; query texts the privacy policy hides are never shown (counted only).
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -24,6 +25,7 @@ CLIENT = ("from .parser import parse_http_url\n\n\n"
 TRANSCRIPT = "".join(f"[2026-02-01T09:00:{i:02d}Z] {'USER' if i % 2 == 0 else 'ASSISTANT'}: "
                      f"step {i} of the kayak{i} plan\n" for i in range(40))
 UNANSWERED = "zebra quantum xylophone harpsichord"
+BLIND_SPOT = "where is the penguin enclosure?"
 
 
 def _ok(r):
@@ -37,6 +39,22 @@ def _read(c, path: str, position: int, **params):
         if r.status_code != 503:
             break
     return _ok(r)
+
+
+def _blind_spot(tenant: str, agent_id: str, question: str) -> int:
+    from domain.events import BlindSpotRegistered, NewEvent, blind_spot_stream, deep_scope_key
+    from eventstore.append import append
+    from infra.db import get_engine
+    from infra.wake import appended
+
+    now, key = datetime.now(UTC), deep_scope_key(agent_id, None, None)
+    gap = BlindSpotRegistered(gap_id=uuid.uuid4(), scope_key=key, agent_id=agent_id, question=question,
+                              priority=0.85, registered_at=now, expires_at=now + timedelta(days=7),
+                              recall_id=uuid.uuid4(), reason="NOT FOUND")
+    with get_engine().begin() as conn:
+        [position] = append(conn, tenant, [NewEvent.of(gap, blind_spot_stream(key))], {"actor": "system:deep_recall"})
+    appended(1)
+    return position
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +86,16 @@ def data(stack: Stack) -> Stack:  # noqa: F811
         _ok(c.get(f"/v1/transcripts/t-console/chunks/{hit['handle']['ord']}",
                   params={"content_hash": hit["handle"]["content_hash"], "recall_id": multi["recall_id"]}))
     decay_sweep(get_engine(), datetime.now(UTC) + timedelta(days=40), stack.tenant)  # active -> dormant
+    with stack.api(stack.operator_key) as c:  # a gap deep recall registered (its loop needs a model: appended)
+        _read(c, "/v1/blind_spots", _blind_spot(stack.tenant, "ops", BLIND_SPOT), agent_id="ops")
     with stack.api(stack.other_key) as c:
         _ok(c.post("/v1/memories", json={"content": "tenant B's secret: the vault is in Faro", "must_keep": True}))
     return stack
 
 
 PAGES = [  # (shot name, path, title starts with, texts the page must show)
-    ("lifecycle", "/console/lifecycle", "Lifecycle and hit-log", ("Lisbon trams", UNANSWERED, "transcripts")),
+    ("lifecycle", "/console/lifecycle", "Lifecycle and hit-log",
+     ("Lisbon trams", UNANSWERED, "transcripts", BLIND_SPOT)),
     ("transcripts", "/console/transcripts", "Transcripts", ("t-console",)),
     ("transcript", "/console/transcripts/t-console", "Transcript t-console", ("step 7 of the kayak7 plan",)),
     ("code", "/console/code", "Code", ("net",)),
@@ -152,7 +173,7 @@ def test_another_tenant_sees_none_of_it(browser, data):  # noqa: F811
         assert "net" not in v.page.inner_text("table[data-testid=repos]")
         v.open("/console/lifecycle", shot="lifecycle-other-tenant")
         main = v.page.inner_text("main")
-        assert "Lisbon" not in main and UNANSWERED not in main and "kayak" not in main
+        assert "Lisbon" not in main and UNANSWERED not in main and "kayak" not in main and BLIND_SPOT not in main
         assert v.page.inner_text("[data-testid=recall-count]") == "0"
         assert all("status of 40" in e for e in v.errors), v.errors  # only the refused pages' own status lines
     finally:
@@ -168,6 +189,14 @@ def test_query_texts_the_policy_hides_are_counted_not_shown(browser, data):  # n
                                        "min_position": hr["position"]}))
         answered = _ok(c.post("/v1/recall", json={"query": "payroll runs when", "min_position": hr["position"]}))
         assert any(r["memory_id"] == hr["memory_id"] for r in answered["results"]), answered
+        _read(c, "/v1/blind_spots", _blind_spot(data.tenant, "hr", "payroll blind spot?"), agent_id="hr")
+        v = Visitor(browser, data, data.operator_key)
+        try:  # before the policy: the hr recalls and blind spot are shown
+            v.open("/console/lifecycle")
+            assert "payroll scoped question" in v.page.inner_text("main")
+            assert "payroll blind spot?" in v.page.inner_text("[data-testid=blind-spots]")
+        finally:
+            v.close()
         _ok(c.put("/v1/policy/privacy", json={"exclude_agents": ["hr"]}))
     v = Visitor(browser, data, data.operator_key)
     try:

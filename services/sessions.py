@@ -110,6 +110,12 @@ def _checked(session_id: str, messages: Sequence[dict[str, Any]], agent_id: str 
     return data
 
 
+def append_key(session_id: str, message_ids: Sequence[str]) -> str:
+    """The idempotency key an append of messages with these ids, in this order, is written under: its event in
+    the log says the session holds them (services/chat_import.py looks whole conversations up by it)."""
+    return _key("messages", session_id, message_ids)
+
+
 def check_append(session_id: str, messages: Sequence[dict[str, Any]], agent_id: str | None = None,
                  project: str | None = None) -> None:
     """Refuse (with the reason) an append that append_messages would refuse for its payload, writing nothing: a
@@ -271,5 +277,5 @@ def resume_context(conn: Connection, tenant: str, session_id: str, budget_tokens
     return outline, render_resume(session_id, plan, _kept_lines(conn, tenant, outline, plan.seqs), budget, turns)
 
 
-__all__ = ["MarkedSent", "MessagesAppended", "SessionOutline", "append_messages", "check_append", "mark_sent",
-           "resume_budget", "resume_context", "session_outline"]
+__all__ = ["MarkedSent", "MessagesAppended", "SessionOutline", "append_key", "append_messages", "check_append",
+           "mark_sent", "resume_budget", "resume_context", "session_outline"]

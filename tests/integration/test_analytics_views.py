@@ -4,6 +4,9 @@ privacy policy excludes, and no content; a role that is not an analyst's (the te
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import psycopg
 import pytest
 from funnel_support import ask, project, remember_all
@@ -13,6 +16,7 @@ from services.privacy import set_privacy_policy
 
 VIEWS = ("events", "memory_history", "recalls", "hits", "decisions")
 META = {"actor": "test", "source": "test"}
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "analytics.md"
 
 
 def _rows(dsn: str, sql: str) -> list[tuple]:
@@ -79,6 +83,9 @@ def test_an_analyst_sees_its_tenant_only_and_nothing_excluded(engine, tenant, an
         assert conn.execute("SELECT count(*) FROM analytics.events").fetchone()[0] == len(events)
         conn.execute("SET ROLE engramlog_analyst")  # the template: bound to no tenant, it sees nothing
         assert all(conn.execute(f"SELECT count(*) FROM analytics.{v}").fetchone()[0] == 0 for v in VIEWS)
+
+    for query in re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.DOTALL):  # the documented examples run
+        _rows(a.dsn, query)
 
     b = analysts(other)
     their_memories = {str(r[0]) for r in _rows(b.dsn, "SELECT memory_id FROM analytics.memory_history")}

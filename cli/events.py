@@ -112,7 +112,7 @@ def events_export(fmt: Annotated[str, typer.Option("--format", help="jsonl, csv 
                   after: int | None = None, before: int | None = None, since: str | None = None,
                   until: str | None = None) -> None:
     """Export events as JSON lines, CSV or Parquet (cli/parquet_export.py), paging through the log."""
-    from eventstore.query import query_events
+    from eventstore.query import count_events, query_events
 
     if fmt not in ("jsonl", "csv", "parquet"):
         fail("--format must be jsonl, csv or parquet")
@@ -131,8 +131,10 @@ def events_export(fmt: Annotated[str, typer.Option("--format", help="jsonl, csv 
     writer = None
     written = 0
     engine = calls.engine()
+    with engine.connect() as conn:
+        total = count_events(conn, f)  # the bar's total: events committed since are exported too, past it
     with progress(err) as bar:
-        task = bar.add_task("exporting", total=None)
+        task = bar.add_task("exporting", total=total)
         while True:
             with engine.connect() as conn:
                 page = query_events(conn, f, EXPORT_PAGE)

@@ -68,18 +68,10 @@ def safe_head(conn: Connection) -> Checkpoint:
     return Checkpoint(row[0], row[1]) if row else Checkpoint()
 
 
-def query_events(conn: Connection, f: EventFilter, limit: int = 100) -> list[RecordedEvent]:
-    """Events matching `f` in log order; page on with `after_cursor` = the last event's (tx_id, position)."""
-    return query_page(conn, f, limit)[0]
-
-
-def query_page(conn: Connection, f: EventFilter, limit: int = 100,
-               max_bytes: int | None = None) -> tuple[list[RecordedEvent], bool]:
-    """Like query_events, bounded in bytes too: the first `limit` matching events, cut where their stored data
-    passes `max_bytes` (pg_column_size; the first event always comes). Answers (events, whether more may follow:
-    the page was full or cut), so a page cut by bytes still names its next cursor."""
+def _where(f: EventFilter) -> tuple[str, dict[str, object]]:
+    """The filter's WHERE clause (over `events e`) and its parameters."""
     clauses = ["e.tenant = :tenant", f"e.tx_id < {HORIZON}"]
-    params: dict[str, object] = {"tenant": f.tenant, "limit": limit}
+    params: dict[str, object] = {"tenant": f.tenant}
     if f.after_cursor is not None:
         clauses.append("(e.tx_id, e.position) > (CAST(CAST(:cursor_tx AS text) AS xid8), :cursor_pos)")
         params.update(cursor_tx=f.after_cursor.tx_id, cursor_pos=f.after_cursor.position)
@@ -104,12 +96,36 @@ def query_page(conn: Connection, f: EventFilter, limit: int = 100,
     if f.until is not None:
         clauses.append("e.recorded_at < :until")
         params["until"] = f.until
+    return " AND ".join(clauses), params
+
+
+_COUNT = "SELECT count(*) FROM events e WHERE {where}"
+
+
+def count_events(conn: Connection, f: EventFilter) -> int:
+    """How many events match `f` now (below the horizon): an export's progress total."""
+    where, params = _where(f)
+    return int(conn.execute(text(_COUNT.format(where=where)), params).scalar_one())
+
+
+def query_events(conn: Connection, f: EventFilter, limit: int = 100) -> list[RecordedEvent]:
+    """Events matching `f` in log order; page on with `after_cursor` = the last event's (tx_id, position)."""
+    return query_page(conn, f, limit)[0]
+
+
+def query_page(conn: Connection, f: EventFilter, limit: int = 100,
+               max_bytes: int | None = None) -> tuple[list[RecordedEvent], bool]:
+    """Like query_events, bounded in bytes too: the first `limit` matching events, cut where their stored data
+    passes `max_bytes` (pg_column_size; the first event always comes). Answers (events, whether more may follow:
+    the page was full or cut), so a page cut by bytes still names its next cursor."""
+    where, params = _where(f)
+    params["limit"] = limit
     # e.tx_id, not tx_id: the bare name would be the output column tx_id::text::bigint (see eventstore/read.py).
     params["max_bytes"] = MAX_BIGINT if max_bytes is None else max_bytes
     sql = (f"SELECT {COLUMNS}, e.matched FROM ("
            "SELECT e.*, count(*) OVER () AS matched, sum(pg_column_size(e.data) + pg_column_size(e.metadata)) OVER w"
            " - pg_column_size(e.data) - pg_column_size(e.metadata) AS bytes_before FROM ("
-           f"SELECT * FROM events e WHERE {' AND '.join(clauses)} ORDER BY e.tx_id, e.position LIMIT :limit"
+           f"SELECT * FROM events e WHERE {where} ORDER BY e.tx_id, e.position LIMIT :limit"
            ") e WINDOW w AS (ORDER BY e.tx_id, e.position)"
            ") e WHERE e.bytes_before < :max_bytes ORDER BY e.tx_id, e.position")
     rows = conn.execute(text(sql), params).all()

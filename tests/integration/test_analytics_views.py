@@ -13,6 +13,7 @@ from funnel_support import ask, project, remember_all
 
 from services.analysts import create_analyst, drop_analyst
 from services.privacy import set_privacy_policy
+from services.remember import MemoryInput, remember
 
 VIEWS = ("events", "memory_history", "recalls", "hits", "decisions")
 META = {"actor": "test", "source": "test"}
@@ -43,17 +44,20 @@ def test_an_analyst_sees_its_tenant_only_and_nothing_excluded(engine, tenant, an
     mine = remember_all(engine, tenant, ["Lisbon trams are yellow and climb steep hills",
                                          "Porto has a double-deck iron bridge over the Douro"])
     secret = remember_all(engine, tenant, ["The salary review for Bob is in March"], agent_id="hr-bot")
+    remember(engine, tenant, [MemoryInput("Alice's medical leave starts in June", tags=["private"],
+                                          must_keep=True)], META)
     theirs = remember_all(engine, other, ["Another tenant keeps a note about Lisbon trams"])
     served = ask(engine, tenant, "Lisbon trams")
     hidden_recall = ask(engine, tenant, "salary review", agent_id="hr-bot")
     ask(engine, other, "Lisbon trams")
-    project(engine, set_privacy_policy(engine, tenant, {"exclude_agents": ["hr-bot"]}, META))
+    project(engine, set_privacy_policy(engine, tenant, {"exclude_agents": ["hr-bot"], "exclude_tags": ["private"]},
+                                       META))
 
     a = analysts(tenant)
     assert a.dsn.startswith("postgresql://") and a.role in a.dsn
     ids = {str(r.memory_id) for r in mine}
     seen = {str(r[0]) for r in _rows(a.dsn, "SELECT memory_id FROM analytics.memory_history")}
-    assert seen == ids  # its own memories, not the excluded one, not the other tenant's
+    assert seen == ids  # its own memories, not the excluded ones (by agent, by tag), not the other tenant's
     events = _rows(a.dsn, "SELECT memory_id, recall_id, type, actor FROM analytics.events")
     named = {str(m) for m, *_ in events if m}
     assert named == ids
@@ -71,7 +75,8 @@ def test_an_analyst_sees_its_tenant_only_and_nothing_excluded(engine, tenant, an
     assert all("_sealed" not in d[2] and "reason" not in d[2] for d in decisions)  # the sealed part never shows
     for view in VIEWS:  # no content anywhere: no view has a text column holding a memory's words
         text_dump = " ".join(str(r) for r in _rows(a.dsn, f"SELECT * FROM analytics.{view}"))
-        assert "Lisbon" not in text_dump and "salary" not in text_dump and str(secret[0].memory_id) not in text_dump
+        assert "Lisbon" not in text_dump and "salary" not in text_dump and "medical" not in text_dump
+        assert str(secret[0].memory_id) not in text_dump
         assert str(theirs[0].memory_id) not in text_dump
 
     # no base table, and no way into another tenant's rows

@@ -28,6 +28,7 @@ def served(app):
         worker.stop()
 
 
+@pytest.mark.timeout(900)  # a fixed number of cases, not a time budget: slower on busy shared cores
 @pytest.mark.parametrize("mode", MODES)
 def test_no_generated_input_gets_a_5xx(served, tenant, mode):
     base_url, schema = served

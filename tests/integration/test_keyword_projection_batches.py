@@ -210,10 +210,12 @@ def test_postings_are_found_by_memory_and_by_term_through_an_index(engine, tenan
                                   (keyword.MEMORY_POSTINGS.delete_postings, {"ids": [ids[1]]})):
             plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {statement.text}"),
                                 {"tenant": tenant, **params}).scalar_one()
-            assert [cols[:2] for cols in _index_columns(conn, plan)] == [["tenant", "memory_id"]], plan
-        # Recall's lookup by term has an index led by (tenant, term). Which index the planner walks for this
-        # tenant's handful of rows depends on the shared database's statistics (the primary key is as good for a
-        # tiny tenant), so the index is asserted to exist, not to be chosen.
+            [walked] = _index_columns(conn, plan)  # one index scan, no sequential or bitmap one
+            assert walked[0] == "tenant" and "memory_id" in walked, plan
+        # Both lookups have their index: by memory (tenant, memory_id), by term (tenant, term). Which one the
+        # planner walks for this tenant's handful of rows depends on the database's statistics (each test worker's
+        # database holds other tests' rows; for a tiny table a skip scan of the primary key is as cheap), so the
+        # indexes are asserted to exist, and the by-memory statements to walk one that holds memory_id.
         led_by = {tuple(r) for r in conn.execute(text("""
             SELECT (SELECT array_agg(a.attname ORDER BY k.n) FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
                     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum WHERE k.n <= 2)

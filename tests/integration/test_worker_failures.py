@@ -67,6 +67,7 @@ def sentence(i: int, tenant: str) -> str:
     return f"{tenant} memory {i}: " + " ".join(words)
 
 
+@pytest.mark.timeout(900)  # a cold worker embedding 600 texts on 2 busy shared cores
 def test_worker_sigkilled_mid_batch_loses_nothing_and_doubles_nothing(engine, tenant, start_worker):
     from services.remember import MemoryInput, remember
 
@@ -82,7 +83,7 @@ def test_worker_sigkilled_mid_batch_loses_nothing_and_doubles_nothing(engine, te
     first = start_worker(extra_env=env)
     # The vectors projection (embedding each text) is the slow one: kill the worker once it has committed
     # some of this tenant's vectors and is working on the next batch.
-    assert wait_until(lambda: counts(engine, tenant)["memory_vectors"] >= 150, timeout=120, interval=0.02)
+    assert wait_until(lambda: counts(engine, tenant)["memory_vectors"] >= 150, timeout=300, interval=0.02)
     first.kill()
     at_kill = counts(engine, tenant)
     print(f"killed with {at_kill}")
@@ -97,8 +98,8 @@ def test_worker_sigkilled_mid_batch_loses_nothing_and_doubles_nothing(engine, te
     time.sleep(1.0)
     assert counts(engine, tenant) == at_kill  # dead: nothing moves, no half batch was committed
 
-    start_worker(extra_env=env)
-    assert wait_until(lambda: counts(engine, tenant)["memory_vectors"] == total, timeout=120, interval=0.2)
+    start_worker(extra_env=env)  # liveness bounds, generous: a cold worker embeds 450 texts on busy shared cores
+    assert wait_until(lambda: counts(engine, tenant)["memory_vectors"] == total, timeout=600, interval=0.2)
     with engine.connect() as conn:
         last = conn.execute(text("SELECT max(position) FROM events WHERE tenant = :t"), {"t": tenant}).scalar_one()
     assert wait_projected(engine, last)

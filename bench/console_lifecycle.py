@@ -1,6 +1,6 @@
 """What /console/lifecycle costs as a tenant's log grows: the page reads the tenant's status decisions and its
-recall streams in the window from the log (eventstore/status_history.py, recall/hitlog_report.py,
-recall/analysis.py keyword_gaps), so its time follows the memories and recalls held.
+recall streams in the window from the log (eventstore/status_history.py; recall/hitlog_report.py, which counts
+recall/analysis.py's keyword gaps in the same pass), so its time follows the memories and recalls held.
 
 On a fresh embedded stack: --memories memories (a tenth of them agent "hr"), --recalls recalls, a decay sweep a
 month on (every memory decided again); then the page's time over --rounds loads, with no privacy policy and with
@@ -48,7 +48,6 @@ def run(memories: int, recalls: int, rounds: int) -> dict[str, Any]:
         from infra.db import get_engine
         from projections.registry import PROJECTORS
         from projections.runner import catch_up
-        from recall.analysis import keyword_gaps
         from recall.hitlog_report import hitlog_report
         from workers.lifecycle import decay_sweep
 
@@ -82,8 +81,8 @@ def run(memories: int, recalls: int, rounds: int) -> dict[str, Any]:
             home = _timed(lambda: ok(http.get("/console")), rounds)  # a page of the same stack, for scale
             with engine.connect() as conn:
                 parts = {"status series": _timed(lambda r=rule: memory_statuses(conn, TENANT, r), rounds),
-                         "hit-log report": _timed(lambda r=rule: hitlog_report(conn, TENANT, r, since), rounds),
-                         "keyword gaps": _timed(lambda: keyword_gaps(conn, TENANT, since), rounds)}
+                         "hit-log report and keyword gaps": _timed(
+                             lambda r=rule: hitlog_report(conn, TENANT, r, since), rounds)}
             out[name] = {"page_ms": page, "home_page_ms": home, "parts_ms": parts}
             print(f"  {name}: page p50 {page['p50']} ms (p95 {page['p95']}; /console p50 {home['p50']} ms); "
                   + "; ".join(f"{k} p50 {v['p50']} ms" for k, v in parts.items()))

@@ -31,6 +31,7 @@ MEMORIES, KNOWLEDGE = "memories", "knowledge"
 KEYWORD_FALSE_NEGATIVE_GATE = 0.20  # SwarmAI: at least this share of keyword false negatives ...
 HYBRID_FALSE_POSITIVE_GATE = 0.10  # ... with less than this share of hybrid false positives
 NOT_USEFUL_SIGNAL = frozenset({MEMORIES})  # domains whose results can be marked not useful
+RECALL_STREAM_TYPES = tuple(t.type_name() for t in (RecallServed, RecallFeedbackGiven, ResultDrilled))
 
 
 
@@ -85,7 +86,8 @@ def result_key(domain: str, memory_id: Any, handle: dict[str, Any] | None) -> tu
     return domain, repr(sorted((k, v) for k, v in h.items() if k != "version"))
 
 
-def _streams(rows: Iterable[Any]) -> Iterator[list[Any]]:
+def by_stream(rows: Iterable[Any]) -> Iterator[list[Any]]:
+    """Rows in stream order, one list per stream."""
     current: list[Any] = []
     for row in rows:
         if current and row.stream_id != current[0].stream_id:
@@ -96,7 +98,8 @@ def _streams(rows: Iterable[Any]) -> Iterator[list[Any]]:
         yield current
 
 
-def _add_recall(stats: dict[str, DomainGaps], events: list[Any]) -> None:
+def add_recall(stats: dict[str, DomainGaps], events: list[Any]) -> None:
+    """One recall stream's events (RecallServed, feedback, drills) counted into `stats`, by domain."""
     served = next((e.data for e in events if e.type == RecallServed.type_name()), None)
     if served is None:
         return
@@ -136,12 +139,12 @@ def _add_recall(stats: dict[str, DomainGaps], events: list[Any]) -> None:
 
 def keyword_gaps(conn: Connection, tenant: str, since: datetime | None = None) -> list[DomainGaps]:
     """Per domain (by name), the keyword-gap figures of the tenant's recalls (served since `since`, when given)."""
-    types = [t.type_name() for t in (RecallServed, RecallFeedbackGiven, ResultDrilled)]
-    rows = recall_stream_events(conn, tenant, types, RecallServed.type_name(), since)
+    rows = recall_stream_events(conn, tenant, list(RECALL_STREAM_TYPES), RecallServed.type_name(), since)
     stats: dict[str, DomainGaps] = {}
-    for events in _streams(rows):
-        _add_recall(stats, events)
+    for events in by_stream(rows):
+        add_recall(stats, events)
     return [stats[d] for d in sorted(stats)]
 
 
-__all__ = ["HYBRID_FALSE_POSITIVE_GATE", "KEYWORD_FALSE_NEGATIVE_GATE", "DomainGaps", "keyword_gaps", "result_key"]
+__all__ = ["HYBRID_FALSE_POSITIVE_GATE", "KEYWORD_FALSE_NEGATIVE_GATE", "RECALL_STREAM_TYPES", "DomainGaps",
+           "add_recall", "by_stream", "keyword_gaps", "result_key"]

@@ -1,11 +1,12 @@
 """What the hit-log says about a tenant's recalls (the console's lifecycle page): the most asked queries, the
-queries that abstained or returned nothing, and per domain how often a result was drilled into.
+queries that abstained or returned nothing, per domain how often a result was drilled into, and the keyword-gap
+figures (recall/analysis.py, counted in the same pass).
 
-Read from the log (the recall streams, eventstore/query.py recall_stream_events: RecallServed and the drills on
-each recall's stream), never from another read model. Under the privacy policy in force now, for every key, as
-GET /v1/recalls/{id} is: a recall the event export would hide (scoped to an excluded item, or having answered
-one: recall/event_privacy.py recall_served) is left out of every figure and its query text is never shown; only
-their count is.
+Read from the log in one pass (the recall streams, eventstore/query.py recall_stream_events: RecallServed and the
+drills and feedback on each recall's stream), never from another read model. Under the privacy policy in force now,
+for every key, as GET /v1/recalls/{id} is: a recall the event export would hide (scoped to an excluded item, or
+having answered one: recall/event_privacy.py recall_served) is left out of every figure but the keyword gaps (counts
+only) and its query text is never shown; only their count is.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy import Connection
 from domain.events import RecallServed, ResultDrilled
 from domain.privacy import PrivacyPolicy
 from eventstore.query import recall_stream_events
-from recall.analysis import result_key
+from recall.analysis import RECALL_STREAM_TYPES, DomainGaps, add_recall, by_stream, result_key
 from recall.event_privacy import Gate, recall_served
 
 TOP = 20  # queries listed in each table
@@ -65,6 +66,7 @@ class HitlogReport:
     top_queries: list[QueryRow] = field(default_factory=list)
     unanswered_queries: list[QueryRow] = field(default_factory=list)
     drills: list[DomainDrills] = field(default_factory=list)
+    gaps: list[DomainGaps] = field(default_factory=list)  # over every recall in the window: figures only
 
 
 def _abstained(explanation: dict[str, Any]) -> bool:
@@ -74,18 +76,21 @@ def _abstained(explanation: dict[str, Any]) -> bool:
     return any(str(b.get("reason") or "").startswith("abstained") for b in explanation.get("buckets") or ())
 
 
-def _recalls(conn: Connection, tenant: str, since: datetime | None) -> list[_Recall]:
-    types = [RecallServed.type_name(), ResultDrilled.type_name()]
-    out: dict[str, _Recall] = {}
-    for row in recall_stream_events(conn, tenant, types, RecallServed.type_name(), since):
-        if row.type == RecallServed.type_name():
-            d = row.data
-            out[row.stream_id] = _Recall(str(d.get("recall_id")), str(d.get("query") or ""), d.get("scope") or {},
-                                         [r for r in d.get("results") or [] if isinstance(r, dict)],
-                                         _abstained(d.get("explanation") or {}), set())
-        elif row.stream_id in out:  # a drill into a recall served in the window
-            out[row.stream_id].drilled.add(result_key(row.data.get("domain", ""), None, row.data.get("handle")))
-    return list(out.values())
+def _recalls(conn: Connection, tenant: str, since: datetime | None, gaps: dict[str, DomainGaps]) -> list[_Recall]:
+    """The recalls served since `since`, each with the results drilled into; their keyword gaps into `gaps`."""
+    out: list[_Recall] = []
+    rows = recall_stream_events(conn, tenant, list(RECALL_STREAM_TYPES), RecallServed.type_name(), since)
+    for events in by_stream(rows):
+        add_recall(gaps, events)
+        served = next((e.data for e in events if e.type == RecallServed.type_name()), None)
+        if served is None:  # drills or feedback on a recall served before the window
+            continue
+        drilled = {result_key(e.data.get("domain", ""), None, e.data.get("handle"))
+                   for e in events if e.type == ResultDrilled.type_name()}
+        out.append(_Recall(str(served.get("recall_id")), str(served.get("query") or ""), served.get("scope") or {},
+                           [r for r in served.get("results") or [] if isinstance(r, dict)],
+                           _abstained(served.get("explanation") or {}), drilled))
+    return out
 
 
 def _key(query: str) -> str:
@@ -98,8 +103,9 @@ def _ranked(counts: Counter[str], first: dict[str, str], last: dict[str, str],
 
 
 def hitlog_report(conn: Connection, tenant: str, policy: PrivacyPolicy, since: datetime | None = None) -> HitlogReport:
-    recalls = _recalls(conn, tenant, since)
-    report = HitlogReport()
+    gaps: dict[str, DomainGaps] = {}
+    recalls = _recalls(conn, tenant, since, gaps)
+    report = HitlogReport(gaps=[gaps[d] for d in sorted(gaps)])
     if not policy.empty:
         gate = Gate(conn, tenant, policy, set())
         gate.decide_memories(r["memory_id"] for rc in recalls for r in rc.results if r.get("memory_id"))

@@ -18,7 +18,7 @@ from console.status_series import CHARTED, StatusSeries, status_series
 from deep_recall.blind_spots import live_summary
 from domain.privacy import PrivacyPolicy, scope_excluded
 from eventstore.status_history import status_decisions
-from recall.analysis import HYBRID_FALSE_POSITIVE_GATE, KEYWORD_FALSE_NEGATIVE_GATE, keyword_gaps
+from recall.analysis import HYBRID_FALSE_POSITIVE_GATE, KEYWORD_FALSE_NEGATIVE_GATE
 from recall.event_privacy import Gate
 from recall.hitlog_report import hitlog_report
 from recall.privacy import hidden_memories, policy_of
@@ -55,9 +55,9 @@ def lifecycle(request: Request, who: Who, db: Db, days: int = Query(default=30, 
         policy = policy_of(conn, who.tenant)
         series = memory_statuses(conn, who.tenant, policy)
         report = hitlog_report(conn, who.tenant, policy, since)
-        gaps = [g.as_dict() for g in keyword_gaps(conn, who.tenant, since)]
         spots = _blind_spots(conn, who.tenant, policy, now)
     chart = lines_chart({s: series.line(s) for s in CHARTED}, "memories by status over time")
     return page(request, "lifecycle.html", who, "Lifecycle and hit-log · Engramlog console", days=days,
-                chart=svg(chart), series=series, charted=CHARTED, report=report, gaps=gaps, spots=spots,
+                chart=svg(chart), series=series, charted=CHARTED, report=report,
+                gaps=[g.as_dict() for g in report.gaps], spots=spots,
                 gates={"keyword": KEYWORD_FALSE_NEGATIVE_GATE, "hybrid": HYBRID_FALSE_POSITIVE_GATE})

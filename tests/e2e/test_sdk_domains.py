@@ -117,6 +117,7 @@ def test_code(sdk: Engramlog, engine) -> None:
     assert [f.action for f in written.files] == ["put", "put"]
     assert sdk.last_position == max(f.position for f in written.files if f.position)
     assert projected(engine, "code", lambda: len(sdk.code_files("net").files) == 2)
+    assert [(r.repo, r.files) for r in sdk.code_repos().repos] == [("net", 2)]
 
     symbol = sdk.symbol("net", "net.parser.parse_http_url")
     assert isinstance(symbol, Symbol) and (symbol.kind, symbol.file, symbol.lines) == ("function",

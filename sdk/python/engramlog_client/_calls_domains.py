@@ -13,7 +13,15 @@ from urllib.parse import quote
 import httpx
 
 from engramlog_client._calls import Call, model, query_params, segment
-from engramlog_client.models.code import CodeFileIn, CodeFilesIn, CodeFilesList, CodeFilesWritten, Symbol, SymbolSearch
+from engramlog_client.models.code import (
+    CodeFileIn,
+    CodeFilesIn,
+    CodeFilesList,
+    CodeFilesWritten,
+    CodeRepos,
+    Symbol,
+    SymbolSearch,
+)
 from engramlog_client.models.deep_recall import BlindSpots, Budgets, DeepRecalled, DeepRecallIn
 from engramlog_client.models.imports import ChatImported
 from engramlog_client.models.knowledge import (
@@ -153,6 +161,10 @@ def put_code_files(repo: str, files: Sequence[CodeFileIn | Mapping[str, Any]]) -
     body = CodeFilesIn(files=[_as(CodeFileIn, f) for f in files])
     return Call("POST", f"{_repo(repo)}/files", model(CodeFilesWritten), json=body.body(),
                 wrote=lambda out: [f.position for f in out.files])
+
+
+def code_repos() -> Call[CodeRepos]:
+    return Call("GET", "/v1/code", model(CodeRepos), reads_own_writes=True)
 
 
 def code_files(repo: str, after: str | None, limit: int | None) -> Call[CodeFilesList]:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from engramlog_client import _calls_domains as calls
 from engramlog_client._calls import Call
-from engramlog_client.models.code import CodeFileIn, CodeFilesList, CodeFilesWritten, Symbol, SymbolSearch
+from engramlog_client.models.code import CodeFileIn, CodeFilesList, CodeFilesWritten, CodeRepos, Symbol, SymbolSearch
 from engramlog_client.models.deep_recall import BlindSpot, Budgets, DeepRecalled
 from engramlog_client.models.imports import ChatImported
 from engramlog_client.models.knowledge import BatchDocumentIn, Document, DocumentsList, DocumentWritten, Drilled
@@ -108,6 +108,10 @@ class DomainMethods:
         """Index a batch of files ({path, content, language?}) or remove some ({path, remove: True}); all or
         nothing; an unchanged content hash is a no-op."""
         return self.send(calls.put_code_files(repo, files))
+
+    def code_repos(self) -> CodeRepos:
+        """The tenant's repositories, each with its files and symbols counted."""
+        return self.send(calls.code_repos())
 
     def code_files(self, repo: str, *, after: str | None = None, limit: int | None = None) -> CodeFilesList:
         """The repository's files (path, content_hash, counts); pass `after=page.next_after` for the next page."""

@@ -6,6 +6,8 @@ from engramlog_client.models.code import (
     CodeFilesList,
     CodeFilesWritten,
     CodeFileWritten,
+    CodeRepo,
+    CodeRepos,
     Symbol,
     SymbolCallee,
     SymbolCaller,
@@ -81,7 +83,8 @@ from engramlog_client.models.transcripts import (
 )
 
 __all__ = ["BatchDocumentIn", "BlindSpot", "BlindSpots", "Bucket", "Budgets", "ChatMessage", "ChunkDrilled",
-           "CodeFile", "CodeFileIn", "CodeFileWritten", "CodeFilesList", "CodeFilesWritten", "DeadLetter",
+           "CodeFile", "CodeFileIn", "CodeFileWritten", "CodeFilesList", "CodeFilesWritten", "CodeRepo", "CodeRepos",
+           "DeadLetter",
            "DeadLetterResolved", "DeadLetters", "DeepRecallIn", "DeepRecalled", "Document", "DocumentIn",
            "DocumentListed", "DocumentWritten", "DocumentsList", "DomainResult", "Drilled", "Event", "EventIn",
            "EventsPage", "FeedbackGiven", "FusedResult", "Health", "History", "HistoryMemory", "HistoryStep",

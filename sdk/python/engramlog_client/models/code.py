@@ -47,6 +47,16 @@ class CodeFile(Response):
     version: int
 
 
+class CodeRepo(Response):
+    repo: str
+    files: int  # the files the privacy policy lets the caller see
+    symbols: int
+
+
+class CodeRepos(Response):
+    repos: list[CodeRepo]
+
+
 class CodeFilesList(Response):
     repo: str
     files: list[CodeFile]

@@ -103,7 +103,8 @@ def chat(file: Annotated[Path, typer.Argument(help="conversations.json or a .jso
         conversations = parse_chat(file.read_bytes(), fmt)
     except ChatFormatError as exc:
         fail(f"{file}: {exc}")
-    lines = [(len(c.messages), json.dumps(c.as_json(), ensure_ascii=False) + "\n") for c in conversations]
+    # ASCII JSON: a lone surrogate the export holds reaches the server escaped, and is refused there with its reason
+    lines = [(len(c.messages), json.dumps(c.as_json()) + "\n") for c in conversations]
     batches = list(_batches(lines, calls.settings().max_batch))
     params: dict[str, Any] = {k: v for k, v in {"format": "jsonl", "agent_id": agent_id, "project": project,
                                                 "remember": remember}.items() if v not in (None, False)}

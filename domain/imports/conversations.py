@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from domain.events.base import has_lone_surrogate
 from domain.events.sessions import MAX_SESSION_ID_CHARS
+from domain.text import has_nul
 
 MAX_MESSAGE_ID_CHARS = 128
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]*\Z")
@@ -101,9 +103,17 @@ def message_id(value: object, index: int) -> str:
 
 
 def checked(conversations: list[Conversation]) -> list[Conversation]:
-    """The conversations, refused when two name the same session or one names a message twice."""
+    """The conversations, refused when two name the same session, one names a message twice, or a text is not
+    one the log can hold (a lone surrogate, NUL)."""
     seen: set[str] = set()
     for n, c in enumerate(conversations):
+        for i, m in enumerate(c.messages):
+            if has_lone_surrogate([m.content, m.message_id, m.tool_name]) or has_nul([m.content, m.tool_name]):
+                raise ChatFormatError(f"conversation {n} ({c.conversation_id!r}): message {i} ({m.message_id!r}): "
+                                      "text must be valid Unicode without NUL (a lone surrogate \\ud800-\\udfff "
+                                      "or \\u0000 is not)")
+        if has_lone_surrogate([c.conversation_id, c.title, c.source]) or has_nul([c.title]):
+            raise ChatFormatError(f"conversation {n}: its id and title must be valid Unicode without NUL")
         if c.session_id in seen:
             raise ChatFormatError(f"conversation {n} ({c.conversation_id!r}): its id appears twice in the export")
         seen.add(c.session_id)

@@ -81,7 +81,8 @@ def test_bad_exports_write_nothing(client, engine, tenant) -> None:
              (json.dumps(late_bad_time).encode(), {}, 422, "is not a time"),
              (json.dumps(too_long).encode(), {}, 413, "limit is"),
              (json.dumps(good).encode(), {"format": "chatgpt"}, 422, "ChatGPT conversation has an `id`"),
-             (json.dumps(good).encode(), {"format": "xml"}, 422, "format")]
+             (json.dumps(good).encode(), {"format": "xml"}, 422, "format"),
+             (b'[{"uuid": "u", "chat_messages": [{"sender": "human", "text": "\\ud800"}]}]', {}, 422, "surrogate")]
     for body, params, status, reason in cases:
         r = client.post("/v1/import/chat", content=body, params=params)
         assert r.status_code == status and reason in r.text, (params, r.status_code, r.text)
@@ -143,6 +144,10 @@ def test_cli_bad_file_writes_nothing(client, engine, tenant, monkeypatch, tmp_pa
                    + json.dumps({"id": "big", "messages": [{"role": "user", "content": "x" * 200_000}]}) + "\n")
     r = CliRunner().invoke(app, ["import", "chat", str(big)])
     assert r.exit_code == 2 and "limit" in said(r), r.output
+    lone = tmp_path / "lone.jsonl"  # a lone surrogate, escaped in the JSON: refused by the server with its reason
+    lone.write_text('{"id": "s", "messages": [{"role": "user", "content": "half \\ud800 a pair"}]}\n')
+    r = CliRunner().invoke(app, ["import", "chat", str(lone)])
+    assert r.exit_code == 2 and "lone surrogate" in said(r), r.output
     assert events(engine, tenant) == 0
 
 

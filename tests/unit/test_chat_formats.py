@@ -110,6 +110,8 @@ def test_odd_ids_are_hashed_deterministically() -> None:
     (b'{"id": "a", "messages": [{"role": "user", "content": "x", "message_id": "1"}, '
      b'{"role": "user", "content": "y", "message_id": "1"}]}', "jsonl", "message id '1' appears twice"),
     (b'{"messages": []}', "word", "format must be one of"),
+    (b'{"id": "s", "messages": [{"role": "user", "content": "half \\ud800"}]}', "jsonl", "lone surrogate"),
+    (b'{"id": "s", "messages": [{"role": "user", "content": "nul \\u0000"}]}', "jsonl", "without NUL"),
 ])
 def test_bad_exports_are_refused_with_where(raw: bytes, fmt: str, reason: str) -> None:
     with pytest.raises(ChatFormatError, match=None) as info:

@@ -150,3 +150,21 @@ def test_http_bad_time_frames_are_422_and_as_of_reads(engine, client):
     assert buckets["knowledge"]["results"] == [] and buckets["knowledge"]["reason"]
     early = client.post("/v1/recall", json={"query": "red kayak Porto", "as_of": "2020-01-01T00:00:00Z"})
     assert early.status_code == 200 and early.json()["results"] == []
+
+
+def test_session_messages_filter_by_their_created_at(engine, client):
+    """recall/multi's sessions domain: a message outside [since, until] is never a hit, however well it matches."""
+    r = client.post("/v1/sessions/trip/messages", json={"messages": [
+        {"role": "user", "content": "We booked the ferry to the Azores islands for the whole family",
+         "created_at": "2024-03-02T10:00:00Z"},
+        {"role": "user", "content": "The Azores ferry tickets came by email", "created_at": "2025-07-09T10:00:00Z"}]})
+    assert r.status_code in (200, 201), r.text
+    project(engine, r.json()["position"])
+    ask_ = {"query": "Azores ferry family", "domains": ["sessions"]}
+    for frame, year in (({"since": "2025-01-01T00:00:00Z"}, "2025"), ({"until": "2024-12-31T00:00:00Z"}, "2024")):
+        bucket = client.post("/v1/recall/multi", json={**ask_, **frame}).json()["buckets"][0]
+        # one hit each time, the message of that year (its window, the hit's context, may reach outside the range)
+        assert [len(h["fields"]["hits"]) for h in bucket["results"]] == [1], bucket
+        assert bucket["results"][0]["fields"]["created_at"].startswith(year), bucket
+    as_of = client.post("/v1/recall/multi", json={**ask_, "as_of": r.json()["position"]}).json()["buckets"][0]
+    assert as_of["results"] == [] and "as_of" in as_of["reason"]

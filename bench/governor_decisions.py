@@ -20,16 +20,25 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "locomo"
 
 
 def decisions(engine: Any, tenant: str) -> dict[str, int]:
-    from sqlalchemy import text
+    """Counted from the log as the eventstore reads it (opened: a decision's reason and inputs are sealed)."""
+    from dataclasses import replace
+
+    from domain.events import MemoryAdmitted, MemoryReinforced, MemorySuperseded
+    from eventstore.query import EventFilter, query_page
+    from eventstore.read import Checkpoint
 
     counts: dict[str, int] = {}
+    f = EventFilter(tenant, types=tuple(t.type_name() for t in (MemoryAdmitted, MemorySuperseded, MemoryReinforced)))
     with engine.connect() as conn:
-        for r in conn.execute(text(
-                "SELECT type, data FROM events WHERE tenant = :t AND type IN ('MemoryAdmitted', 'MemorySuperseded', "
-                "'MemoryReinforced') ORDER BY position"), {"t": tenant}):
-            key = {"MemoryAdmitted": f"admitted:{r.data.get('disposition')}",
-                   "MemorySuperseded": f"superseded:{r.data.get('trigger')}"}.get(r.type, "reinforced")
-            counts[key] = counts.get(key, 0) + 1
+        while True:
+            page, more = query_page(conn, f, limit=1000)
+            for e in page:
+                key = {MemoryAdmitted.type_name(): f"admitted:{e.data.get('disposition')}",
+                       MemorySuperseded.type_name(): f"superseded:{e.data.get('trigger')}"}.get(e.type, "reinforced")
+                counts[key] = counts.get(key, 0) + 1
+            if not more or not page:
+                break
+            f = replace(f, after_cursor=Checkpoint(page[-1].tx_id, page[-1].position))
     return dict(sorted(counts.items()))
 
 

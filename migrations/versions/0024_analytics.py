@@ -30,6 +30,8 @@ VIEWS = ("events", "memory_history", "recalls", "hits", "decisions")
 
 # The tenant of the role asking; NULL (no row anywhere) for a role that is not an analyst's.
 _TENANT = "(SELECT a.tenant FROM public.analyst_roles a WHERE a.role_name = current_user)"
+# Inside the SECURITY DEFINER functions current_user is their owner: the login role is the session's.
+_SESSION_TENANT = "(SELECT a.tenant FROM public.analyst_roles a WHERE a.role_name = session_user)"
 
 
 def upgrade() -> None:
@@ -63,8 +65,36 @@ def upgrade() -> None:
     );
     CREATE INDEX analyst_roles_tenant ON analyst_roles (tenant);
     """)
-    # The policy in force per tenant, from the log, and the memories it hides: helpers in public, granted to no
-    # analyst (the views read them with their owner's rights).
+    # The read models the views need (memories' tags, recall_hits) are read through functions: a view naming a
+    # read-model table directly would stop its rebuild and a forget (projections/rebuild.py swaps tables in), and a
+    # plpgsql body is not a dependency. SECURITY DEFINER (an analyst has no right on the tables), each answering
+    # the rows of the session user's tenant only, in a schema analysts cannot name (they call them only through the
+    # views, which store them by oid).
+    op.execute(f"""
+    CREATE SCHEMA analytics_private;
+    REVOKE ALL ON SCHEMA analytics_private FROM PUBLIC;
+
+    CREATE FUNCTION analytics_private.memory_tags() RETURNS TABLE (tenant text, memory_id uuid, tags text[])
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
+    BEGIN
+        RETURN QUERY SELECT m.tenant, m.memory_id, m.tags FROM public.memories m
+                     WHERE m.tenant = {_SESSION_TENANT};
+    END $$;
+
+    CREATE FUNCTION analytics_private.recall_hits() RETURNS TABLE (
+        tenant text, recall_id uuid, rank integer, domain text, memory_id uuid, item_key text,
+        score double precision, relevance double precision, layer text, recorded_at timestamptz, "position" bigint,
+        drilled_at timestamptz, verdict text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
+    BEGIN
+        RETURN QUERY SELECT h.tenant, h.recall_id, h.rank, h.domain, h.memory_id, h.item_key, h.score, h.relevance,
+                            h.layer, h.recorded_at, h.position, h.drilled_at, h.verdict
+                     FROM public.recall_hits h WHERE h.tenant = {_SESSION_TENANT};
+    END $$;
+    REVOKE ALL ON FUNCTION analytics_private.memory_tags(), analytics_private.recall_hits() FROM PUBLIC;
+    """)
+    # The policy in force per tenant, from the log, and the memories and recalls it hides: helper views granted to
+    # no analyst (the views read them with their owner's rights).
     op.execute("""
     CREATE VIEW public.analytics_policy AS
     SELECT DISTINCT ON (e.tenant) e.tenant, e.data AS policy
@@ -75,7 +105,7 @@ def upgrade() -> None:
     SELECT r.tenant, (r.data->>'memory_id')::uuid AS memory_id
     FROM events r
     JOIN public.analytics_policy p ON p.tenant = r.tenant
-    LEFT JOIN memories m ON m.tenant = r.tenant AND m.memory_id = (r.data->>'memory_id')::uuid
+    LEFT JOIN analytics_private.memory_tags() m ON m.tenant = r.tenant AND m.memory_id = (r.data->>'memory_id')::uuid
     WHERE r.type = 'MemoryRecorded' AND r.stream_version = 1 AND (
            r.data->>'agent_id' IN (SELECT jsonb_array_elements_text(p.policy->'exclude_agents'))
         OR r.data->>'project' IN (SELECT jsonb_array_elements_text(p.policy->'exclude_projects'))
@@ -133,7 +163,7 @@ def upgrade() -> None:
            ARRAY(SELECT jsonb_array_elements_text(coalesce(e.data->'domains', '["memories"]'))) AS domains,
            e.data->'scope'->>'agent_id' AS agent_id, e.data->'scope'->>'project' AS project,
            e.data->'scope'->>'session_id' AS session_id,
-           (SELECT count(*) FROM recall_hits h WHERE h.tenant = e.tenant
+           (SELECT count(*) FROM analytics_private.recall_hits() h WHERE h.tenant = e.tenant
                 AND h.recall_id = (e.data->>'recall_id')::uuid) AS hits,
            e.metadata->>'actor' AS actor, e.recorded_at
     FROM events e
@@ -144,7 +174,7 @@ def upgrade() -> None:
     CREATE VIEW analytics.hits WITH (security_barrier) AS
     SELECT h.recall_id, h.rank, h.domain, h.memory_id, h.item_key, h.score, h.relevance, h.layer,
            h.drilled_at, h.verdict, h.recorded_at, h.position
-    FROM recall_hits h
+    FROM analytics_private.recall_hits() h
     WHERE h.tenant = {_TENANT}
       AND NOT EXISTS (SELECT 1 FROM public.analytics_hidden_memories m
                       WHERE m.tenant = h.tenant AND m.memory_id = h.memory_id)
@@ -171,6 +201,7 @@ def upgrade() -> None:
     REVOKE ALL ON SCHEMA analytics FROM PUBLIC;
     GRANT USAGE ON SCHEMA analytics TO engramlog_analyst;
     GRANT SELECT ON {views} TO engramlog_analyst;
+    GRANT EXECUTE ON FUNCTION analytics_private.memory_tags(), analytics_private.recall_hits() TO engramlog_analyst;
     """)
 
 
@@ -180,6 +211,7 @@ def downgrade() -> None:
     DROP VIEW public.analytics_hidden_recalls;
     DROP VIEW public.analytics_hidden_memories;
     DROP VIEW public.analytics_policy;
+    DROP SCHEMA analytics_private CASCADE;
     DROP TABLE analyst_roles;
     DROP TABLE recall_hits;
     """)

@@ -11,6 +11,8 @@ import psycopg
 import pytest
 from funnel_support import ask, project, remember_all
 
+from projections.rebuild import rebuild
+from projections.registry import PROJECTORS
 from services.analysts import create_analyst, drop_analyst
 from services.privacy import set_privacy_policy
 from services.remember import MemoryInput, remember
@@ -83,6 +85,8 @@ def test_an_analyst_sees_its_tenant_only_and_nothing_excluded(engine, tenant, an
     for table in ("events", "memories", "subject_keys", "analyst_roles", "recall_hits", "analytics_policy"):
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             _rows(a.dsn, f"SELECT 1 FROM public.{table} LIMIT 1")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the views' helpers: only through the views
+        _rows(a.dsn, "SELECT * FROM analytics_private.recall_hits()")
     with psycopg.connect(a.dsn) as conn:
         conn.execute("SET engramlog.tenant = 'whatever'")
         assert conn.execute("SELECT count(*) FROM analytics.events").fetchone()[0] == len(events)
@@ -91,6 +95,12 @@ def test_an_analyst_sees_its_tenant_only_and_nothing_excluded(engine, tenant, an
 
     for query in re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.DOTALL):  # the documented examples run
         _rows(a.dsn, query)
+
+    # the read models the views read can still be rebuilt (and forgotten from), and the views follow
+    for name in ("memories", "hits"):
+        rebuild(engine, PROJECTORS[name])
+    assert _rows(a.dsn, "SELECT recall_id, rank, domain, memory_id, score FROM analytics.hits ORDER BY rank") == hits
+    assert {str(r[0]) for r in _rows(a.dsn, "SELECT memory_id FROM analytics.memory_history")} == ids
 
     b = analysts(other)
     their_memories = {str(r[0]) for r in _rows(b.dsn, "SELECT memory_id FROM analytics.memory_history")}

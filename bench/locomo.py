@@ -166,7 +166,9 @@ def run_locomo(api_url: str, data: Path, convs: list[str], k: int, output: Path 
     client_ms: list[float] = []
     server_ms: list[float] = []
     ingest: dict[str, Any] = {}
-    with Engramlog(api_url, api_key=api_key, timeout=60.0) as client:
+    # A governed batch of a conversation's turns (up to 1,000) took 167 s on 2 busy cores: a shorter per-attempt
+    # timeout retried it while the first attempt still held its scope, and the retries were refused Busy.
+    with Engramlog(api_url, api_key=api_key, timeout=900.0) as client:
         # 1. Ingest every conversation (the projections work meanwhile).
         last_position = 0
         started = time.perf_counter()

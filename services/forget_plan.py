@@ -46,6 +46,9 @@ _SEALED_HIT_LOG = (RecallServed.type_name(), ResultDrilled.type_name())  # resul
 # Where an entity's name is found: the read models that hold text, each answering the stream of its item.
 _NAMED_IN = (
     ("memories", "SELECT DISTINCT 'memory-' || memory_id FROM memories WHERE tenant = :tenant AND content ~* :word"),
+    # a memory's earlier texts (before a reinforcement or merge rewrote it) live on in its versions (as_of reads)
+    ("memories", "SELECT DISTINCT 'memory-' || memory_id FROM memory_versions WHERE tenant = :tenant"
+                 " AND content ~* :word"),
     ("memories", "SELECT DISTINCT 'memory-' || memory_id FROM memory_entities WHERE tenant = :tenant"
                  " AND lower(entity) = lower(:name)"),
     ("sessions", "SELECT DISTINCT 'session-' || session_id FROM session_messages WHERE tenant = :tenant"

@@ -20,6 +20,7 @@ from eventstore.read import event_at
 from infra.db_errors import is_statement_limit, is_unavailable
 from infra.metrics import PROJECTION_EVENT_FAILURES, PROJECTION_EVENTS_PARKED
 from projections.base import Projector
+from projections.partitions import EXCLUSIVE, lock_key
 from projections.time_limit import in_chain, over_time, time_limit
 
 log = structlog.get_logger(__name__)
@@ -68,7 +69,6 @@ _RETRY_FAILED = text("""
 UPDATE projection_dead_letters SET error = :error, attempts = attempts + 1, last_failed_at = clock_timestamp()
 WHERE projection = :projection AND position = :position
 """)
-_LOCK = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
 
 
 @dataclass(frozen=True)
@@ -191,17 +191,11 @@ class Resolution:
     error: str | None = None
 
 
-def _lock_key(name: str) -> str:
-    from projections.runner import lock_key
-
-    return lock_key(name)
-
-
 def retry(engine: Engine, projector: Projector, position: int, by: str) -> Resolution:
     """Apply one parked event now, under the projection's lock. Applied: 'retried'. Failed again: still parked,
     with the new error."""
     with engine.begin() as conn:
-        conn.execute(_LOCK, {"key": _lock_key(projector.name)})
+        conn.execute(EXCLUSIVE, {"key": lock_key(projector.name)})
         if not _is_parked(conn, projector.name, position):
             return Resolution(projector.name, position, "not_parked")
         event = event_at(conn, position)

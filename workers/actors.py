@@ -19,6 +19,7 @@ from infra.db import get_engine
 from infra.db_errors import is_unavailable
 from infra.settings import get_settings
 from infra.wake import PROJECTIONS_QUEUE, RUN_PROJECTIONS_ACTOR
+from workers.ingest_dead_letters import append_message, park
 
 log = structlog.get_logger(__name__)
 
@@ -72,8 +73,6 @@ def _retry_parking(retries: int, exc: BaseException) -> bool:
 def park_exhausted_ingest(message: dict[str, Any], retry_info: dict[str, Any]) -> None:
     """An ingest message whose retries are exhausted: dead-lettered with the last error (retried itself while the
     database is down)."""
-    from workers.ingest_dead_letters import park
-
     args = list(message.get("args") or [None, None, None])
     tenant, events, metadata = (args + [None, None, None])[:3]
     trace = str((message.get("options") or {}).get("traceback") or "").strip().splitlines()
@@ -85,8 +84,6 @@ def park_exhausted_ingest(message: dict[str, Any], retry_info: dict[str, Any]) -
                 on_retry_exhausted=park_exhausted_ingest.actor_name)
 def ingest_events(tenant: str, events: list[dict[str, Any]], metadata: dict[str, Any]) -> list[int]:
     """Append events a producer enqueued. Each carries an idempotency key, so redelivery never duplicates."""
-    from workers.ingest_dead_letters import append_message, park
-
     structlog.contextvars.bind_contextvars(correlation_id=(metadata or {}).get("correlation_id")
                                            if isinstance(metadata, dict) else None)
     try:

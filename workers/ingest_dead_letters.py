@@ -14,12 +14,13 @@ import structlog
 from sqlalchemy import Connection, Engine, text
 
 from domain.errors import DomainError
+from domain.events.producers import MAX_TENANT_CHARS, check_message
 from infra.metrics import INGEST_MESSAGES_DEAD_LETTERED
+from services.append_events import EventInput, append_events
 
 log = structlog.get_logger(__name__)
 
 MAX_REASON_CHARS = 2000
-MAX_TENANT_CHARS = 128
 
 _PARK = text("""
 INSERT INTO ingest_dead_letters (message_id, tenant, message, reason, error)
@@ -110,9 +111,6 @@ class IngestResolution:
 def append_message(engine: Engine, tenant: object, events: object, metadata: object) -> list[int]:
     """Append one queued message through the write path, as the ingest actor does. Raises a DomainError when the
     message itself is refused (bad input, a conflict that no retry resolves)."""
-    from services.append_events import EventInput, append_events
-    from workers.producer import check_message
-
     check_message(tenant, events, metadata)
     # check_message refused any other shape: tenant is a str, events a list of dicts, metadata a dict.
     items = [EventInput(**e) for e in events]  # type: ignore[attr-defined]

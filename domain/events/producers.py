@@ -2,16 +2,25 @@
 only. Every other producer type has its own route, which checks what the projectors and the read routes rely on
 beyond the payload (a transcript's chunks against its log, a session's message ids and order, a document's or a
 file's version), so one forged through the generic paths is refused with the route that appends it.
+
+`check_message` is the ingest queue's message rule: the producer checks it before it enqueues (workers/producer.py)
+and the ingest actor again before it appends (workers/ingest_dead_letters.py).
 """
 
 from __future__ import annotations
 
+from domain.errors import InvalidPayload
+from domain.events.base import has_lone_surrogate
 from domain.events.code import CodeFilePut, CodeFileRemoved
 from domain.events.knowledge import DocumentPut, DocumentRetired
 from domain.events.memory import MemoryRecorded
 from domain.events.registry import EVENT_TYPES, is_operator_event, is_system_event
 from domain.events.sessions import SessionMessagesAppended, SessionMessageSent
 from domain.events.transcripts import TranscriptChunksPut
+
+MAX_TENANT_CHARS = 128
+_EVENT_FIELDS = frozenset({"type", "data", "stream_id", "schema_version", "expected_version", "idempotency_key",
+                           "occurred_at"})
 
 # The route that appends each producer type other than MemoryRecorded (named in the 422's reason).
 OWN_ROUTES = {
@@ -36,4 +45,32 @@ def producer_refusal(type_name: str) -> str | None:
             f"by its own route, which validates it against its log ({OWN_ROUTES.get(type_name, 'its route')})")
 
 
-__all__ = ["OWN_ROUTES", "producer_refusal"]
+
+def check_message(tenant: object, events: object, metadata: object) -> None:
+    """Refuse what no retry of the message could append: raises InvalidPayload with the reason."""
+    if not isinstance(tenant, str) or not tenant or len(tenant) > MAX_TENANT_CHARS or "\x00" in tenant \
+            or has_lone_surrogate(tenant):
+        raise InvalidPayload(f"tenant must be a non-empty string of at most {MAX_TENANT_CHARS} characters")
+    if not isinstance(metadata, dict):
+        raise InvalidPayload("metadata must be a JSON object")
+    if str(metadata.get("actor") or "").startswith("system:"):
+        raise InvalidPayload("the ingest queue appends producers' events: the actor must not be a system actor")
+    if not isinstance(events, list) or not events:
+        raise InvalidPayload("events must be a non-empty list")
+    for event in events:
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise InvalidPayload("each event must be a JSON object with a string 'type'")
+        unknown = sorted(set(event) - _EVENT_FIELDS)
+        if unknown:
+            raise InvalidPayload(f"{event['type']}: unknown event fields {unknown}; known: {sorted(_EVENT_FIELDS)}")
+        if is_system_event(event["type"]):
+            raise InvalidPayload(f"{event['type']}: appended by the system, not by producers")
+        if is_operator_event(event["type"]):
+            raise InvalidPayload(f"{event['type']}: set by an operator through its own route, not appended as an "
+                                 "event")
+        refusal = producer_refusal(event["type"])
+        if refusal:
+            raise InvalidPayload(refusal)
+
+
+__all__ = ["MAX_TENANT_CHARS", "OWN_ROUTES", "check_message", "producer_refusal"]

@@ -47,8 +47,8 @@ def test_bad_policies_are_refused_with_a_reason(data: dict[str, object]) -> None
 
 
 def test_the_generic_append_paths_refuse_it() -> None:
+    from domain.events.producers import check_message
     from services.append_events import EventInput, to_new_event
-    from workers.producer import check_message
 
     with pytest.raises(InvalidPayload, match="operator"):
         to_new_event(EventInput("PrivacyPolicySet", {}, "policy-privacy"), None, 0)

@@ -6,6 +6,7 @@ the charts need matplotlib (a dev dependency) and are skipped with a note when i
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,11 +55,12 @@ def minutes(calls: Sequence[Call], samples: Sequence[Sample], seconds: float) ->
     """Per minute of the load (the last one partial when `seconds` is not whole minutes): for writes and recalls
     the achieved rate (answered 2xx per second), p50/p95 of the 2xx latencies, the errors; the worst projection
     lag and the last RSS / database size seen in that minute."""
-    n = max(1, int(-(-seconds // 60)))
+    n = max(1, math.ceil(seconds / 60 - 0.02))  # a run overshooting its minutes by a second has no extra window
     out: list[dict[str, Any]] = []
     for m in range(n):
-        start, end = m * 60.0, min((m + 1) * 60.0, seconds)
-        span = max(end - start, 1e-9)
+        start = m * 60.0
+        span = max(min((m + 1) * 60.0, seconds) - start, 1e-9)
+        end = math.inf if m == n - 1 else start + 60.0  # the last window keeps the calls that ended the run
         row: dict[str, Any] = {"minute": m + 1, "seconds": round(span, 1)}
         for kind in ("write", "recall"):
             mine = [c for c in calls if c.kind == kind and start <= c.at_s < end]

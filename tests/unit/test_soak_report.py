@@ -30,3 +30,8 @@ def test_rss_slopes_leave_out_the_warm_up() -> None:
                Sample(120, 0, 0, {"api": 100, "redis": 5}, 1), Sample(180, 0, 0, {"api": 100, "redis": 5}, 1)]
     assert rss_slopes(samples, warmup_s=60) == {"api": 0.0, "redis": 0.0}
     assert rss_slopes(samples, warmup_s=0)["api"] > 0
+
+
+def test_a_run_overshooting_its_minutes_by_a_second_gets_no_extra_window() -> None:
+    rows = minutes([Call("recall", 120.5, 10, 200)], [], 120.6)
+    assert len(rows) == 2 and rows[-1]["recall"]["ok"] == 1 and rows[-1]["seconds"] == 60

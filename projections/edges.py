@@ -1,4 +1,4 @@
-"""The `memory_edges` read model: associations between memories, and how the recall funnel reads them.
+"""The `memory_edges` read model: associations between memories (the recall funnel reads them: recall/edges.py).
 
 - hebbian: RecallFeedbackGiven — every pair that passes the validation gate (both marked 'used' in the one
   feedback event, both served by that recall's RecallServed) is strengthened, log-space and capped
@@ -6,16 +6,14 @@
 - causal: MemorySuperseded — an edge from the new memory to the one it supersedes (new → old), weight 1.
 - any kind: EdgeAdjusted (consolidation) sets the weight at its clock; a weight of 0 or less removes the edge.
 
-Stored weights are the weights at `updated_at`; `neighbours` applies the read-time decay with the caller's
-clock. Undirected kinds are stored once, lowest id first; `neighbours` answers both directions.
+Stored weights are the weights at `updated_at`; recall/edges.py `neighbours` applies the read-time decay with the
+caller's clock. Undirected kinds are stored once, lowest id first; `neighbours` answers both directions.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import Connection, text
 
@@ -91,41 +89,3 @@ class EdgesProjector:
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         apply_in_order(conn, events, self.handlers)
-
-
-@dataclass(frozen=True)
-class Neighbour:
-    memory_id: uuid.UUID  # one of the ids asked about
-    neighbour_id: uuid.UUID
-    kind: str
-    weight: float  # decayed to `now`
-    outgoing: bool  # for directed kinds: memory_id → neighbour_id (causal: memory_id supersedes neighbour_id)
-
-
-_NEIGHBOURS = text("""
-SELECT source_id, target_id, kind, weight, updated_at FROM memory_edges
-WHERE tenant = :tenant AND (source_id = ANY(:ids) OR target_id = ANY(:ids))
-  AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
-""")
-
-
-def neighbours(conn: Connection, tenant: str, ids: Sequence[uuid.UUID], now: datetime,
-               kinds: Sequence[str] | None = None, min_weight: float = 0.0) -> list[Neighbour]:
-    """Edges touching `ids`, seen from each of them, with read-time decay at `now` (for the graph walk).
-    An edge between two of `ids` appears once from each end. Ordered by weight, strongest first."""
-    if not ids:
-        return []
-    wanted = set(ids)
-    out: list[Neighbour] = []
-    rows = conn.execute(_NEIGHBOURS, {"tenant": tenant, "ids": list(wanted),
-                                      "kinds": list(kinds) if kinds is not None else None})
-    for r in rows:
-        weight = decayed(r.weight, r.updated_at, now, r.kind)
-        if weight <= min_weight:
-            continue
-        if r.source_id in wanted:
-            out.append(Neighbour(r.source_id, r.target_id, r.kind, weight, True))
-        if r.target_id in wanted:
-            out.append(Neighbour(r.target_id, r.source_id, r.kind, weight, False))
-    out.sort(key=lambda n: (-n.weight, str(n.memory_id), str(n.neighbour_id), n.kind))
-    return out

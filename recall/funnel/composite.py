@@ -34,7 +34,7 @@ from domain.hebbian import HEBBIAN_CAP
 from domain.ranking import Candidate, fuse
 from domain.temporal import TimeTarget
 from infra.settings import Settings
-from projections.edges import neighbours
+from recall.edges import neighbours
 from recall.funnel.rerank import pool_size
 from recall.funnel.types import Item, StageReport, rank
 

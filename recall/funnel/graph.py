@@ -14,7 +14,7 @@ a name on every other utterance links nothing.
 
 Seeds: the top `graph_beam` memories of the pool, each with its score as activation. At each depth every
 frontier node spreads activation × min(edge weight, 1) to its neighbours (edge weights decayed at the recall's
-clock, projections.edges.neighbours); the `graph_beam` most activated newly reached nodes form the next
+clock, recall/edges.py neighbours); the `graph_beam` most activated newly reached nodes form the next
 frontier (they may lie outside the pool: a path can pass through them). A pool memory reached with
 activation a gets score ← score + gain · min(a, 1) · (1 − score), which stays in [0, 1].
 """
@@ -28,7 +28,7 @@ from sqlalchemy import Connection, text
 
 from domain.memory_status import RECALLABLE
 from infra.settings import Settings
-from projections.edges import neighbours
+from recall.edges import neighbours
 from recall.funnel.types import Item, StageReport, rank
 
 _TIMELINE = text("""

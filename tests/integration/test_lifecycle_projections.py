@@ -86,7 +86,7 @@ def test_hebbian_edges_only_through_the_validation_gate(engine, tenant) -> None:
 
 
 def test_causal_and_adjusted_edges_and_read_time_decay(engine, tenant) -> None:
-    from projections.edges import neighbours
+    from recall.edges import neighbours
 
     m = record(engine, tenant, [f"edge memory {i}" for i in range(4)])
     r = served(engine, tenant, [m[0], m[1]])

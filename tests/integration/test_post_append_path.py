@@ -13,7 +13,7 @@ from infra.wake import settled
 
 ROOT = Path(__file__).resolve().parents[2]
 # Layers below the workers: they reach the actors only through infra/wake.py's message.
-BELOW_WORKERS = ("domain", "eventstore", "infra", "services", "projections", "recall")
+BELOW_WORKERS = ("domain", "eventstore", "infra", "services", "projections", "recall", "deep_recall", "mcp_server")
 
 
 def _imports(path: Path) -> set[str]:

@@ -25,7 +25,7 @@ from domain.events import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("services", "workers", "projections", "recall", "eventstore")
+LAYERS = ("services", "workers", "projections", "recall", "deep_recall", "mcp_server", "eventstore")
 # The governor's modules and the vectors projector are being rewritten by the lead; they follow then.
 NOT_YET: set[str] = set()
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from domain.memory_status import DISPOSITION_STATUS, RECALLABLE
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("domain", "eventstore", "services", "projections", "recall", "workers", "api", "cli", "infra")
+LAYERS = ("domain", "eventstore", "services", "projections", "recall", "deep_recall", "mcp_server", "workers", "api",
+          "cli", "infra")
 HOMES = {"domain/memory_status.py", "domain/text.py"}
 NOT_YET: set[str] = set()
 STATUS_WORDS = {"active", "dormant", "staging"}

@@ -23,8 +23,8 @@ from console.render import page, svg
 from domain.events.memory import memory_stream
 from eventstore.read import head_position
 from infra.settings import get_settings
-from projections.edges import neighbours
 from recall.consistency import READ_MODELS
+from recall.edges import neighbours
 from recall.privacy import hidden_memories, policy_of
 
 router = APIRouter(prefix="/console", include_in_schema=False)

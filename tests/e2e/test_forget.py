@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from tests.deep_recall_support import ROOT, code, point_route_at
 
-NAME = "Zorvex Quill"
+NAME = "Zorvex Quill"  # no other test may write this name: the residue scan reads every table, all tenants
 
 
 def _ok(r):

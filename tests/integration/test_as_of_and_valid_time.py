@@ -16,7 +16,7 @@ from sqlalchemy import text
 from recall.timeframe import TimeFrame
 
 LAST_YEAR = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
-KAYAK = "Zorvex Quill bought a red kayak at the Porto harbour market"
+KAYAK = "Marit Ellsworth bought a red kayak at the Porto harbour market"
 
 
 def _remember(engine, tenant: str, items: Sequence[tuple[str, datetime | None]], **kwargs):
@@ -54,7 +54,7 @@ def store(engine):
 
 def test_a_backdated_write_is_absent_as_of_before_it_was_recorded_and_present_until_last_year(engine, store):
     tenant, before, kayak, recorded_before = store
-    query = "Where did Zorvex Quill buy the red kayak?"
+    query = "Where did Marit Ellsworth buy the red kayak?"
     assert kayak.memory_id in _ids(ask(engine, tenant, query))
     # Recorded time: at the position before its write (and the timestamp before it), the store did not hold it.
     assert kayak.memory_id not in _ids(ask(engine, tenant, query, frame=_at(engine, tenant, before.position)))

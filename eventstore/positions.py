@@ -32,3 +32,15 @@ def position_at(conn: Connection, tenant: str, at: datetime) -> int:
     """The tenant's last position recorded at or before `at`, settled; 0 when it had recorded nothing by then."""
     found = conn.execute(_AT, {"tenant": tenant, "at": at}).scalar_one_or_none()
     return 0 if found is None else settled(conn, tenant, found)
+
+
+_RECORDED_AT = text("""
+SELECT recorded_at FROM events WHERE tenant = :tenant AND position <= :position ORDER BY position DESC LIMIT 1
+""")
+
+
+def recorded_at(conn: Connection, tenant: str, position: int) -> datetime | None:
+    """The recorded time of `position` for `tenant`: that of its last event at or before it (events_tenant_position);
+    None when it had recorded nothing by then."""
+    found: datetime | None = conn.execute(_RECORDED_AT, {"tenant": tenant, "position": position}).scalar_one_or_none()
+    return found

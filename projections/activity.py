@@ -15,6 +15,8 @@
   after the transition" (workers/lifecycle.py).
 
 Everything comes from the events' own fields and recorded times, never the clock: a rebuild is identical.
+memory_activity_versions (migration 0026) keeps each row's states per event with the positions they held between,
+for recall as of a position (projections/activity_versions.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from domain.events import (
     RecallServed,
     RecordedEvent,
 )
+from projections import activity_versions
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.feedback import counted_feedback
 
@@ -79,52 +82,62 @@ def _later(a: datetime | None, b: datetime | None) -> datetime | None:
 
 
 class _Run:
-    """The batch's accesses, verdicts and status inputs, one row per memory, upserted in one go."""
+    """The batch's accesses, verdicts and status inputs, one row per memory, upserted in one go; and each event's
+    own change per memory (`steps`), which memory_activity_versions keeps (projections/activity_versions.py)."""
 
     def __init__(self) -> None:
         self.rows: dict[tuple[str, uuid.UUID], dict[str, Any]] = {}
+        self.steps: dict[tuple[str, uuid.UUID, int], dict[str, Any]] = {}
 
-    def row(self, tenant: str, memory_id: uuid.UUID) -> dict[str, Any]:
-        return self.rows.setdefault((tenant, memory_id), {
-            "tenant": tenant, "memory_id": memory_id, "access": 0, "last_access_at": None, "used": 0,
-            "not_useful": 0, "status_ref_count": None, "has_status_ref": False, "reactivated_at": None})
+    @staticmethod
+    def _empty(tenant: str, memory_id: uuid.UUID) -> dict[str, Any]:
+        return {"tenant": tenant, "memory_id": memory_id, "access": 0, "last_access_at": None, "used": 0,
+                "not_useful": 0, "status_ref_count": None, "has_status_ref": False, "reactivated_at": None}
 
-    def access(self, tenant: str, memory_id: uuid.UUID, at: datetime) -> None:
-        a = self.row(tenant, memory_id)
-        a["access"] += 1
-        a["last_access_at"] = _later(a["last_access_at"], at)
+    def row(self, tenant: str, memory_id: uuid.UUID, position: int) -> list[dict[str, Any]]:
+        """The memory's batch row and this event's step: a change is applied to both."""
+        return [self.rows.setdefault((tenant, memory_id), self._empty(tenant, memory_id)),
+                self.steps.setdefault((tenant, memory_id, position), self._empty(tenant, memory_id))]
+
+    def access(self, tenant: str, memory_id: uuid.UUID, position: int, at: datetime) -> None:
+        for a in self.row(tenant, memory_id, position):
+            a["access"] += 1
+            a["last_access_at"] = _later(a["last_access_at"], at)
 
     def served(self, conn: Connection, event: RecordedEvent, p: RecallServed) -> None:
-        for r in {r.memory_id for r in p.results if r.memory_id is not None}:  # other domains: their own
-            self.access(event.tenant, r, event.recorded_at)
+        for r in sorted({r.memory_id for r in p.results if r.memory_id is not None}, key=str):  # other domains: theirs
+            self.access(event.tenant, r, event.position, event.recorded_at)
 
     def reinforced(self, conn: Connection, event: RecordedEvent, p: MemoryReinforced) -> None:
-        self.access(event.tenant, p.memory_id, event.recorded_at)
+        self.access(event.tenant, p.memory_id, event.position, event.recorded_at)
 
     def feedback(self, conn: Connection, event: RecordedEvent, p: RecallFeedbackGiven) -> None:
         for item in counted_feedback(conn, event, p):
-            a = self.row(event.tenant, item.memory_id)
-            a["used" if item.verdict == "used" else "not_useful"] += 1
+            for a in self.row(event.tenant, item.memory_id, event.position):
+                a["used" if item.verdict == "used" else "not_useful"] += 1
 
     def status_changed(self, conn: Connection, event: RecordedEvent, p: MemoryStatusChanged) -> None:
-        a = self.row(event.tenant, p.memory_id)
         ref_count = p.inputs.get("ref_count")
-        if isinstance(ref_count, int):
-            a["status_ref_count"], a["has_status_ref"] = ref_count, True
-        if p.to_status == "active" and p.from_status in REACTIVATED_FROM:
-            a["reactivated_at"] = _later(a["reactivated_at"], p.clock)
+        for a in self.row(event.tenant, p.memory_id, event.position):
+            if isinstance(ref_count, int):
+                a["status_ref_count"], a["has_status_ref"] = ref_count, True
+            if p.to_status == "active" and p.from_status in REACTIVATED_FROM:
+                a["reactivated_at"] = _later(a["reactivated_at"], p.clock)
 
     def flush(self, conn: Connection) -> None:
-        # One upsert per memory; the batch's rows in a stable order.
+        # The versions first (they replay the steps on the rows as they stand before the upsert), then one upsert
+        # per memory; the batch's rows in a stable order.
+        activity_versions.write(conn, [(t, m, pos, d) for (t, m, pos), d in self.steps.items()])
         for key in sorted(self.rows, key=lambda k: (k[0], str(k[1]))):
             conn.execute(_UPSERT, self.rows[key])
-        self.rows = {}
+        self.rows, self.steps = {}, {}
 
 
 def _merged(conn: Connection, event: RecordedEvent, p: MemoriesMerged) -> None:
     # The fold reads the table: what the batch accumulated before it is written first (apply_in_order), so the
     # result does not depend on where batches are cut.
     conn.execute(_FOLD, {"tenant": event.tenant, "kept": p.memory_id, "merged": list(p.merged_ids)})
+    activity_versions.snapshot(conn, event.tenant, p.memory_id, event.position)
 
 
 # Event class → how it is applied: into the batch's rows, or on its own (after those rows are written).
@@ -136,7 +149,7 @@ _ONE_BY_ONE: OneByOne = {MemoriesMerged: _merged}
 
 class ActivityProjector:
     name = "activity"
-    tables = ("memory_activity",)
+    tables = ("memory_activity", "memory_activity_versions")
     handlers = {**_IN_RUN, **_ONE_BY_ONE}
     types = types_of(handlers)
 

@@ -3,9 +3,9 @@
     coref → candidates → composite → prf (+ entity boost) → graph walk → rerank → abstention gate
 
 Every stage runs inside one read-only transaction with one clock (`now`, recorded in the explanation: the
-activation and edge decay depend on it). The answer carries each result's per-stage scores and each stage's
-timing, counts and knobs; the RecallServed event stores the same explanation, so GET /v1/recalls/{id} can say
-why a recall answered what it did.
+activation and edge decay depend on it; under as_of, the position's recorded time). The answer carries each
+result's per-stage scores and each stage's timing, counts and knobs; the RecallServed event stores the same
+explanation, so GET /v1/recalls/{id} can say why a recall answered what it did.
 
 Statuses: by default only active and dormant memories are recalled (dormant ones rank lower through
 activation), and staging ones when those do not answer (the staging fallback: the gate abstained or the best
@@ -40,7 +40,7 @@ from recall.hitlog import append_served, served_record
 from recall.keyword import bm25_top
 from recall.relevance import grade_items
 from recall.scope import Scope
-from recall.timeframe import NOW, TimeFrame
+from recall.timeframe import NOW, TimeFrame, clock_of
 
 log = structlog.get_logger(__name__)
 MAX_K = 100
@@ -145,7 +145,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
             items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r,
                                               request.frame)
         with timed(reports["composite"]) as r:
-            ranked = composite.score(conn, scope.tenant, items, k, now, settings, r, when)
+            ranked = composite.score(conn, scope.tenant, items, k, now, settings, r, when, request.frame)
         if request.trace:
             trace["candidates"] = [str(i) for i in sorted(items, key=lambda i: (-items[i].score, str(i)))]
         with timed(reports["prf"]) as r:
@@ -205,7 +205,9 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     """The funnel over the memories (read-only): the top request.k, none the privacy policy excludes.
     `vectors` caches query embeddings by text (the aggregator hands in the query's)."""
     k = request.k
-    now = now or datetime.now(UTC)
+    # Under as_of the clock is the position's recorded time: activation ages, edge decay and the query's time words
+    # are those of then (recall/timeframe.py clock_of), whatever clock the caller hands in.
+    now = clock_of(engine, request.scope.tenant, request.frame, now or datetime.now(UTC))
     vectors = {} if vectors is None else vectors
     when = resolve(request.query, request.reference_time or now)
     chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors, policy, when)

@@ -5,7 +5,8 @@
   results are k results inside the range; a domain with no valid time (knowledge, code) answers none under it.
 - recorded time, `as_of`: what the store held at a log position (a timestamp is resolved to the tenant's last
   position recorded at or before it: eventstore/positions.py). The memories are read from their versions
-  (memory_versions, migration 0025) valid at that position, not from the current read model.
+  (memory_versions, migration 0025) valid at that position, not from the current read model; their activity from
+  memory_activity_versions (0026); the recall's clock is the position's recorded time (`clock_of`).
 
 `TimeFrame()` is the current store with no date filter: every SQL fragment below is then the plain current read.
 """
@@ -18,7 +19,7 @@ from datetime import datetime
 from sqlalchemy import Engine
 
 from domain.errors import InvalidPayload
-from eventstore.positions import position_at, settled
+from eventstore.positions import position_at, recorded_at, settled
 from projections.memory_versions import MEMORY_COLUMNS
 from recall.consistency import refuse_beyond_head
 
@@ -87,6 +88,15 @@ class TimeFrame:
         return (f"(SELECT tenant, {MEMORY_COLUMNS} FROM memory_versions"
                 " WHERE valid_from <= :tf_as_of AND (valid_to IS NULL OR valid_to > :tf_as_of))")
 
+    def activity(self) -> str:
+        """The relation memories' activity (the ACT-R and feedback inputs) is read from, aliasable: the current read
+        model, or each memory's activity version valid at the as_of position (memory_activity_versions, 0026)."""
+        if self.as_of is None:
+            return "memory_activity"
+        return ("(SELECT tenant, memory_id, access_count, last_access_at, used_count, not_useful_count"
+                " FROM memory_activity_versions"
+                " WHERE valid_from <= :tf_as_of AND (valid_to IS NULL OR valid_to > :tf_as_of))")
+
     def memory_status_filter(self, alias: str) -> str:
         """SQL on `alias` (a row with tenant and memory_id): its memory, as of the frame, is in one of :statuses and
         inside the valid-time range. A scalar subquery on the key (recall/vector.py says why not a join)."""
@@ -108,6 +118,16 @@ class TimeFrame:
 
 
 NOW = TimeFrame()
+
+
+def clock_of(engine: Engine, tenant: str, frame: TimeFrame, now: datetime) -> datetime:
+    """The clock a recall's ages are measured against (activation, edge decay, the query's time words): `now`, or
+    under as_of the recorded time of the position (its tenant's last event at or before it: eventstore/positions.py),
+    read from the log, so the same as_of always gives the same clock; `now` when the tenant had recorded nothing."""
+    if frame.as_of is None:
+        return now
+    with engine.connect() as conn:
+        return recorded_at(conn, tenant, frame.as_of) or now
 
 
 def resolve_as_of(engine: Engine, tenant: str, as_of: int | datetime | None) -> int | None:

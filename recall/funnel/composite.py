@@ -8,6 +8,7 @@ other signal multiplies it through a quality factor, so popularity can never ove
 signals sᵢ (weights: ENGRAMLOG_W_*):
 - activation: ACT-R, domain.activation.normalised_activation(n, age, d) from memory_activity (n accesses, age
   since the last access or, never accessed, since recorded), d = ENGRAMLOG_ACTR_DECAY, at the recall's clock;
+  under as_of from memory_activity_versions at the position, the clock its recorded time (recall/timeframe.py);
 - hebbian: the Hebbian edge weight from this memory to the other candidates (decayed at the clock),
   over the Hebbian cap, clipped to 1 — co-used memories lift each other;
 - centrality: weighted degree over every association edge, saturating: deg / (deg + 3);
@@ -37,13 +38,16 @@ from infra.settings import Settings
 from recall.edges import neighbours
 from recall.funnel.rerank import pool_size
 from recall.funnel.types import Item, StageReport, rank
+from recall.timeframe import NOW, TimeFrame
 
 CENTRALITY_HALF = 3.0  # weighted degree at which centrality is 0.5
 
-_ACTIVITY = text("""
-SELECT memory_id, access_count, last_access_at, used_count, not_useful_count FROM memory_activity
-WHERE tenant = :tenant AND memory_id = ANY(:ids)
-""")
+
+
+def _activity_sql(frame: TimeFrame) -> str:
+    """The candidates' activity rows, as of the frame (recall/timeframe.py: current, or the versions at as_of)."""
+    return (f"SELECT a.memory_id, a.access_count, a.last_access_at, a.used_count, a.not_useful_count"
+            f" FROM {frame.activity()} a WHERE a.tenant = :tenant AND a.memory_id = ANY(:ids)")
 
 
 def weights(settings: Settings, timed: bool = False) -> dict[str, float]:
@@ -89,12 +93,15 @@ def rescore(item: Item, settings: Settings) -> float:
 
 
 def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, now: datetime,
-          settings: Settings, report: StageReport, when: TimeTarget | None = None) -> list[Item]:
-    """Score every candidate; answer the top k · topn_mult, best first. `when`: the span the query names."""
+          settings: Settings, report: StageReport, when: TimeTarget | None = None,
+          frame: TimeFrame = NOW) -> list[Item]:
+    """Score every candidate; answer the top k · topn_mult, best first. `when`: the span the query names. Under
+    the frame's as_of the activity is the memories' as of then, and `now` is that position's recorded time."""
     pool = list(items.values())
     relevance(pool, settings)
     ids = list(items)
-    activity = {r.memory_id: r for r in conn.execute(_ACTIVITY, {"tenant": tenant, "ids": ids})}
+    activity = {r.memory_id: r for r in conn.execute(text(_activity_sql(frame)),
+                                                     {"tenant": tenant, "ids": ids, **frame.params()})}
     degree: dict[uuid.UUID, float] = {}
     hebbian: dict[uuid.UUID, float] = {}
     for edge in neighbours(conn, tenant, ids, now):
@@ -131,7 +138,7 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
     top_n = max(k * settings.topn_mult, pool_size(k, settings))
     kept = ranked[:top_n]
     report.config = {"weights": w, "top_n": top_n, "actr_decay": settings.actr_decay,
-                     "superseded_factor": settings.superseded_factor}
+                     "superseded_factor": settings.superseded_factor, "clock": now.isoformat()}
     if when is not None:
         report.config["time"] = {**when.as_dict(), "days": settings.time_boost_days}
     report.counts = {"scored": len(pool), "kept": len(kept), "cut": len(pool) - len(kept),

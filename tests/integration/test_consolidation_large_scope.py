@@ -103,7 +103,8 @@ def test_a_scope_larger_than_a_page_is_consolidated_whole(engine, tenant) -> Non
     assert rows(engine, "memory_edges", tenant, "source_id, target_id, kind") == edges_after
     assert rows(engine, "memories", tenant, "memory_id") == memories_after
     assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0, "memory_versions": 0}
-    assert verify_tenant(engine, "activity", tenant) == {"memory_activity": 0}
+    assert verify_tenant(engine, "activity", tenant) == {"memory_activity": 0,
+                                                         "memory_activity_versions": 0}
     assert verify(engine, PROJECTORS["edges"], batch_size=50).identical
 
 
@@ -149,7 +150,8 @@ def test_the_kept_memory_carries_the_merged_ones_statistics(engine, tenant) -> N
     assert not any(t[1] == new for t in decay_sweep(engine, clock, tenant).transitions)
 
     # Deterministic: a replay folds the same rows; a second cycle changes nothing.
-    assert verify_tenant(engine, "activity", tenant) == {"memory_activity": 0}
+    assert verify_tenant(engine, "activity", tenant) == {"memory_activity": 0,
+                                                         "memory_activity_versions": 0}
     assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0, "memory_versions": 0}
     assert not any(consolidate(engine, clock + timedelta(minutes=1), tenant=tenant).runs[0].report["changes"].values())
     assert activity_rows(engine, tenant) == after

@@ -40,7 +40,8 @@ def feedback_events(engine: Engine, tenant: str) -> list[list[dict]]:
 
 def assert_rebuild_identical(engine: Engine, tenant: str) -> None:
     assert verify_tenant(engine, "memories", tenant) == {"memories": 0, "memory_history": 0, "memory_versions": 0}
-    assert verify_tenant(engine, "activity", tenant) == {"memory_activity": 0}
+    assert verify_tenant(engine, "activity", tenant) == {"memory_activity": 0,
+                                                         "memory_activity_versions": 0}
     assert verify_tenant(engine, "edges", tenant) == {"memory_edges": 0}
 
 

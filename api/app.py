@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.context import loopback_refusal
 from api.parameters import parameter_problem
 from api.routes import code as code_routes
-from api.routes import dead_letters, events, feedback, memories, operations, policy, positions, recall
+from api.routes import dead_letters, events, events_import, feedback, memories, operations, policy, positions, recall
 from api.routes import deep_recall as deep_recall_routes
 from api.routes import forget as forget_routes
 from api.routes import imports as import_routes
@@ -83,6 +83,7 @@ def create_app() -> FastAPI:
     app.include_router(transcript_routes.router)  # transcripts (api/routes/transcripts.py)
     app.include_router(forget_routes.router)  # forgetting a subject (api/routes/forget.py, docs/forget.md)
     app.include_router(import_routes.router)  # chat exports imported (api/routes/imports.py)
+    app.include_router(events_import.router)  # an export of the log restored (api/routes/events_import.py)
 
     mount_console(app)  # the operators' and analysts' pages at /console, same keys (console/)
     mount_mcp(app)  # the MCP tools as streamable HTTP at /mcp, same bearer keys (mcp_server/http.py)

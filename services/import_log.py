@@ -23,7 +23,7 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from domain.errors import ConcurrencyConflict, InvalidPayload
 from domain.events import NewEvent, event_type, parse
@@ -51,17 +51,24 @@ def _as_time(value: Any) -> datetime:
 
 
 def new_event(row: dict[str, Any]) -> NewEvent:
-    """The event to append for one exported row (the keys of FIELDS)."""
+    """The event to append for one exported row (the keys of FIELDS); a row that is not one: InvalidPayload."""
+    if not isinstance(row, dict):
+        raise InvalidPayload("an exported event is a JSON object: is this an `events export` file?")
     missing = [f for f in FIELDS if f not in row]
     if missing:
         raise InvalidPayload(f"an exported event lacks {', '.join(missing)}: is this an `events export` file?")
-    data = row["data"]
-    current = event_type(row["type"]).version
-    if row["schema_version"] < current:  # as every reader sees it: upcast
-        data = parse(row["type"], row["schema_version"], data).model_dump(mode="json")
-    return NewEvent(row["type"], row["stream_id"], data, occurred_at=_as_time(row["occurred_at"]),
-                    expected_version=int(row["stream_version"]) - 1, event_id=_uuid(row["event_id"]),
-                    metadata=dict(row["metadata"] or {}), recorded_at=_as_time(row["recorded_at"]))
+    try:
+        data = row["data"]
+        if not isinstance(data, dict) or not isinstance(row["metadata"] or {}, dict):
+            raise TypeError("data and metadata are JSON objects")
+        current = event_type(str(row["type"])).version
+        if int(row["schema_version"]) < current:  # as every reader sees it: upcast
+            data = parse(row["type"], int(row["schema_version"]), data).model_dump(mode="json")
+        return NewEvent(str(row["type"]), str(row["stream_id"]), data, occurred_at=_as_time(row["occurred_at"]),
+                        expected_version=int(row["stream_version"]) - 1, event_id=_uuid(row["event_id"]),
+                        metadata=dict(row["metadata"] or {}), recorded_at=_as_time(row["recorded_at"]))
+    except (TypeError, ValueError) as exc:
+        raise InvalidPayload(f"exported event {row.get('event_id')!r} is malformed: {exc}") from None
 
 
 def _uuid(value: Any) -> uuid.UUID:
@@ -81,33 +88,51 @@ def _batches(rows: Iterable[dict[str, Any]]) -> Iterator[tuple[str, list[dict[st
             yield tenant, batch
 
 
+def _import_batch(conn: Connection, tenant: str, batch: list[dict[str, Any]], resume: bool, checked: set[str],
+                  report: ImportReport) -> int:
+    """Append one batch (one tenant's) on `conn`; the number of events appended."""
+    if tenant not in checked:
+        checked.add(tenant)
+        if not resume and tenant_has_events(conn, tenant):
+            raise TargetNotEmpty(f"tenant {tenant!r} already holds events in the target store: import into"
+                                 " an empty one, or resume an import with --resume")
+    events = [new_event(r) for r in batch]
+    held = held_event_ids(conn, [e.event_id for e in events])
+    other = [str(i) for i, t in held.items() if t != tenant]
+    if other:
+        raise ConcurrencyConflict(f"event {other[0]} is held by another tenant in the target store")
+    todo = [e for e in events if e.event_id not in held]
+    try:
+        append(conn, tenant, todo, {})
+    except ConcurrencyConflict as exc:
+        raise ConcurrencyConflict(f"the export does not continue the target's streams ({exc}): import a "
+                                  "whole, unfiltered export of the tenant") from None
+    report.appended += len(todo)
+    report.skipped += len(events) - len(todo)
+    return len(todo)
+
+
 def import_events(engine: Engine, rows: Iterable[dict[str, Any]], *, resume: bool = False,
-                  progress: Callable[[int], None] | None = None) -> ImportReport:
-    """Append the exported `rows` (in the export's order) to the store behind `engine`; see the module doc."""
+                  progress: Callable[[int], None] | None = None, whole: bool = False) -> ImportReport:
+    """Append the exported `rows` (in the export's order) to the store behind `engine`; see the module doc.
+    `whole`: in one transaction, so a refusal anywhere writes nothing (POST /v1/events/import, a bounded body);
+    else a transaction per batch (the CLI's files of any size; a resumed import goes on where one stopped)."""
     report = ImportReport()
     checked: set[str] = set()
+    if whole:
+        with engine.begin() as conn:
+            for tenant, batch in _batches(rows):
+                _import_batch(conn, tenant, batch, resume, checked, report)
+                if progress is not None:
+                    progress(len(batch))
+        if report.appended:
+            appended(report.appended)
+        return report
     for tenant, batch in _batches(rows):
         with engine.begin() as conn:
-            if tenant not in checked:
-                checked.add(tenant)
-                if not resume and tenant_has_events(conn, tenant):
-                    raise TargetNotEmpty(f"tenant {tenant!r} already holds events in the target store: import into"
-                                         " an empty one, or resume an import with --resume")
-            events = [new_event(r) for r in batch]
-            held = held_event_ids(conn, [e.event_id for e in events])
-            other = [str(i) for i, t in held.items() if t != tenant]
-            if other:
-                raise ConcurrencyConflict(f"event {other[0]} is held by another tenant in the target store")
-            todo = [e for e in events if e.event_id not in held]
-            try:
-                append(conn, tenant, todo, {})
-            except ConcurrencyConflict as exc:
-                raise ConcurrencyConflict(f"the export does not continue the target's streams ({exc}): import a "
-                                          "whole, unfiltered export of the tenant") from None
-        if todo:
-            appended(len(todo))
-        report.appended += len(todo)
-        report.skipped += len(events) - len(todo)
+            done = _import_batch(conn, tenant, batch, resume, checked, report)
+        if done:
+            appended(done)
         if progress is not None:
             progress(len(batch))
     return report

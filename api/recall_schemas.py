@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas import AsOf, Body, MinPosition, ValidTime
+from api.schemas import AsOf, Body, MinPosition
+from api.valid_time import ValidSince, ValidUntil
 from domain.events import ScopeText
 from domain.events.hitlog import HitLayer
 
@@ -28,8 +29,8 @@ class MultiRecallIn(Body):
     min_position: MinPosition = None
     # Valid time (every domain with one; knowledge and code have none and answer nothing under it) and recorded
     # time (the memories domain; the others answer nothing under it): recall/timeframe.py.
-    since: ValidTime = None
-    until: ValidTime = None
+    since: ValidSince = None
+    until: ValidUntil = None
     as_of: AsOf = None
 
 

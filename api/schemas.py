@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from api.valid_time import ValidSince, ValidUntil
 from domain.events import (
     MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_KIND_CHARS,
@@ -41,9 +42,8 @@ AsOf = Annotated[Annotated[int, Field(ge=0, le=MAX_POSITION)] | Annotated[AwareD
                  | None, Field(
     description="recorded time: a log position or an ISO timestamp with a timezone; the answer is what the store "
                 "held then (memories written later absent, a memory superseded later as it stood)")]
-# Valid time: when it happened (a memory's occurred_at, a message's created_at), inclusive; a filter.
-ValidTime = Annotated[AwareDatetime | None, Field(
-    description="valid time, inclusive: only what happened (occurred_at / created_at) in the range is answered")]
+# Valid time: when it happened (a memory's occurred_at, a message's created_at), inclusive; a filter. A date alone
+# is its whole UTC day (api/valid_time.py).
 
 
 class Body(BaseModel):
@@ -158,8 +158,8 @@ class RecallIn(Body):
     # The clock the query's time words ("last Tuesday", "in May") are read against; default: the recall's clock.
     reference_time: AwareDatetime | None = None
     # Valid time (a filter, not a boost: nothing outside [since, until] is answered) and recorded time.
-    since: ValidTime = None
-    until: ValidTime = None
+    since: ValidSince = None
+    until: ValidUntil = None
     as_of: AsOf = None
 
 

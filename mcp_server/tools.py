@@ -36,8 +36,10 @@ SESSION = "The conversation (session) id, to scope to one session"
 MEMORY = "A memory_id, as remember or recall answered it"
 # Over stdio the session's one client sends its last write's position by itself; over /mcp (stateless) pass it.
 WAIT = "Wait until this log position (a write's `position`) is applied; default: this session's last write"
-SINCE = "Only what happened at or after this ISO time with a timezone (a memory's occurred_at, a message's time)"
-UNTIL = "Only what happened at or before this ISO time with a timezone (a filter: nothing outside is answered)"
+SINCE = ("Only what happened at or after this ISO time with a timezone, or from the start of this date (UTC)"
+         " (a memory's occurred_at, a message's time)")
+UNTIL = ("Only what happened at or before this ISO time with a timezone, or to the end of this date (UTC)"
+         " (a filter: nothing outside is answered)")
 AS_OF = "Answer as the store stood then: a log position or an ISO time (memories recorded later are absent)"
 ChatMessage = part_of(MessageIn, "ChatMessage", {
     "role": "Who said it", "content": "What was said (text)", "name": "The speaker's or tool's name, if any",

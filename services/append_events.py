@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from domain.errors import ConcurrencyConflict, ContentTooLarge, InvalidPayload
 from domain.events import (
@@ -122,14 +122,18 @@ def _is_system(metadata: dict[str, Any]) -> bool:
     return str(metadata.get("actor") or "").startswith("system:")
 
 
-def _retried(engine: Engine, tenant: str, events: Sequence[NewEvent]) -> list[int] | None:
+def _retried_on(conn: Connection, tenant: str, events: Sequence[NewEvent]) -> list[int] | None:
     """A retry of a batch appended before (every event keyed and already there): the original positions."""
     keys = [e.idempotency_key for e in events if e.idempotency_key]
     if len(keys) < len(events):
         return None
-    with engine.connect() as conn:
-        existing = existing_positions(conn, tenant, keys)
+    existing = existing_positions(conn, tenant, keys)
     return [existing[k] for k in keys] if len(existing) == len(set(keys)) else None
+
+
+def _retried(engine: Engine, tenant: str, events: Sequence[NewEvent]) -> list[int] | None:
+    with engine.connect() as conn:
+        return _retried_on(conn, tenant, events)
 
 
 def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], metadata: dict[str, Any],
@@ -159,13 +163,20 @@ def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], me
     try:
         with engine.begin() as conn:
             # Decided in the write's own transaction: the governor's per-scope locks last until the commit.
-            decisions = prepared.decide(conn)
-            batch = with_decisions(events, decisions)
-            positions = append(conn, tenant, batch, metadata)
+            # A concurrent retry of this very batch (same keys) that got the locks first has committed by the
+            # time this one gets them: it is answered from that result here, before anything is decided again.
+            prepared.lock(conn)
+            retried = _retried_on(conn, tenant, events)
+            if retried is None:
+                decisions = prepared.decide(conn)
+                batch = with_decisions(events, decisions)
+                positions = append(conn, tenant, batch, metadata)
     except ConcurrencyConflict:
         retried = _retried(engine, tenant, events)  # a concurrent retry of this very batch won the race
         if retried is None:
             raise
+        return Appended(retried, decisions_from_log(engine, tenant, memory_ids))
+    if retried is not None:  # read once the locks are released (no second connection held under them)
         return Appended(retried, decisions_from_log(engine, tenant, memory_ids))
     appended(len(batch))
     by_event = dict(zip((e.event_id for e in batch), positions, strict=True))

@@ -6,7 +6,9 @@ transaction held), then decided in the write's own transaction (`Prepared.decide
 under a transaction-scoped advisory lock per (tenant, agent_id, project) of the batch, taken before the scope
 is read and held until the write commits. Two writes to one scope are therefore decided one after the other,
 the second seeing the first as an unprojected memory: identical racing writes end as one MemoryAdmitted and
-reinforcements of it, never two near-duplicate active memories.
+reinforcements of it, never two near-duplicate active memories. A retry of the same batch (the same idempotency
+keys) racing the first is caught right after the locks (`Prepared.lock`, then the keys re-checked in
+services/append_events.py): it answers the first's result and decides nothing again.
 """
 
 from __future__ import annotations
@@ -54,11 +56,35 @@ class Prepared:
     explicit: list[Write]
     governed: list[Write]
     started: float
+    locked: Connection | None = None  # the transaction holding the scopes' locks, once `lock` took them
+
+    def scopes(self) -> dict[ScopeKey, list[Write]]:
+        scopes: dict[ScopeKey, list[Write]] = {}
+        for w in self.governed:
+            scopes.setdefault((w.memory.agent_id, w.memory.project), []).append(w)
+        return scopes
+
+    def lock(self, conn: Connection) -> None:
+        """Take the governed scopes' advisory locks on the write's transaction `conn` (held until it ends; none
+        for a batch of must-keep memories only). From here to the commit no other write decides in these scopes,
+        and every read after it sees what the writes before this one committed (READ COMMITTED: each statement
+        takes a fresh snapshot) — so the caller re-checks here whether a concurrent retry of this very batch
+        committed first, before deciding anything (services/append_events.py)."""
+        if self.locked is conn or not self.governed:
+            return
+        # Nothing is written before the lock, so no transaction id is held while waiting for it.
+        # psycopg prepares a statement after a few runs, and PostgreSQL may then give it a generic plan,
+        # blind to the window's LIMIT and positions: 60 ms against 3 ms for _UNPROJECTED. For the rest of
+        # this write transaction every statement is planned for its parameters.
+        conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+        lock_scopes(conn, self.governor.tenant, set(self.scopes()), self.settings.governance_lock_timeout_s)
+        self.locked = conn
 
     def decide(self, conn: Connection) -> dict[uuid.UUID, Decision]:
         """Decide every recorded memory; answers {MemoryRecorded event id: decision}. Writes no event (but may
         cache the embedding of reinforced content). `conn` is the write's transaction, in which the caller then
-        appends the decisions: the scopes' advisory locks are taken on it first and held until it ends."""
+        appends the decisions: the scopes' advisory locks are taken on it first (`lock`, unless the caller took
+        them) and held until it ends."""
         if not self.writes:
             return {}
         g, tenant, settings = self.governor, self.governor.tenant, self.settings
@@ -66,18 +92,8 @@ class Prepared:
         # pooled connection per locked writer could exhaust the pool while the others wait on the lock.
         g.embed_texts = lambda texts: [from_pgvector(lit) for lit in embed_cached(conn, self.embedder, tenant, texts)]
         if self.governed:
-            scopes: dict[ScopeKey, list[Write]] = {}
-            for w in self.governed:
-                scopes.setdefault((w.memory.agent_id, w.memory.project), []).append(w)
-            # From here to the commit no other write decides in these scopes, and every read below sees what
-            # the writes before this one committed (READ COMMITTED: each statement takes a fresh snapshot).
-            # Nothing is written before the lock, so no transaction id is held while waiting for it.
-            # psycopg prepares a statement after a few runs, and PostgreSQL may then give it a generic plan,
-            # blind to the window's LIMIT and positions: 60 ms against 3 ms for _UNPROJECTED. For the rest of
-            # this write transaction every statement is planned for its parameters.
-            conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
-            lock_scopes(conn, tenant, set(scopes), settings.governance_lock_timeout_s)
-            for scope, group in scopes.items():
+            self.lock(conn)
+            for scope, group in self.scopes().items():
                 # The log window first, then the read model: a projection committing between the two statements
                 # moves a memory from the first to the second, never out of both (the other order lost it
                 # when its vector landed in between; seen on CI). One seen by both counts once (Governor.nearest).

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import latency_stats, machine, machine_line, save_result, start_stack
+from bench.common import cli_through, latency_stats, loopback_client, machine, machine_line, save_result, start_stack
 
 QUERIES = ("render a table", "measure the width of text", "escape markup", "progress bar columns",
            "syntax highlighting theme", "loop last", "cell length", "console print", "traceback frames",
@@ -40,26 +40,16 @@ def run(package: str, functions: list[str]) -> dict[str, Any]:
         raise SystemExit(f"package {package!r} is not installed")
     root = Path(next(iter(spec.submodule_search_locations)))
     with start_stack() as where:
-        from engramlog_client import Engramlog
-        from fastapi.testclient import TestClient
         from sqlalchemy import text
         from typer.testing import CliRunner
 
-        import cli.calls
         import cli.main
-        from api.app import create_app
         from bench.corpus import project
         from infra.db import get_engine
 
         engine = get_engine()
-        with TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000)) as http:
-            def make() -> Engramlog:
-                c = Engramlog("http://127.0.0.1")
-                c.http = http  # type: ignore[assignment]  # the app in-process: a TestClient for the httpx.Client
-                c.close = lambda: None  # type: ignore[method-assign]  # the TestClient is closed by its with
-                return c
-
-            cli.calls.client = make
+        with loopback_client() as http:
+            cli_through(http)
             started = time.perf_counter()
             r = CliRunner().invoke(cli.main.app, ["code", "index", str(root), "--repo", package])
             index_s = time.perf_counter() - started

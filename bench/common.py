@@ -80,6 +80,53 @@ def wait_projected(client: Any, position: int, names: tuple[str, ...] | None = N
                        f"{timeout_s}s (events still to apply: {lagging or 'none listed'})")
 
 
+def loopback_client() -> Any:
+    """A TestClient on a fresh app, calling from loopback (the keyless API answers loopback callers only, as the
+    default tenant); enter it (`with`) to run the app's lifespan too. Import after `start_stack()`."""
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    return TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000))
+
+
+def answered(r: Any) -> Any:
+    """The response when it is a 200 or 201; any other ends the benchmark, naming the request and the reason."""
+    if r.status_code not in (200, 201):
+        raise SystemExit(f"{r.request.method} {r.request.url} answered {r.status_code}: {r.text[:300]}")
+    return r
+
+
+def ok(r: Any) -> Any:
+    """The JSON body of a 200 or 201 answer (anything else ends the benchmark: `answered`)."""
+    return answered(r).json()
+
+
+def project_all(engine: Any, max_seconds: float = 1200) -> None:
+    """Catch every registered projection up to the head of the log, in the registry's order, in this process."""
+    from projections.registry import PROJECTORS
+    from projections.runner import catch_up
+
+    for p in PROJECTORS.values():
+        catch_up(engine, p, 1000, max_seconds=max_seconds)
+
+
+def cli_through(http: Any) -> None:
+    """The CLI's commands (run with typer's CliRunner in this process) call the app through `http`, a loopback
+    TestClient: each gets an SDK client whose httpx.Client is it (closed by its `with`, not by the command)."""
+    from engramlog_client import Engramlog
+
+    import cli.calls
+
+    def make() -> Engramlog:
+        c = Engramlog("http://127.0.0.1")
+        c.http = http
+        c.close = lambda: None  # type: ignore[method-assign]  # the TestClient is closed by its with
+        return c
+
+    cli.calls.client = make
+
+
 def wide(console: Any) -> Any:
     """The console, or one 120 columns wide on the same file when output goes to a pipe or a log."""
     from rich.console import Console

@@ -18,7 +18,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import latency_stats, machine, machine_line, save_result, start_stack
+from bench.common import (
+    answered,
+    latency_stats,
+    loopback_client,
+    machine,
+    machine_line,
+    project_all,
+    save_result,
+    start_stack,
+)
 
 WORDS = ("harbour", "ferry", "ledger", "archive", "meeting", "budget", "garden", "invoice", "kernel", "lantern")
 TENANT = "default"  # the loopback caller's tenant: the console is open without keys
@@ -40,28 +49,18 @@ def _timed(fn: Any, rounds: int) -> dict[str, float]:
 
 def run(memories: int, recalls: int, rounds: int) -> dict[str, Any]:
     with start_stack() as where:
-        from fastapi.testclient import TestClient
-
-        from api.app import create_app
         from console.pages.lifecycle import memory_statuses
         from domain.privacy import PrivacyPolicy
         from infra.db import get_engine
-        from projections.registry import PROJECTORS
-        from projections.runner import catch_up
         from recall.hitlog_report import hitlog_report
         from workers.lifecycle import decay_sweep
 
         engine = get_engine()
-        http = TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000))
-
-        def ok(r: Any) -> Any:
-            if r.status_code not in (200, 201):
-                raise SystemExit(f"{r.request.method} {r.request.url} answered {r.status_code}: {r.text[:300]}")
-            return r
+        http = loopback_client()
+        ok = answered  # the console's pages are HTML: the response, not a JSON body
 
         def project() -> None:
-            for p in PROJECTORS.values():
-                catch_up(engine, p, 1000, max_seconds=1200)
+            project_all(engine)
 
         for start in range(0, memories, 100):
             ok(http.post("/v1/memories/batch", json={"memories": [

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine, machine_line, save_result, start_stack
+from bench.common import loopback_client, machine, machine_line, ok, project_all, save_result, start_stack
 
 WORDS = ("harbour", "ferry", "ledger", "archive", "meeting", "budget", "garden", "invoice", "kernel", "lantern")
 
@@ -52,24 +52,13 @@ def _seal_cost(engine: Any, n: int = 2000) -> dict[str, float]:
 
 def run(sizes: list[int], background: int) -> dict[str, Any]:
     with start_stack() as where:
-        from fastapi.testclient import TestClient
-
-        from api.app import create_app
         from infra.db import get_engine
-        from projections.registry import PROJECTORS
-        from projections.runner import catch_up
 
         engine = get_engine()
-        http = TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000))
-
-        def ok(r: Any) -> Any:
-            if r.status_code not in (200, 201):
-                raise SystemExit(f"{r.request.method} {r.request.url} answered {r.status_code}: {r.text[:300]}")
-            return r.json()
+        http = loopback_client()
 
         def project() -> None:
-            for p in PROJECTORS.values():
-                catch_up(engine, p, 1000, max_seconds=600)
+            project_all(engine, max_seconds=600)
 
         for start in range(0, background, 50):
             ok(http.post("/v1/memories/batch", json={"memories": [

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, machine, machine_line, save_result, start_stack
+from bench.common import RESULTS_DIR, cli_through, loopback_client, machine, machine_line, save_result, start_stack
 
 WORDS = ("kayak", "lake", "route", "paddle", "harbour", "sourdough", "rye", "starter", "oven", "greenhouse",
          "tomato", "drip", "valve", "bike", "saddle", "chain", "gear", "standup", "calendar", "deploy", "canary",
@@ -59,14 +59,10 @@ def export(messages: int, per_conversation: int, seed: int) -> list[dict[str, An
 
 def run(messages: int, per_conversation: int, remember_messages: int) -> dict[str, Any]:
     with start_stack() as where:
-        from engramlog_client import Engramlog
-        from fastapi.testclient import TestClient
         from sqlalchemy import text
         from typer.testing import CliRunner
 
-        import cli.calls
         import cli.main
-        from api.app import create_app
         from infra.db import get_engine
 
         engine = get_engine()
@@ -86,15 +82,8 @@ def run(messages: int, per_conversation: int, remember_messages: int) -> dict[st
         result: dict[str, Any] = {"benchmark": "import_chat", "machine": machine(), "where": where,
                                   "export": {"format": "chatgpt", "messages": messages,
                                              "per_conversation": per_conversation}}
-        with TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000)) as http, \
-                tempfile.TemporaryDirectory() as tmp:
-            def make() -> Engramlog:
-                c = Engramlog("http://127.0.0.1")
-                c.http = http  # type: ignore[assignment]  # the app in-process: a TestClient for the httpx.Client
-                c.close = lambda: None  # type: ignore[method-assign]  # the TestClient is closed by its with
-                return c
-
-            cli.calls.client = make
+        with loopback_client() as http, tempfile.TemporaryDirectory() as tmp:
+            cli_through(http)
             path = Path(tmp) / "conversations.json"
             path.write_text(json.dumps(export(messages, per_conversation, seed=1)))
             result["export"]["bytes"] = path.stat().st_size

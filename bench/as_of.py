@@ -6,8 +6,10 @@ afterwards), then for each of --queries queries, --rounds interleaved rounds of 
 POST /v1/recall: current; as_of the middle of the writes (half the memories recorded, none superseded yet); as_of
 the head (the versions relation over the same memories the current read holds: its overhead alone); since/until a
 three-month range. Latency is the API's own `latency_ms` (the funnel, the hit-log append excluded) and the wall
-time of the HTTP call. Also: memory_versions rows against memories, and the memories projection's verify (a whole
-replay into scratch tables, compared row for row) time.
+time of the HTTP call. The warm-up recalls (each mode once per query) are projected before the measured rounds, so
+memory_activity and memory_activity_versions hold their accesses (as_of reads the versions: the activation as of).
+Also: memory_versions rows against memories, and the memories and activity projections' verify (a whole replay into
+scratch tables, compared row for row) time.
 
     python -m bench.as_of --memories 2000 --queries 20 --rounds 3
 """
@@ -90,6 +92,12 @@ def run(n: int, queries: int, rounds: int) -> dict[str, Any]:
         for q in asked:  # warm: each mode once per query, not measured
             for extra in modes.values():
                 ok(http.post("/v1/recall", json={"query": q, "k": 10, **extra}))
+        # the warm recalls' accesses: memory_activity and its versions, read by every measured recall (the activity
+        # projection only: the others are left as the before-runs measured them)
+        catch_up(engine, PROJECTORS["activity"], 1000, max_seconds=1200)
+        with engine.connect() as conn:
+            counts.update({t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
+                           for t in ("memory_activity", "memory_activity_versions")})
         for _ in range(rounds):
             for q in asked:
                 for mode, extra in modes.items():  # interleaved: the machine's load falls on every mode alike
@@ -101,6 +109,9 @@ def run(n: int, queries: int, rounds: int) -> dict[str, Any]:
         started = time.perf_counter()  # a verify replays the whole log into scratch tables, as a rebuild does
         identical = verify(engine, PROJECTORS["memories"]).identical
         rebuild_s = time.perf_counter() - started
+        started = time.perf_counter()
+        activity_identical = verify(engine, PROJECTORS["activity"]).identical
+        activity_s = time.perf_counter() - started
     base = latency_stats(served["current"])["p50"]
     per_mode = {m: {"served_ms": latency_stats(served[m]), "wall_ms": latency_stats(wall[m]),
                     "mean_results": round(sum(answered[m]) / len(answered[m]), 2),
@@ -108,7 +119,9 @@ def run(n: int, queries: int, rounds: int) -> dict[str, Any]:
     return {"benchmark": "as_of", "machine": machine(), "where": where, "memories_written": n,
             "superseded": len(range(0, n, 10)), "queries": queries, "rounds": rounds, "k": 10,
             "as_of_middle": middle, "head": head_position, "rows": counts,
-            "memories_verify_s": round(rebuild_s, 2), "memories_verify_identical": identical, "modes": per_mode}
+            "memories_verify_s": round(rebuild_s, 2), "memories_verify_identical": identical,
+            "activity_verify_s": round(activity_s, 2), "activity_verify_identical": activity_identical,
+            "modes": per_mode}
 
 
 def main() -> None:
@@ -122,7 +135,8 @@ def main() -> None:
     result = run(args.memories, args.queries, args.rounds)
     print(f"{result['memories_written']} memories ({result['superseded']} superseded), rows {result['rows']}; "
           f"memories projection replayed and verified in {result['memories_verify_s']} s "
-          f"(identical: {result['memories_verify_identical']})")
+          f"(identical: {result['memories_verify_identical']}); activity projection in "
+          f"{result['activity_verify_s']} s (identical: {result['activity_verify_identical']})")
     for mode, r in result["modes"].items():
         print(f"  {mode:22} served p50 {r['served_ms']['p50']:7.1f} ms  p95 {r['served_ms']['p95']:7.1f} ms  "
               f"wall p50 {r['wall_ms']['p50']:7.1f} ms  x{r['p50_vs_current']:.2f} of current  "

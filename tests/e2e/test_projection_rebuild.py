@@ -146,8 +146,8 @@ def test_rebuild_then_verify_reports_identical(engine, projected):
             assert t.live_rows == t.rebuilt_rows and t.only_live == t.only_rebuilt == 0, t
             # privacy_policies: this module sets none (tests/e2e/test_privacy_gate.py rebuilds it with rows);
             # deep_recall_store, blind_spots: tests/e2e/test_deep_recall.py rebuilds them with rows
-            assert t.live_rows > 0 or t.table in ("memory_history", "memory_activity", "memory_edges",
-                                                  "privacy_policies", "knowledge_section_vectors",
+            assert t.live_rows > 0 or t.table in ("memory_history", "memory_activity", "memory_activity_versions",
+                                                  "memory_edges", "privacy_policies", "knowledge_section_vectors",
                                                   "deep_recall_store", "blind_spots"), t
 
     # Recall still works on the rebuilt models.

@@ -20,15 +20,11 @@ from bench.common import machine, machine_line, save_result, start_stack
 
 
 def run(n: int) -> dict[str, Any]:
-    from sqlalchemy import text
-    from typer.testing import CliRunner
 
     from bench.corpus import memory_event, memory_texts, occurred_at, sentences
-    from cli import calls
-    from cli.main import app
     from eventstore.append import append
-    from infra.db import engine_for, get_engine
-    from migrations.runner import upgrade_to_head
+    from infra.db import get_engine
+    from tests.log_support import empty_store
 
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     texts, _ = memory_texts(n, sentences(max(1, n // 8 + 1)))
@@ -37,17 +33,21 @@ def run(n: int) -> dict[str, Any]:
     for start in range(0, n, 1000):
         with source.begin() as conn:
             append(conn, tenant, events[start:start + 1000], {"actor": "bench", "source": "bench"})
-    name = f"restore_{uuid.uuid4().hex[:8]}"
-    with source.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = source.url.set(database=name).render_as_string(hide_password=False)
-    upgrade_to_head(url)
-    target = engine_for(url)
+    with empty_store(source, "restore") as target:
+        return _export_and_restore(source, target, tenant, n)
+
+
+def _export_and_restore(source: Any, target: Any, tenant: str, n: int) -> dict[str, Any]:
+    from typer.testing import CliRunner
+
+    from cli import calls
+    from cli.main import app
+
     runner = CliRunner()
     out: dict[str, Any] = {"n": n, "machine": machine()}
     folder = Path(tempfile.mkdtemp(prefix="engramlog-export-"))
     for fmt in ("jsonl", "parquet"):
-        path = folder / f"{name}.{fmt}"
+        path = folder / f"log.{fmt}"
         calls.engine = lambda: source
         t0 = time.perf_counter()
         done = runner.invoke(app, ["export", "--format", fmt, "--output", str(path), "--tenant", tenant])
@@ -64,9 +64,6 @@ def run(n: int) -> dict[str, Any]:
                                 "bytes": path.stat().st_size}
         path.unlink()
     folder.rmdir()
-    target.dispose()
-    with source.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
     return out
 
 

@@ -3,12 +3,38 @@ so a test that looks for what was written reads it through the eventstore, never
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from domain.events import RecordedEvent
 from eventstore.read import event_at
+
+
+@contextlib.contextmanager
+def empty_store(engine: Engine, prefix: str = "import") -> Iterator[Engine]:
+    """A second database on `engine`'s server, empty and migrated to head, as a store to restore a log into
+    (`engramlog import log`); dropped when the block ends."""
+    from infra.db import engine_for
+    from migrations.runner import upgrade_to_head
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = engine.url.set(database=name).render_as_string(hide_password=False)
+    try:
+        upgrade_to_head(url)
+        target = engine_for(url)
+        try:
+            yield target
+        finally:
+            target.dispose()
+    finally:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
 
 
 def opened_events(conn: Connection, where: str, params: dict[str, Any] | None = None) -> list[RecordedEvent]:

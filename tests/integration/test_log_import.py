@@ -8,7 +8,6 @@ nothing."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -17,7 +16,7 @@ from sqlalchemy import Engine, text
 from typer.testing import CliRunner
 
 from cli.main import app
-from tests.log_support import opened_events
+from tests.log_support import empty_store, opened_events
 
 META = {"actor": "test", "source": "test"}
 QUERIES = ["Lisbon trams", "the heron deploy", "how do I rotate the keys", "bridge over the Douro"]
@@ -25,19 +24,8 @@ QUERIES = ["Lisbon trams", "the heron deploy", "how do I rotate the keys", "brid
 
 @pytest.fixture
 def second_store(engine):
-    from infra.db import engine_for
-    from migrations.runner import upgrade_to_head
-
-    name = f"import_{uuid.uuid4().hex[:10]}"
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = engine.url.set(database=name).render_as_string(hide_password=False)
-    upgrade_to_head(url)
-    target = engine_for(url)
-    yield target
-    target.dispose()
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with empty_store(engine) as target:
+        yield target
 
 
 def _corpus(engine: Engine, tenant: str) -> None:

@@ -42,7 +42,7 @@ import psutil
 
 from bench.common import RESULTS_DIR, latency_stats, machine, machine_line, save_result, stamp
 from bench.corpus import sentences
-from bench.soak_report import Call, Sample, charts, minutes, rss_slopes
+from bench.soak_report import Call, Sample, answered, charts, minutes, rss_slopes
 
 AGENT = "soak"
 SAMPLE_EVERY_S = 5.0
@@ -303,9 +303,8 @@ def run(minutes_: float, writes_per_s: float, recalls_per_s: float, in_flight: i
 def _achieved(calls: list[Call], seconds: float) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in ("write", "recall"):
-        mine = [c for c in calls if c.kind == kind]
-        ok = [c.ms for c in mine if 200 <= c.status < 300]
-        out[kind] = {"rate_per_s": round(len(ok) / seconds, 2), **latency_stats(ok), "errors": len(mine) - len(ok)}
+        ok, errors = answered(calls, kind)
+        out[kind] = {"rate_per_s": round(len(ok) / seconds, 2), **latency_stats(ok), "errors": errors}
     return out
 
 

@@ -51,6 +51,14 @@ def slope_per_min(points: Sequence[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / var * 60
 
 
+def answered(calls: Sequence[Call], kind: str, start: float = 0.0, end: float = math.inf) -> tuple[list[float], int]:
+    """The latencies (ms) of the `kind` calls sent in [start, end) that were answered 2xx, and how many were not
+    (the errors: another status, or no answer)."""
+    mine = [c for c in calls if c.kind == kind and start <= c.at_s < end]
+    ok = [c.ms for c in mine if 200 <= c.status < 300]
+    return ok, len(mine) - len(ok)
+
+
 def minutes(calls: Sequence[Call], samples: Sequence[Sample], seconds: float) -> list[dict[str, Any]]:
     """Per minute of the load (the last one partial when `seconds` is not whole minutes): for writes and recalls
     the achieved rate (answered 2xx per second), p50/p95 of the 2xx latencies, the errors; the worst projection
@@ -63,10 +71,9 @@ def minutes(calls: Sequence[Call], samples: Sequence[Sample], seconds: float) ->
         end = math.inf if m == n - 1 else start + 60.0  # the last window keeps the calls that ended the run
         row: dict[str, Any] = {"minute": m + 1, "seconds": round(span, 1)}
         for kind in ("write", "recall"):
-            mine = [c for c in calls if c.kind == kind and start <= c.at_s < end]
-            ok = [c.ms for c in mine if 200 <= c.status < 300]
+            ok, errors = answered(calls, kind, start, end)
             row[kind] = {"rate_per_s": round(len(ok) / span, 2), "p50_ms": round(percentile(ok, 50), 1),
-                         "p95_ms": round(percentile(ok, 95), 1), "ok": len(ok), "errors": len(mine) - len(ok)}
+                         "p95_ms": round(percentile(ok, 95), 1), "ok": len(ok), "errors": errors}
         seen = [s for s in samples if start <= s.at_s < end]
         row["lag_events_max"] = max((s.lag_events for s in seen), default=None)
         row["lag_s_max"] = max((s.lag_s for s in seen), default=None)

@@ -22,7 +22,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import latency_stats, machine, machine_line, save_result, start_stack
+from bench.common import (
+    latency_stats,
+    loopback_client,
+    machine,
+    machine_line,
+    ok,
+    project_all,
+    save_result,
+    start_stack,
+)
 
 WORDS = ("harbour", "ferry", "ledger", "archive", "meeting", "budget", "garden", "invoice", "kernel", "lantern",
          "orchard", "violin", "glacier", "pepper", "saddle", "compass", "tunnel", "marble", "quartz", "walnut")
@@ -38,26 +47,15 @@ def _text(i: int) -> str:
 
 def run(n: int, queries: int, rounds: int) -> dict[str, Any]:
     with start_stack() as where:
-        from fastapi.testclient import TestClient
         from sqlalchemy import text
 
-        from api.app import create_app
         from infra.db import get_engine
         from projections.rebuild import verify
         from projections.registry import PROJECTORS
         from projections.runner import catch_up
 
         engine = get_engine()
-        http = TestClient(create_app(), base_url="http://127.0.0.1", client=("127.0.0.1", 50000))
-
-        def ok(r: Any) -> Any:
-            if r.status_code not in (200, 201):
-                raise SystemExit(f"{r.request.method} {r.request.url} answered {r.status_code}: {r.text[:300]}")
-            return r.json()
-
-        def project() -> None:
-            for p in PROJECTORS.values():
-                catch_up(engine, p, 1000, max_seconds=1200)
+        http = loopback_client()
 
         ids: list[str] = []
         middle = 0
@@ -73,7 +71,7 @@ def run(n: int, queries: int, rounds: int) -> dict[str, Any]:
         for i in range(0, n, 10):
             ok(http.post(f"/v1/memories/{ids[i]}/supersede",
                          json={"content": _text(i) + " (rescheduled)", "reason": "moved"}))
-        project()
+        project_all(engine)
         with engine.connect() as conn:
             head_position = conn.execute(text("SELECT max(position) FROM events")).scalar_one()
             counts = {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()

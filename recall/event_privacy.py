@@ -4,7 +4,7 @@ what that identity needs from the log beyond the event's own data (a document's 
 and project, a search's results), read once per page.
 
 - memories: a MemoryRecorded by its own recording; every event naming a memory (decisions, edges, merges,
-  feedback, the recalls that returned it) by that memory's recording (recall/privacy.py hidden_memories)
+  feedback, the recalls that returned it) by that memory's recording (recall/memory_privacy.py hidden_memories)
 - documents and sections: the document's path, project and current tags (a put also by its own tags)
 - session messages: the session's id, agent and project
 - transcripts: the transcript's id;  code files and symbols: `<repo>/<path>`
@@ -65,6 +65,7 @@ from domain.privacy import (
     transcript_excluded,
 )
 from eventstore.stream import first_of_type, read_stream
+from recall.memory_privacy import hidden_memories
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _SESSION_ID = re.compile(r'"session_id":\s*"((?:[^"\\]|\\.)*)"')
@@ -153,8 +154,6 @@ class Gate:
 
     def decide_memories(self, ids: Iterable[Any]) -> None:
         """Decide many memories in one read (a report over many recalls), so result_hidden reads none again."""
-        from recall.privacy import hidden_memories
-
         keys: set[str] = set()
         for memory in ids:
             try:
@@ -167,8 +166,6 @@ class Gate:
         self._decided.update({k: k in hidden for k in keys})
 
     def _unknown_memory_hidden(self, memory: Any) -> bool:
-        from recall.privacy import hidden_memories
-
         try:
             key = str(uuid.UUID(str(memory)))
         except ValueError:

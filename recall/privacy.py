@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
 
-from domain.events import PRIVACY_STREAM, MemoryRecorded, RecordedEvent, memory_stream
-from domain.privacy import NO_POLICY, PrivacyPolicy, memory_excluded, scope_excluded
-from eventstore.stream import last_event, read_streams
+from domain.events import PRIVACY_STREAM, MemoryRecorded, RecordedEvent
+from domain.privacy import NO_POLICY, PrivacyPolicy, scope_excluded
+from eventstore.stream import last_event
 from recall.event_privacy import Gate, deep_recall_served, event_hidden, names_excluded
+from recall.memory_privacy import hidden_memories
 from recall.queries import History
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -74,18 +75,6 @@ def _named_ids(event: RecordedEvent) -> set[str]:
     if event.stream_id.startswith(_MEMORY_STREAM):
         ids.update(_uuids(event.stream_id))
     return ids
-
-
-def hidden_memories(conn: Connection, tenant: str, policy: PrivacyPolicy, ids: Iterable[str | uuid.UUID]) -> set[str]:
-    """Those of `ids` (as lower-case strings) that are memories of the tenant the policy excludes, decided on
-    each one's MemoryRecorded (the first on its stream)."""
-    if policy.empty:
-        return set()
-    streams = sorted({memory_stream(uuid.UUID(str(i))) for i in ids})
-    recorded: dict[str, dict[str, Any]] = {}
-    for event in read_streams(conn, tenant, streams, (MemoryRecorded,)):
-        recorded.setdefault(event.stream_id, event.data)  # oldest first: a memory is recorded once
-    return {stream[len(_MEMORY_STREAM):] for stream, data in recorded.items() if memory_excluded(policy, data)}
 
 
 def memory_hidden(conn: Connection, tenant: str, policy: PrivacyPolicy, memory_id: uuid.UUID) -> bool:

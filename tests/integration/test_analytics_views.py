@@ -1,9 +1,11 @@
-"""The analytics views (migration 0024, docs/analytics.md) through an analyst's own login role: the role sees its
-tenant's rows and no other's, reads no base table, sees no memory (nor a recall scoped to what) the tenant's
-privacy policy excludes, and no content; a role that is not an analyst's (the template) sees nothing."""
+"""The analytics views (migrations 0024 and 0027, docs/analytics.md) through an analyst's own login role: the role
+sees its tenant's rows and no other's, reads no base table, sees no memory (nor a recall scoped to what), document,
+session, transcript or code file event the tenant's privacy policy excludes, and no content; a role that is not an
+analyst's (the template) sees nothing."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from projections.registry import PROJECTORS
 from services.analysts import create_analyst, drop_analyst
 from services.privacy import set_privacy_policy
 from services.remember import MemoryInput, remember
+from tests.log_support import opened_events
 
 VIEWS = ("events", "memory_history", "recalls", "hits", "decisions")
 META = {"actor": "test", "source": "test"}
@@ -114,3 +117,53 @@ def test_an_analyst_role_needs_a_tenant_and_a_sound_name(engine):
         create_analyst(engine, " ")
     with pytest.raises(InvalidPayload):
         create_analyst(engine, "t", name="Robert'); DROP TABLE events; --")
+
+
+def test_an_analyst_sees_no_event_of_an_excluded_document_session_transcript_or_code_file(engine, tenant, analysts):
+    """The export's rule (recall/event_privacy.py) decides a document's, session's, transcript's and code file's
+    events for analytics.events too (migration 0027): excluded ones are left out, and shown again once the policy
+    no longer excludes them; while the projector has not decided them under the policy in force, none shows."""
+    from projections.subject_visibility import SUBJECT_TYPES
+    from services.code import FileInput, write_files
+    from services.knowledge import DocumentInput, put_documents
+    from services.sessions import append_messages
+    from services.transcripts import put_transcript
+
+    migration = importlib.import_module("migrations.versions.0027_analytics_subject_privacy")
+    assert tuple(t.type_name() for t in SUBJECT_TYPES) == migration.SUBJECT_TYPES
+
+    put_documents(engine, tenant, [DocumentInput("hr/salaries.md", "# Pay\n\n## Bands\n\nBands are reviewed.\n"),
+                                   DocumentInput("ops/keys.md", "# Keys\n\n## Rotation\n\nRotate yearly.\n")], META)
+    for session in ("s-secret", "s-open"):
+        append_messages(engine, tenant, session, [{"message_id": "m-1", "role": "user", "content": "hello"}], META)
+    for transcript in ("tr-secret", "tr-open"):
+        put_transcript(engine, tenant, transcript, "[10:00] USER: hello\n[10:01] ASSISTANT: hi\n", META)
+    write_files(engine, tenant, "acme", [FileInput("vault/secret.py", "def key():\n    return 1\n"),
+                                         FileInput("app/main.py", "def main():\n    return 2\n")], META)
+    with engine.connect() as conn:
+        events = opened_events(conn, "tenant = :t", {"t": tenant})
+
+    def secret(d: dict) -> bool:
+        return (str(d.get("path", "")).startswith(("hr/", "vault/")) or d.get("session_id") == "s-secret"
+                or d.get("transcript_id") == "tr-secret")
+
+    hidden = {e.position for e in events if secret(e.data)}
+    kinds = {e.type for e in events if e.position in hidden}
+    assert {"DocumentPut", "SessionMessagesAppended", "TranscriptChunksPut", "CodeFilePut"} <= kinds, kinds
+    everything = {e.position for e in events}
+    policy = {"exclude_paths": ["hr/**", "acme/vault/**"], "exclude_sessions": ["s-secret", "tr-secret"]}
+    at = set_privacy_policy(engine, tenant, policy, META)
+
+    a = analysts(tenant)
+    shown = {r[0] for r in _rows(a.dsn, "SELECT position FROM analytics.events")}
+    assert shown == {at}  # not decided under the policy in force yet: no subject event shows (fails closed)
+    project(engine, at)
+    shown = {r[0] for r in _rows(a.dsn, "SELECT position FROM analytics.events")}
+    assert shown == (everything - hidden) | {at}
+    rebuild(engine, PROJECTORS["privacy"])  # a rebuild decides the same
+    assert {r[0] for r in _rows(a.dsn, "SELECT position FROM analytics.events")} == shown
+
+    lifted = set_privacy_policy(engine, tenant, {}, META)
+    project(engine, lifted)
+    shown = {r[0] for r in _rows(a.dsn, "SELECT position FROM analytics.events")}
+    assert shown == everything | {at, lifted}

@@ -74,6 +74,17 @@ def projected(engine):
         FileInput("util.py", "def helper(x):\n    return x + 1\n"),
         FileInput("main.py", "from util import helper\n\n\ndef run():\n    return helper(2)\n")],
         {"source": "test"})
+    from infra.embedding import get_embedder
+    from infra.settings import get_settings
+    from recall.scope import Scope
+    from recall.service import RecallRequest, recall
+
+    for p in PROJECTORS.values():
+        catch_up(engine, p, 500, max_seconds=120)
+    settings = get_settings()  # a recall of this module's own, on the projected memories: its hit-log rows
+    answer = recall(engine, get_embedder(settings.embedding_model), settings,
+                    RecallRequest(Scope(tenant), "where did Alice move?", 3), {"source": "test"})
+    assert answer.results  # recall_hits and memory_activity get rows of this module's own
     for p in PROJECTORS.values():
         catch_up(engine, p, 500, max_seconds=120)
     with engine.connect() as conn:

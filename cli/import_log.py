@@ -39,19 +39,27 @@ def import_log(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False,
     """Append an `engramlog export` file's events to this store: same ids, streams, versions, times and actors,
     sealed with this store's own keys. A tenant that already holds events is refused unless --resume."""
     from domain.errors import DomainError
-    from services.import_log import import_events
+    from services.import_log import check_whole, import_events
 
     if file.suffix == ".parquet":
         from cli.parquet_export import parquet_count, parquet_rows
 
-        rows, total = parquet_rows(file), parquet_count(file)
+        def rows() -> Iterator[dict[str, Any]]:
+            return parquet_rows(file)
+
+        total = parquet_count(file)
     else:
-        rows, total = _jsonl_rows(file), _count_lines(file)
+        def rows() -> Iterator[dict[str, Any]]:
+            return _jsonl_rows(file)
+
+        total = _count_lines(file)
     engine = calls.engine()
     with progress(err) as bar:
-        task = bar.add_task("importing", total=total)
-        try:
-            report = import_events(engine, rows, resume=resume, progress=lambda n: bar.update(task, advance=n))
+        checking = bar.add_task("checking", total=total)
+        try:  # the whole file first: one that is not a whole export writes nothing, whatever its size
+            check_whole(rows(), progress=lambda n: bar.update(checking, advance=n))
+            task = bar.add_task("importing", total=total)
+            report = import_events(engine, rows(), resume=resume, progress=lambda n: bar.update(task, advance=n))
         except DomainError as exc:
             fail(str(exc))
     err.print(f"imported {report.appended} events" + (f", {report.skipped} already held" if report.skipped else ""))

@@ -8,6 +8,7 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -165,6 +166,26 @@ def test_an_export_that_does_not_continue_the_streams_is_refused(engine, tenant,
                                "MemoryAdmitted"]).exit_code == 0
     monkeypatch.setattr("cli.calls.engine", lambda: second_store)
     done = runner.invoke(app, ["import", "log", str(only)])
-    assert done.exit_code == 2 and "whole, unfiltered export" in done.output
+    assert done.exit_code == 2 and "whole, unfiltered export" in " ".join(done.output.split())
+    with second_store.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM events")).scalar_one() == 0
+
+
+def test_a_cut_export_writes_nothing_whatever_its_batches(engine, tenant, second_store, tmp_path, monkeypatch):
+    """The CLI checks the whole file before its first batch: an export with one event cut from its middle is
+    refused with nothing written, though with one-event batches the events before the cut would fit batches."""
+    remember_all(engine, tenant, ["Tavira has a bridge", "Olhão has a market"])
+    whole = tmp_path / "whole.jsonl"
+    runner = CliRunner()
+    assert runner.invoke(app, ["export", "--output", str(whole), "--tenant", tenant]).exit_code == 0
+    lines = whole.read_text(encoding="utf-8").splitlines()
+    streams = [json.loads(line)["stream_id"] for line in lines]
+    at = next(i for i in range(1, len(lines)) if streams[i] in streams[i + 1:])  # not the first, not a stream's last
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:at] + lines[at + 1:]) + "\n", encoding="utf-8")
+    monkeypatch.setattr("services.import_log.BATCH", 1)
+    monkeypatch.setattr("cli.calls.engine", lambda: second_store)
+    done = runner.invoke(app, ["import", "log", str(cut)])
+    assert done.exit_code == 2 and "whole, unfiltered export" in " ".join(done.output.split()), done.output
     with second_store.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM events")).scalar_one() == 0

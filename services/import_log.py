@@ -120,12 +120,11 @@ def check_whole(rows: Iterable[dict[str, Any]], progress: Callable[[int], None] 
     n = 0
     for n, row in enumerate(rows, 1):
         event = new_event(row)
-        key = (str(row["tenant"]), event.stream_id)
-        if event.expected_version != last.get(key, 0):
-            raise InvalidPayload(f"exported event {row['event_id']} is version {event.expected_version + 1} of"
-                                 f" {event.stream_id!r} after version {last.get(key, 0)}: import a whole,"
-                                 " unfiltered export of the tenant")
-        last[key] = event.expected_version + 1
+        key, version = (str(row["tenant"]), event.stream_id), int(row["stream_version"])
+        if version != last.get(key, 0) + 1:
+            raise InvalidPayload(f"exported event {row['event_id']} is version {version} of {event.stream_id!r}"
+                                 f" after version {last.get(key, 0)}: import a whole, unfiltered export of the tenant")
+        last[key] = version
         if progress is not None and n % BATCH == 0:
             progress(BATCH)
     if progress is not None and n % BATCH:

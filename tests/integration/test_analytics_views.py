@@ -25,6 +25,11 @@ META = {"actor": "test", "source": "test"}
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "analytics.md"
 
 
+def _head(engine) -> int:
+    with engine.connect() as conn:
+        return conn.exec_driver_sql("SELECT max(position) FROM events").scalar_one()
+
+
 def _rows(dsn: str, sql: str) -> list[tuple]:
     with psycopg.connect(dsn) as conn:
         return conn.execute(sql).fetchall()
@@ -167,3 +172,41 @@ def test_an_analyst_sees_no_event_of_an_excluded_document_session_transcript_or_
     project(engine, lifted)
     shown = {r[0] for r in _rows(a.dsn, "SELECT position FROM analytics.events")}
     assert shown == everything | {at, lifted}
+
+
+def test_a_non_memory_hit_is_named_only_when_served_under_the_policy_in_force(engine, tenant, analysts):
+    """analytics.hits (migration 0028): a knowledge result's key (its handle's sha256, which a guessed path would
+    confirm) shows for a recall served after the tenant's latest policy, whose gate it passed; an earlier recall's
+    is counted with item_key NULL, whatever the policy says."""
+    from infra.embedding import get_embedder
+    from infra.settings import get_settings
+    from recall.multi import MultiRequest, recall_multi
+    from recall.scope import Scope
+    from services.knowledge import DocumentInput, put_documents
+
+    put_documents(engine, tenant, [DocumentInput("ops/rollback.md", "# Deploys\n\n## Rollback\n\nRevert the tag.\n")],
+                  META)
+    settings = get_settings()
+
+    def knowledge_recall() -> str:
+        answer = recall_multi(engine, get_embedder(settings.embedding_model), settings,
+                              MultiRequest(Scope(tenant), "how do I roll back a deploy", ("knowledge",), 3), META)
+        assert answer.buckets[0].results
+        return str(answer.recall_id)
+
+    project(engine, _head(engine))
+    before = knowledge_recall()
+    project(engine, _head(engine))
+    a = analysts(tenant)
+
+    def keys(recall_id: str) -> list:
+        return [r[0] for r in _rows(a.dsn, f"SELECT item_key FROM analytics.hits WHERE recall_id = '{recall_id}'"
+                                           " AND domain = 'knowledge'")]
+
+    assert keys(before) and all(keys(before))  # no policy yet: named
+    set_privacy_policy(engine, tenant, {"exclude_paths": ["hr/**"]}, META)
+    project(engine, _head(engine))
+    after = knowledge_recall()
+    project(engine, _head(engine))
+    assert keys(before) and not any(keys(before))  # counted, no longer named
+    assert keys(after) and all(keys(after))

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import re
 import uuid
-from datetime import datetime
-from typing import Any, Literal, TypedDict
+from datetime import date, datetime
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BeforeValidator
 
 from engramlog_client.models.common import Request, Response
 
+
+def _date_alone(value: Any) -> Any:
+    """'2025-05-01' as a date (the server reads it as that whole UTC day), never as a naive midnight datetime."""
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return date.fromisoformat(value)
+    return value
+
+
+# since / until: an aware datetime, or a date alone (its whole UTC day: until 2025-05-31 includes May 31).
+ValidTime = Annotated[datetime | date | None, BeforeValidator(_date_alone)]
 
 class RecallFilters(TypedDict, total=False):
     """The optional fields of `recall` (keyword arguments)."""
@@ -22,8 +35,8 @@ class RecallFilters(TypedDict, total=False):
     include_archived: bool
     trace: bool
     reference_time: datetime | None
-    since: datetime | None
-    until: datetime | None
+    since: ValidTime
+    until: ValidTime
     as_of: int | datetime | None
 
 
@@ -43,8 +56,8 @@ class RecallIn(Request):
     reference_time: datetime | None = None
     # Valid time, a filter (occurred_at within [since, until], inclusive, aware) and recorded time (as_of: a log
     # position or an aware timestamp: what the store held then). docs/recall.md.
-    since: datetime | None = None
-    until: datetime | None = None
+    since: ValidTime = None
+    until: ValidTime = None
     as_of: int | datetime | None = None
 
 
@@ -77,8 +90,8 @@ class MultiFilters(TypedDict, total=False):
     session_id: str | None
     include_history: bool
     min_position: int | None
-    since: datetime | None
-    until: datetime | None
+    since: ValidTime
+    until: ValidTime
     as_of: int | datetime | None
 
 
@@ -91,8 +104,8 @@ class MultiRecallIn(Request):
     session_id: str | None = None
     include_history: bool | None = None
     min_position: int | None = None
-    since: datetime | None = None  # valid time (knowledge and code have none: they answer nothing under it)
-    until: datetime | None = None
+    since: ValidTime = None  # valid time (knowledge and code have none: they answer nothing under it)
+    until: ValidTime = None
     as_of: int | datetime | None = None  # recorded time (the memories domain; the others answer nothing under it)
 
 

@@ -95,7 +95,7 @@ def _import_batch(conn: Connection, tenant: str, batch: list[dict[str, Any]], re
         checked.add(tenant)
         if not resume and tenant_has_events(conn, tenant):
             raise TargetNotEmpty(f"tenant {tenant!r} already holds events in the target store: import into"
-                                 " an empty one, or resume an import with --resume")
+                                 " an empty one, or resume an import (--resume; over HTTP, ?resume=true)")
     events = [new_event(r) for r in batch]
     held = held_event_ids(conn, [e.event_id for e in events])
     other = [str(i) for i, t in held.items() if t != tenant]

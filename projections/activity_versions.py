@@ -6,8 +6,10 @@ The projector collects a batch's events into one upsert per memory (projections/
 still per event: each event's change to a memory is kept as its own step, and `write` replays the steps on the rows
 as they stood before the batch, with the upsert's own rules (`step`), giving the row after each event. Each state
 that differs from the one before is a version from the event's position; the memory's open version is closed
-there. A merge's fold (applied on its own) is snapshot from the table after it (`snapshot`). Per event in log
-order, so a rebuild gives the same rows whatever the batches (verify compares them).
+there. A merge's fold (applied on its own) is snapshot from the table after it (`snapshot`). Per event in the
+log's read order (tx_id, position), so a rebuild gives the same rows whatever the batches (verify compares them).
+Two recalls that touch one memory and commit out of position order make a version whose valid_to is below its
+valid_from: rare, and the same in every rebuild.
 """
 
 from __future__ import annotations
@@ -80,7 +82,10 @@ def write(conn: Connection, steps: Sequence[tuple[str, uuid.UUID, int, dict[str,
         for r in conn.execute(_ROWS, {"tenant": tenant, "ids": ids}):
             state[r.memory_id] = tuple(getattr(r, c) for c in STATE)
         versions: dict[uuid.UUID, list[tuple[int, State]]] = {}
-        for memory_id, position, d in sorted(tenant_steps, key=lambda s: s[1]):  # stable: log order kept
+        # In the order the events were applied, the log's read order (tx_id, position) that live batches and a
+        # rebuild share: sorting a batch by position alone put a late-committing position first in a rebuild's one
+        # batch but second across two live batches, and the versions differed (verify, CI).
+        for memory_id, position, d in tenant_steps:
             before = state[memory_id]
             after = step(before, d)
             state[memory_id] = after

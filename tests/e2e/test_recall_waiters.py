@@ -1,23 +1,37 @@
 """Read-your-writes waits hold no thread: many recalls waiting on min_position leave /healthz and every other
 route answering, and beyond ENGRAMLOG_MAX_POSITION_WAITERS a waiting recall is a 503 at once.
 
-No worker runs in this module, so a fresh write is never projected and every min_position recall waits.
+No worker runs in this module, so a fresh write is projected only when a test catches the read models up itself,
+and until then every min_position recall waits.
 """
 
 from __future__ import annotations
 
 import threading
-import time
+
+from conftest import wait_until
 
 WAITERS = 45  # more than the threadpool's 40 threads, which froze every sync route when waits held them
 CAP = 30
 
 
-def test_waiting_recalls_hold_no_thread_and_are_capped(client, monkeypatch):
+def _catch_up_recall_read_models(engine) -> None:
+    """Apply the log to the memory recall's read models in this process: what a worker would do."""
+    from api.read_your_writes import read_models_of
+    from projections.registry import PROJECTORS
+    from projections.runner import catch_up
+
+    for name in read_models_of(("memories",)):
+        catch_up(engine, PROJECTORS[name], 1000)
+
+
+def test_waiting_recalls_hold_no_thread_and_are_capped(client, engine, monkeypatch):
     import api.read_your_writes
     from infra.settings import get_settings, replace
 
-    settings = replace(get_settings(), min_position_wait_s=3.0, max_position_waiters=CAP)
+    # A wait far longer than the test: every admitted waiter is still waiting when /healthz is asked, however
+    # slow the machine, and ends only when the read models catch up below.
+    settings = replace(get_settings(), min_position_wait_s=120.0, max_position_waiters=CAP)
     monkeypatch.setattr(api.read_your_writes, "get_settings", lambda: settings)
     written = client.post("/v1/memories", json={"content": "Ivy's locker is number 314", "must_keep": True})
     assert written.status_code == 201, written.text
@@ -31,23 +45,28 @@ def test_waiting_recalls_hold_no_thread_and_are_capped(client, monkeypatch):
         with lock:
             done.append(("recall", r.status_code, r.text))
 
+    def capped() -> list[tuple[str, int, str]]:
+        with lock:
+            return [d for d in done if d[1] == 503 and "already waiting" in d[2]]
+
     threads = [threading.Thread(target=wait_recall) for _ in range(WAITERS)]
     for t in threads:
         t.start()
-    time.sleep(0.5)  # let the waiters arrive (not a timed assertion: the checks below are on order and codes)
+    assert wait_until(lambda: len(capped()) == WAITERS - CAP, timeout=60)  # the refused answer at once
     health = client.get("/healthz")
     other = client.get("/v1/events", params={"limit": 1})
     with lock:
         finished_before_health = [d for d in done if d[1] != 503 or "already waiting" not in d[2]]
+    _catch_up_recall_read_models(engine)
     for t in threads:
-        t.join(60)
+        t.join(120)
 
     assert health.status_code in (200, 503) and other.status_code == 200  # answered while recalls waited
     assert finished_before_health == []  # every admitted waiter was still waiting then
-    capped = [d for d in done if d[1] == 503 and "already waiting" in d[2]]
-    timed_out = [d for d in done if d[1] == 503 and "have not reached position" in d[2]]
-    assert len(capped) == WAITERS - CAP and len(timed_out) == CAP, [d[:2] for d in done]
-    assert all('"error"' in d[2] for d in done)  # the JSON error shape
+    answered = [d for d in done if d[1] == 200]
+    assert len(capped()) == WAITERS - CAP and len(answered) == CAP, [d[:2] for d in done]
+    assert all("314" in d[2] for d in answered)  # each waiter, once caught up, read the write it waited for
+    assert all('"error"' in d[2] for d in done if d[1] == 503)  # the JSON error shape
 
 
 def test_a_caught_up_min_position_does_not_take_a_waiter_slot(client, monkeypatch):
@@ -70,3 +89,19 @@ def test_a_caught_up_min_position_does_not_take_a_waiter_slot(client, monkeypatc
     # Not caught up (no worker runs in this module) and no slot: refused at once, as before.
     waiting = client.post("/v1/recall", json={"query": "Oskar's bike", "min_position": written.json()["position"]})
     assert waiting.status_code == 503 and "already waiting" in waiting.text, waiting.text
+
+
+def test_a_wait_that_runs_out_is_a_503_naming_the_read_models(client, monkeypatch):
+    """A slot free but the read models never reaching the position within ENGRAMLOG_MIN_POSITION_WAIT_S: a 503
+    naming the read models and the position, in the JSON error shape."""
+    import api.read_your_writes
+    from infra.settings import get_settings, replace
+
+    settings = replace(get_settings(), min_position_wait_s=0.2, max_position_waiters=CAP)
+    monkeypatch.setattr(api.read_your_writes, "get_settings", lambda: settings)
+    written = client.post("/v1/memories", json={"content": "Pia's desk is by the window", "must_keep": True})
+    assert written.status_code == 201, written.text
+    position = written.json()["position"]
+    r = client.post("/v1/recall", json={"query": "Pia's desk", "min_position": position})
+    assert r.status_code == 503, r.text
+    assert r.json()["error"] == "NotCaughtUp" and f"have not reached position {position}" in r.json()["detail"]

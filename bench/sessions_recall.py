@@ -113,10 +113,11 @@ def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
     from domain.text import tokenize
     from infra.db import get_engine
     from infra.settings import get_settings
-    from recall.domains.sessions import _ROWS, SESSION_KEYWORD, SessionsDomain, _scope
+    from recall.domains.sessions import SESSION_KEYWORD, SessionsDomain, _rows, _scope
     from recall.keyword import bm25_top
     from recall.scope import Scope
     from recall.session_queries import windows
+    from recall.timeframe import NOW
 
     engine, s, domain = get_engine(), get_settings(), SessionsDomain()
     scope = _scope(Scope(tenant), NO_POLICY)
@@ -130,7 +131,7 @@ def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
             t1 = time.perf_counter()
             bm25 = bm25_top(conn, scope, tokenize(q), n, s.bm25_k1, s.bm25_b, None, SESSION_KEYWORD, "d.sent")
             t2 = time.perf_counter()
-            rows = list(conn.execute(_ROWS, {"tenant": tenant, "uids": list(bm25)}))
+            rows = list(conn.execute(_rows(NOW), {"tenant": tenant, "uids": list(bm25)}))
             t3 = time.perf_counter()
             windows(conn, tenant, [(r.session_id, r.seq) for r in rows[:10]], s.session_window)
             t4 = time.perf_counter()

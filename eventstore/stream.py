@@ -34,6 +34,10 @@ _LAST = text(f"""
 SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream
 ORDER BY e.stream_version DESC LIMIT 1
 """)
+_LAST_AT = text(f"""
+SELECT {COLUMNS} FROM events e WHERE e.tenant = :tenant AND e.stream_id = :stream AND e.position <= :position
+ORDER BY e.stream_version DESC LIMIT 1
+""")
 _LISTING = text("""
 SELECT EXISTS (SELECT 1 FROM events WHERE tenant = :tenant AND type = :type AND data->:field ? :value)
 """)
@@ -141,9 +145,13 @@ def first_of_type(conn: Connection, tenant: str, stream_id: str, schema: type[Ev
     return _one(conn, row)
 
 
-def last_event(conn: Connection, tenant: str, stream_id: str) -> RecordedEvent | None:
-    """The newest event of a stream (a tenant's privacy policy in force), or None."""
-    row = conn.execute(_LAST, {"tenant": tenant, "stream": stream_id}).first()
+def last_event(conn: Connection, tenant: str, stream_id: str, at: int | None = None) -> RecordedEvent | None:
+    """The newest event of a stream (a tenant's privacy policy in force), or, given `at`, its newest at or before
+    that log position (a document as of a position); None when there is none."""
+    if at is None:
+        row = conn.execute(_LAST, {"tenant": tenant, "stream": stream_id}).first()
+    else:
+        row = conn.execute(_LAST_AT, {"tenant": tenant, "stream": stream_id, "position": at}).first()
     return _one(conn, row)
 
 

@@ -15,6 +15,9 @@ filters by status, as memories' keyword read model does), so history can be sear
 | RecallServed         | each "knowledge" result's section: ref_count + 1, last_referenced_at = the event's time |
 | ResultDrilled        | its "knowledge" section likewise                                                        |
 
+After each of the first three, the document's (or the section's) changed sections get a recorded-time version
+at the event's position (knowledge_section_versions: projections/unit_versions.py), what `as_of` reads.
+
 Every time comes from the event (recorded_at, or a decision's clock), so a rebuild gives the same rows.
 """
 
@@ -43,6 +46,7 @@ from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, uuid_key
+from projections.unit_versions import SECTION_VERSIONS
 
 log = structlog.get_logger(__name__)
 KNOWLEDGE = "knowledge"  # the domain's name in hit-log results
@@ -138,6 +142,12 @@ def _put(conn: Connection, event: RecordedEvent, p: DocumentPut) -> None:
         index(conn, SECTION_POSTINGS, tenant, [(sid, t) for (sid, _), t in zip(new, tfs, strict=True)])
     conn.execute(_DOCUMENT, {**doc, "content_hash": p.content_hash, "metadata": json.dumps(p.metadata),
                              "sections": len(sections), "position": event.position})
+    _snapshot_document(conn, event)
+
+
+def _snapshot_document(conn: Connection, event: RecordedEvent) -> None:
+    SECTION_VERSIONS.snapshot(conn, event.tenant, event.position, "u.document_id = :document_id",
+                              {"document_id": event.stream_id})
 
 
 def _retired(conn: Connection, event: RecordedEvent, p: DocumentRetired) -> None:
@@ -146,6 +156,7 @@ def _retired(conn: Connection, event: RecordedEvent, p: DocumentRetired) -> None
     ids = {"tenant": event.tenant, "document_id": event.stream_id, "at": event.recorded_at}
     conn.execute(_RETIRE_DOCUMENT, {**ids, "position": event.position})
     conn.execute(_RETIRE_SECTIONS, {**ids, "live": list(LIVE)})
+    _snapshot_document(conn, event)
 
 
 def _status_changed(conn: Connection, event: RecordedEvent, p: SectionStatusChanged) -> None:
@@ -153,6 +164,8 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: SectionStatusChan
                            "to_status": p.to_status, "clock": p.clock,
                            "ref_count": p.inputs.get("ref_count") if isinstance(p.inputs.get("ref_count"), int)
                            else None})
+    SECTION_VERSIONS.snapshot(conn, event.tenant, event.position, "u.section_id = :section_id",
+                              {"section_id": p.section_id})
 
 
 _ONE_BY_ONE: OneByOne = {DocumentPut: _put, DocumentRetired: _retired, SectionStatusChanged: _status_changed,
@@ -162,7 +175,7 @@ _ONE_BY_ONE: OneByOne = {DocumentPut: _put, DocumentRetired: _retired, SectionSt
 class KnowledgeProjector:
     name = "knowledge"
     tables = ("knowledge_documents", "knowledge_sections", "knowledge_postings", "knowledge_terms",
-              "knowledge_stats")
+              "knowledge_stats", "knowledge_section_versions")
     handlers = _ONE_BY_ONE
     types = types_of(handlers)
 

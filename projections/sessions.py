@@ -17,6 +17,9 @@ sent, or marked later), so a pending message is in no posting.
 |                         | ref_count + 1, last_referenced_at = the event's time                               |
 | ResultDrilled           | its "sessions" message likewise                                                    |
 
+After each of the first three, the messages it changed get a recorded-time version at the event's position
+(session_message_versions: projections/unit_versions.py), what `as_of` reads.
+
 Every time comes from the event (a message's created_at, else the event's occurred_at; sent_at, the time the log
 recorded the event that made it sent), so a rebuild gives the same rows.
 """
@@ -44,6 +47,7 @@ from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, string_key
+from projections.unit_versions import MESSAGE_VERSIONS
 
 log = structlog.get_logger(__name__)
 SESSIONS = "sessions"  # the domain's name in hit-log results
@@ -146,6 +150,7 @@ def _appended(conn: Connection, event: RecordedEvent, p: SessionMessagesAppended
     conn.execute(_UPSERT_SESSION, {**session, "agent_id": agent_id, "project": project, "n": len(fresh),
                                    "n_sent": len(to_index), "first_at": min(cols["created"]),
                                    "last_at": max(cols["created"]), "position": event.position})
+    MESSAGE_VERSIONS.snapshot(conn, tenant, event.position, "u.message_uid = ANY(:uids)", {"uids": cols["uids"]})
 
 
 def _sent(conn: Connection, event: RecordedEvent, p: SessionMessageSent) -> None:
@@ -157,6 +162,7 @@ def _sent(conn: Connection, event: RecordedEvent, p: SessionMessageSent) -> None
         return
     index(conn, MESSAGE_POSTINGS, event.tenant, [(row.message_uid, term_frequencies(row.content))])
     conn.execute(_SENT_COUNT, {**session, "position": event.position})
+    MESSAGE_VERSIONS.snapshot(conn, event.tenant, event.position, "u.message_uid = :uid", {"uid": row.message_uid})
 
 
 def _status_changed(conn: Connection, event: RecordedEvent, p: SessionMessageStatusChanged) -> None:
@@ -164,6 +170,8 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: SessionMessageSta
     conn.execute(_STATUS, {"tenant": event.tenant, "session_id": p.session_id, "message_id": p.message_id,
                            "from_status": p.from_status, "to_status": p.to_status, "clock": p.clock,
                            "ref_count": ref_count if isinstance(ref_count, int) else None})
+    MESSAGE_VERSIONS.snapshot(conn, event.tenant, event.position, "u.message_uid = :uid",
+                              {"uid": message_uid(event.tenant, p.session_id, p.message_id)})
 
 
 _ONE_BY_ONE: OneByOne = {SessionMessagesAppended: _appended, SessionMessageSent: _sent,
@@ -173,7 +181,8 @@ _ONE_BY_ONE: OneByOne = {SessionMessagesAppended: _appended, SessionMessageSent:
 
 class SessionsProjector:
     name = "sessions"
-    tables = ("sessions", "session_messages", "session_postings", "session_terms", "session_stats")
+    tables = ("sessions", "session_messages", "session_postings", "session_terms", "session_stats",
+              "session_message_versions")
     handlers = _ONE_BY_ONE
     types = types_of(handlers)
 

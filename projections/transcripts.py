@@ -17,6 +17,9 @@ are kept for every chunk ever put (recall filters by status), so an old handle s
 | RecallServed        | each "transcripts" result's chunk: ref_count + 1, last_referenced_at = the event's time |
 | ResultDrilled       | its "transcripts" chunk likewise                                                        |
 
+After each of the first two, the transcript's (or the chunk's) changed chunks get a recorded-time version at the
+event's position (transcript_chunk_versions: projections/unit_versions.py), what `as_of` reads.
+
 An event whose chunks cannot all be found, or do not parse as whole turns (only a hand-appended one could), is
 skipped with a warning by every run alike. Every time comes from the event, so a rebuild gives the same rows.
 """
@@ -38,6 +41,7 @@ from eventstore.stream import stream_pages
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, uuid_key
+from projections.unit_versions import CHUNK_VERSIONS
 
 log = structlog.get_logger(__name__)
 TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results
@@ -210,6 +214,7 @@ def _put(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> None
                                "lines": rows[-1]["last_line"], "turns": rows[-1]["last_turn"] + 1,
                                "started_at": starts[0] if starts else None,
                                "ended_at": ends[-1] if ends else None, "position": event.position})
+    CHUNK_VERSIONS.snapshot(conn, tenant, event.position, "u.transcript_id = :transcript_id", {"transcript_id": tid})
 
 
 def _status_changed(conn: Connection, event: RecordedEvent, p: TranscriptChunkStatusChanged) -> None:
@@ -217,6 +222,7 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: TranscriptChunkSt
     conn.execute(_STATUS, {"tenant": event.tenant, "chunk_id": p.chunk_id, "from_status": p.from_status,
                            "to_status": p.to_status, "clock": p.clock,
                            "ref_count": ref_count if isinstance(ref_count, int) else None})
+    CHUNK_VERSIONS.snapshot(conn, event.tenant, event.position, "u.chunk_id = :chunk_id", {"chunk_id": p.chunk_id})
 
 
 _ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, TranscriptChunkStatusChanged: _status_changed,
@@ -225,7 +231,8 @@ _ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, TranscriptChunkStatusChanged
 
 class TranscriptsProjector:
     name = "transcripts"
-    tables = ("transcripts", "transcript_chunks", "transcript_postings", "transcript_terms", "transcript_stats")
+    tables = ("transcripts", "transcript_chunks", "transcript_postings", "transcript_terms", "transcript_stats",
+              "transcript_chunk_versions")
     handlers = _ONE_BY_ONE
     types = types_of(handlers)
 

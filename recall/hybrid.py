@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Connection
@@ -28,6 +28,7 @@ from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.keyword import KeywordTables, bm25_top
 from recall.relevance import Scale
 from recall.scope import Scope
+from recall.timeframe import TimeFrame, UnitVersions
 from recall.vector import VectorTable, cosines_for, nearest_vectors
 
 HISTORY_FACTOR = 0.1  # an item answered only because history was asked for weighs a tenth
@@ -42,6 +43,16 @@ class HybridLeg:
     recalled: tuple[str, ...]
     history: tuple[str, ...]
     history_factor: float = HISTORY_FACTOR
+    versions: UnitVersions | None = None  # its units' recorded-time versions (None: it answers no as_of)
+
+    def framed(self, frame: TimeFrame) -> HybridLeg:
+        """This leg as of the frame: under as_of, both legs take a unit's existence and status from its version at
+        the position (frame.params() binds :tf_as_of), not from the current row."""
+        if frame.as_of is None or self.versions is None:
+            return self
+        status = self.versions.status_as_of("d")
+        vectors = None if self.vectors is None else replace(self.vectors, status_filter=status)
+        return replace(self, keyword=replace(self.keyword, status_filter=status), vectors=vectors)
 
     def statuses(self, include_history: bool) -> tuple[str, ...]:
         return self.recalled + self.history if include_history else self.recalled

@@ -19,6 +19,7 @@ from eventstore.stream import first_of_type
 from infra.wake import appended
 from recall.domains.knowledge import KNOWLEDGE, KnowledgeDomain
 from recall.scope import Scope
+from recall.timeframe import NOW, TimeFrame
 from services.knowledge import document_at, unknown_document
 
 
@@ -31,7 +32,9 @@ class Drilled:
 
 def drill(engine: Engine, tenant: str, path: str, heading_path: str, project: str | None, policy: PrivacyPolicy,
           metadata: dict[str, Any], content_hash: str | None = None, version: int | None = None,
-          recall_id: uuid.UUID | None = None) -> Drilled:
+          recall_id: uuid.UUID | None = None, frame: TimeFrame = NOW) -> Drilled:
+    """`frame` with as_of: the section and the document as they stood at that position (a section put later is
+    unknown, 404)."""
     project = project or None
     unknown = f"no section {heading_path!r} in {path!r}"
     with engine.connect() as conn:
@@ -39,7 +42,7 @@ def drill(engine: Engine, tenant: str, path: str, heading_path: str, project: st
             raise NotFound(f"no recall {recall_id}")
         if content_hash is None:
             # No handle: the section at that version of the document (its current one by default), from the log.
-            doc = document_at(conn, tenant, path, project, version)
+            doc = document_at(conn, tenant, path, project, version, frame.as_of)
             if document_excluded(policy, path, doc.tags, project):
                 raise NotFound(unknown_document(path, version))  # as document_at answers an unknown one
             content_hash = next((s.content_hash for s in split_sections(doc.content)
@@ -47,7 +50,7 @@ def drill(engine: Engine, tenant: str, path: str, heading_path: str, project: st
             if content_hash is None:
                 raise NotFound(unknown)
         handle = {"path": path, "heading_path": heading_path, "content_hash": content_hash, "project": project}
-        found = KnowledgeDomain().fetch(conn, Scope(tenant, project=project), handle, policy)
+        found = KnowledgeDomain().fetch(conn, Scope(tenant, project=project), handle, policy, frame)
     if found is None:
         raise NotFound(unknown if version is None else f"{unknown} at version {version}")
     handle["version"] = found["section"]["version"]

@@ -13,27 +13,36 @@ from sqlalchemy import Connection, text
 from domain.errors import InvalidPayload
 from domain.privacy import PrivacyPolicy, session_excluded
 from recall.scope import Scope
+from recall.timeframe import MESSAGE_VERSIONS, NOW, TimeFrame
 
 MESSAGE_COLUMNS = ("m.session_id, m.seq, m.message_id, m.role, m.content, m.tool_name, m.name, m.tool_call_id,"
                    " m.tool_calls, m.created_at, m.sent, m.checkpoint, m.agent_id, m.project, m.metadata")
-# Per hit: the `window` sent messages before it, itself, and the `window` after (the (tenant, session_id, seq) key).
-_WINDOWS = text(f"""
-SELECT h.ord, w.* FROM unnest(CAST(:sessions AS text[]), CAST(:seqs AS int[])) WITH ORDINALITY AS h(sid, seq, ord)
-CROSS JOIN LATERAL (
-    (SELECT {MESSAGE_COLUMNS} FROM session_messages m
-     WHERE m.tenant = :tenant AND m.session_id = h.sid AND m.sent AND m.seq <= h.seq
-     ORDER BY m.seq DESC LIMIT :before)
-    UNION ALL
-    (SELECT {MESSAGE_COLUMNS} FROM session_messages m
-     WHERE m.tenant = :tenant AND m.session_id = h.sid AND m.sent AND m.seq > h.seq
-     ORDER BY m.seq LIMIT :after)
-) w
-ORDER BY h.ord, w.seq
-""")
-_MESSAGE = text(f"""
-SELECT {MESSAGE_COLUMNS} FROM session_messages m
-WHERE m.tenant = :tenant AND m.session_id = :session_id AND m.message_id = :message_id
-""")
+
+
+def _windows(frame: TimeFrame) -> Any:
+    """Per hit: the `window` sent messages before it, itself, and the `window` after (the (tenant, session_id, seq)
+    key), now or as of the frame."""
+    messages = frame.units(MESSAGE_VERSIONS)
+    return text(f"""
+    SELECT h.ord, w.* FROM unnest(CAST(:sessions AS text[]), CAST(:seqs AS int[])) WITH ORDINALITY AS h(sid, seq, ord)
+    CROSS JOIN LATERAL (
+        (SELECT {MESSAGE_COLUMNS} FROM {messages} m
+         WHERE m.tenant = :tenant AND m.session_id = h.sid AND m.sent AND m.seq <= h.seq
+         ORDER BY m.seq DESC LIMIT :before)
+        UNION ALL
+        (SELECT {MESSAGE_COLUMNS} FROM {messages} m
+         WHERE m.tenant = :tenant AND m.session_id = h.sid AND m.sent AND m.seq > h.seq
+         ORDER BY m.seq LIMIT :after)
+    ) w
+    ORDER BY h.ord, w.seq
+    """)
+
+
+def _message(frame: TimeFrame) -> Any:
+    return text(f"""
+    SELECT {MESSAGE_COLUMNS} FROM {frame.units(MESSAGE_VERSIONS)} m
+    WHERE m.tenant = :tenant AND m.session_id = :session_id AND m.message_id = :message_id
+    """)
 
 
 def message_out(row: Any) -> dict[str, Any]:
@@ -80,38 +89,48 @@ def list_sessions(conn: Connection, tenant: str, policy: PrivacyPolicy, agent_id
 
 
 def session_messages(conn: Connection, tenant: str, session_id: str, policy: PrivacyPolicy, after_seq: int = 0,
-                     limit: int = 100, include_unsent: bool = False) -> tuple[list[dict[str, Any]], int | None] | None:
-    """A session's messages in order after `after_seq` (sent only, unless asked), and the next page's after_seq;
-    None when the session is unknown or excluded."""
+                     limit: int = 100, include_unsent: bool = False,
+                     frame: TimeFrame = NOW) -> tuple[list[dict[str, Any]], int | None] | None:
+    """A session's messages in order after `after_seq` (sent only, unless asked), and the next page's after_seq,
+    now or as of the frame (the messages appended by then, sent by then); None when the session is unknown (as of
+    the frame: had no message yet) or excluded."""
     head = conn.execute(text("SELECT session_id, agent_id, project FROM sessions WHERE tenant = :tenant"
                              " AND session_id = :session_id"), {"tenant": tenant, "session_id": session_id}).first()
     if head is None or excluded(policy, head):
         return None
+    messages = frame.units(MESSAGE_VERSIONS)
+    if frame.as_of is not None and not conn.execute(text(
+            f"SELECT EXISTS (SELECT 1 FROM {messages} m WHERE m.tenant = :tenant AND m.session_id = :session_id)"),
+            {"tenant": tenant, "session_id": session_id, **frame.params()}).scalar_one():
+        return None
     rows = conn.execute(text(f"""
-    SELECT {MESSAGE_COLUMNS} FROM session_messages m
+    SELECT {MESSAGE_COLUMNS} FROM {messages} m
     WHERE m.tenant = :tenant AND m.session_id = :session_id AND m.seq > :after AND (m.sent OR :unsent)
     ORDER BY m.seq LIMIT :limit
     """), {"tenant": tenant, "session_id": session_id, "after": after_seq, "unsent": include_unsent,
-           "limit": limit + 1}).all()
+           "limit": limit + 1, **frame.params()}).all()
     more = len(rows) > limit
     rows = rows[:limit]
     return [message_out(r) for r in rows], (rows[-1].seq if more and rows else None)
 
 
-def windows(conn: Connection, tenant: str, hits: Sequence[tuple[str, int]], size: int) -> list[list[Any]]:
+def windows(conn: Connection, tenant: str, hits: Sequence[tuple[str, int]], size: int,
+            frame: TimeFrame = NOW) -> list[list[Any]]:
     """Per hit (session_id, seq), in order: the sent messages of its window, in seq order (the hit's own included
-    when it is sent)."""
+    when it is sent), now or as of the frame."""
     if not hits:
         return []
     out: list[list[Any]] = [[] for _ in hits]
-    for row in conn.execute(_WINDOWS, {"tenant": tenant, "sessions": [h[0] for h in hits],
-                                       "seqs": [h[1] for h in hits], "before": size + 1, "after": size}):
+    for row in conn.execute(_windows(frame), {"tenant": tenant, "sessions": [h[0] for h in hits],
+                                              "seqs": [h[1] for h in hits], "before": size + 1, "after": size,
+                                              **frame.params()}):
         out[row.ord - 1].append(row)
     return out
 
 
-def message_row(conn: Connection, tenant: str, session_id: str, message_id: str) -> Any:
-    return conn.execute(_MESSAGE, {"tenant": tenant, "session_id": session_id, "message_id": message_id}).first()
+def message_row(conn: Connection, tenant: str, session_id: str, message_id: str, frame: TimeFrame = NOW) -> Any:
+    return conn.execute(_message(frame), {"tenant": tenant, "session_id": session_id, "message_id": message_id,
+                                          **frame.params()}).first()
 
 
 __all__ = ["excluded", "list_sessions", "message_out", "message_row", "session_messages", "windows"]

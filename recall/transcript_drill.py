@@ -18,11 +18,15 @@ from eventstore.stream import first_of_type
 from infra.wake import appended
 from recall.domains.transcripts import TRANSCRIPTS, TranscriptsDomain
 from recall.scope import Scope
+from recall.timeframe import CHUNK_VERSIONS, NOW, TimeFrame
 
-_CURRENT_HASH = text("""
-SELECT content_hash FROM transcript_chunks
-WHERE tenant = :tenant AND transcript_id = :transcript_id AND ord = :ord AND status <> 'replaced'
-""")
+
+def _current_hash(frame: TimeFrame) -> Any:
+    """The content hash of the chunk at a place of the transcript's version now (or as of the frame)."""
+    return text(f"""
+    SELECT c.content_hash FROM {frame.units(CHUNK_VERSIONS)} c
+    WHERE c.tenant = :tenant AND c.transcript_id = :transcript_id AND c.ord = :ord AND c.status <> 'replaced'
+    """)
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,8 @@ class ChunkDrilled:
 
 def drill_chunk(engine: Engine, tenant: str, transcript_id: str, ord_: int, policy: PrivacyPolicy,
                 metadata: dict[str, Any], content_hash: str | None = None,
-                recall_id: uuid.UUID | None = None) -> ChunkDrilled:
+                recall_id: uuid.UUID | None = None, frame: TimeFrame = NOW) -> ChunkDrilled:
+    """`frame` with as_of: the chunk as it stood at that position (one put later is unknown, 404)."""
     unknown = f"no chunk {ord_} in transcript {transcript_id!r}"
     with engine.connect() as conn:
         if recall_id is not None and first_of_type(conn, tenant, recall_stream(recall_id), RecallServed) is None:
@@ -42,12 +47,12 @@ def drill_chunk(engine: Engine, tenant: str, transcript_id: str, ord_: int, poli
         if transcript_excluded(policy, transcript_id):  # as an unknown transcript's chunk answers
             raise NotFound(unknown if content_hash is None else f"{unknown} with content hash {content_hash}")
         if content_hash is None:
-            content_hash = conn.execute(_CURRENT_HASH, {"tenant": tenant, "transcript_id": transcript_id,
-                                                        "ord": ord_}).scalar_one_or_none()
+            content_hash = conn.execute(_current_hash(frame), {"tenant": tenant, "transcript_id": transcript_id,
+                                                               "ord": ord_, **frame.params()}).scalar_one_or_none()
             if content_hash is None:
                 raise NotFound(unknown)
         handle = {"transcript_id": transcript_id, "ord": ord_, "content_hash": content_hash}
-        found = TranscriptsDomain().fetch(conn, Scope(tenant), handle, policy)
+        found = TranscriptsDomain().fetch(conn, Scope(tenant), handle, policy, frame)
     if found is None:
         raise NotFound(unknown if content_hash is None else f"{unknown} with content hash {content_hash}")
     handle.update(lines=found["lines"], version=found["version"])

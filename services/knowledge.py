@@ -30,7 +30,7 @@ from domain.privacy import NO_POLICY, PrivacyPolicy, document_excluded
 from domain.text import content_hash, has_nul
 from eventstore.append import append
 from eventstore.read import Checkpoint
-from eventstore.stream import stream_event, stream_heads
+from eventstore.stream import last_event, stream_event, stream_heads
 from infra.settings import get_settings
 from infra.wake import appended
 
@@ -88,8 +88,9 @@ def _last_event(conn: Connection, tenant: str, stream: str) -> RecordedEvent | N
     return None if head is None else stream_event(conn, tenant, stream, head.version)
 
 
-def _current(conn: Connection, tenant: str, stream: str) -> _Current:
-    last = _last_event(conn, tenant, stream)
+def _current(conn: Connection, tenant: str, stream: str, as_of: int | None = None) -> _Current:
+    """The document now, or as of a log position (its stream's events up to it)."""
+    last = _last_event(conn, tenant, stream) if as_of is None else last_event(conn, tenant, stream, as_of)
     if last is None:
         return _Current(0, None, False)
     if last.is_a(DocumentPut):
@@ -214,15 +215,17 @@ def unknown_document(path: str, version: int | None = None, project: str | None 
 
 
 def document_at(conn: Connection, tenant: str, path: str, project: str | None,
-                version: int | None = None) -> DocumentVersion:
-    """A document as its log says: its current version (the latest put) or the put at `version`. 404 otherwise."""
+                version: int | None = None, as_of: int | None = None) -> DocumentVersion:
+    """A document as its log says: its current version (the latest put) or the put at `version`; `as_of` a log
+    position, as it stood then (current_version and retired as of then; a version put later is unknown). 404
+    otherwise."""
     problem = path_problem(path)
     if problem:
         raise InvalidPayload(f"path {path!r}: {problem}")
     stream = document_stream(project or None, path)
-    cur = _current(conn, tenant, stream)
+    cur = _current(conn, tenant, stream, as_of)
     event = cur.put if version is None else stream_event(conn, tenant, stream, version)
-    if event is None or not event.is_a(DocumentPut):
+    if event is None or not event.is_a(DocumentPut) or event.stream_version > cur.head:
         raise NotFound(unknown_document(path, version))
     d = event.data
     return DocumentVersion(path, d.get("project"), event.stream_version, cur.head, cur.retired, d["content"],

@@ -142,8 +142,9 @@ def put_transcript(engine: Engine, tenant: str, transcript_id: str, text: str, m
                              len(chunks) - written, lines, len(parsed.turns), size, position)
 
 
-def transcript_text(conn: Connection, tenant: str, transcript_id: str) -> TranscriptText:
-    """The transcript's current version, reassembled from the chunks in its log (404 when there is none)."""
+def transcript_text(conn: Connection, tenant: str, transcript_id: str, as_of: int | None = None) -> TranscriptText:
+    """The transcript's current version (or its version as of a log position), reassembled from the chunks in its
+    log (404 when there is none, or none yet then)."""
     check_id(transcript_id)
     # Newest first, page by page, keeping only the texts the newest version names: the read stops once it has them.
     last: RecordedEvent | None = None
@@ -152,6 +153,8 @@ def transcript_text(conn: Connection, tenant: str, transcript_id: str) -> Transc
     for page in stream_pages(conn, tenant, transcript_stream(transcript_id), (TranscriptChunksPut,),
                              newest_first=True):
         for e in page:
+            if last is None and as_of is not None and e.position > as_of:
+                continue  # put after the as_of position (an earlier version may still hold its texts: read on)
             if last is None:
                 last, wanted = e, set(e.data["chunk_hashes"])
             texts.update((c["content_hash"], c["text"]) for c in e.data.get("chunks", ())
@@ -175,9 +178,10 @@ class TranscriptLines:
 
 
 def transcript_lines(conn: Connection, tenant: str, transcript_id: str, first: int = 1,
-                     last: int | None = None) -> TranscriptLines:
-    """Lines first..last (1-based, inclusive; last past the end: to the end) of the current version."""
-    whole = transcript_text(conn, tenant, transcript_id)
+                     last: int | None = None, as_of: int | None = None) -> TranscriptLines:
+    """Lines first..last (1-based, inclusive; last past the end: to the end) of the current version (or the
+    version as of a log position)."""
+    whole = transcript_text(conn, tenant, transcript_id, as_of)
     lines = split_lines(whole.text)
     last = len(lines) if last is None else min(last, len(lines))
     if first < 1:

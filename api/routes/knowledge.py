@@ -41,11 +41,13 @@ from api.knowledge_schemas import (
     SectionVersion,
 )
 from api.read_your_writes import reads
+from api.schemas import AsOf
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import PrivacyPolicy, document_excluded
 from recall.knowledge_documents import list_documents
 from recall.knowledge_drill import drill
 from recall.privacy import policy_of
+from recall.timeframe import TimeFrame, resolve_as_of
 from services.knowledge import (
     DocumentInput,
     DocumentWritten,
@@ -136,9 +138,12 @@ async def put_knowledge(path: str, request: Request, who: Annotated[Caller, Depe
 @router.get("/knowledge/{path:path}", response_model=DocumentOut, dependencies=[reads("knowledge")])
 def get_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                   project: str | None = None, version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
-                  ) -> DocumentOut:
+                  as_of: Annotated[AsOf, Query()] = None) -> DocumentOut:
+    """The document now (or at `version`), or `as_of` a log position or timestamp: as it stood then (404 if it
+    was not put yet)."""
+    position = resolve_as_of(db, who.tenant, as_of)
     with db.connect() as conn:
-        doc = document_at(conn, who.tenant, path, project, version)
+        doc = document_at(conn, who.tenant, path, project, version, position)
         if document_excluded(_policy(conn, who.tenant), doc.path, doc.tags, doc.project):
             raise NotFound(unknown_document(path, version))  # as for an unknown one
     return DocumentOut(**doc.__dict__)
@@ -162,11 +167,14 @@ def delete_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Ann
 def get_section(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                 path: DrillPath, heading_path: HeadingPath, project: str | None = None,
                 content_hash: ContentHash = None, version: SectionVersion = None,
-                recall_id: uuid.UUID | None = None) -> DrillOut:
+                recall_id: uuid.UUID | None = None, as_of: Annotated[AsOf, Query()] = None) -> DrillOut:
+    """The section a handle names, and the live one at its heading now, or `as_of` a log position or timestamp
+    (both as they stood then; a section not put yet: 404)."""
+    frame = TimeFrame(as_of=resolve_as_of(db, who.tenant, as_of))
     with db.connect() as conn:
         policy = _policy(conn, who.tenant)
     done = drill(db, who.tenant, path, heading_path, project, policy, who.metadata(), content_hash, version,
-                 recall_id)
+                 recall_id, frame)
     f = done.found
     return DrillOut(section=SectionOut(**f["section"]), current=SectionOut(**f["current"]) if f["current"] else None,
                     current_differs=f["current_differs"], drill_id=done.drill_id, position=done.position)

@@ -29,10 +29,12 @@ from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.read_your_writes import reads
+from api.schemas import AsOf
 from api.sessions_schemas import BatchIn, BudgetTokens, MessageIn
 from domain.errors import InvalidPayload, NotFound
 from recall.privacy import policy_of
 from recall.session_queries import list_sessions, session_messages
+from recall.timeframe import TimeFrame, resolve_as_of
 from services.sessions import append_messages, mark_sent, resume_context
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
@@ -169,10 +171,14 @@ def get_sessions(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, 
 @router.get("/sessions/{session_id}/messages", response_model=MessagesPageOut, dependencies=[reads("sessions")])
 def get_messages(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                  after_seq: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
-                 limit: Annotated[int, Query(ge=1, le=1000)] = 100, include_unsent: bool = False) -> dict:
+                 limit: Annotated[int, Query(ge=1, le=1000)] = 100, include_unsent: bool = False,
+                 as_of: Annotated[AsOf, Query()] = None) -> dict:
+    """The session's messages in order now, or `as_of` a log position or timestamp: those appended (and sent) by
+    then (a session with none yet: 404)."""
+    frame = TimeFrame(as_of=resolve_as_of(db, who.tenant, as_of))
     with db.connect() as conn:
         page = session_messages(conn, who.tenant, session_id, policy_of(conn, who.tenant), after_seq, limit,
-                                include_unsent)
+                                include_unsent, frame)
     if page is None:
         raise NotFound(f"no session {session_id!r}")
     messages, next_after = page

@@ -32,9 +32,11 @@ from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.read_your_writes import reads
+from api.schemas import AsOf
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import transcript_excluded
 from recall.privacy import policy_of
+from recall.timeframe import TimeFrame, resolve_as_of
 from recall.transcript_drill import drill_chunk
 from recall.transcript_queries import list_transcripts
 from services.transcripts import check_id, decode, put_transcript, transcript_lines, transcript_text
@@ -141,10 +143,12 @@ def get_list(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depe
 
 @router.get("/transcripts/{transcript_id}", response_class=Response, dependencies=[reads("transcripts")])
 def get_text(transcript_id: str, who: Annotated[Caller, Depends(caller)],
-             db: Annotated[Engine, Depends(engine)]) -> Response:
+             db: Annotated[Engine, Depends(engine)], as_of: Annotated[AsOf, Query()] = None) -> Response:
+    """The transcript's text now, or `as_of` a log position or timestamp (the version it had then; none yet: 404)."""
+    position = resolve_as_of(db, who.tenant, as_of)
     with db.connect() as conn:
         _visible(conn, who.tenant, transcript_id)
-        t = transcript_text(conn, who.tenant, transcript_id)
+        t = transcript_text(conn, who.tenant, transcript_id, position)
     return Response(t.text.encode("utf-8"), media_type="text/plain; charset=utf-8",
                     headers={"X-Transcript-Version": str(t.version), "X-Content-Hash": t.content_hash,
                              "X-Transcript-Format": t.format})
@@ -153,10 +157,12 @@ def get_text(transcript_id: str, who: Annotated[Caller, Depends(caller)],
 @router.get("/transcripts/{transcript_id}/lines", response_model=LinesOut, dependencies=[reads("transcripts")])
 def get_lines(transcript_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
               first: Annotated[int, Query(alias="from", ge=1, le=2**31 - 1)] = 1,
-              last: Annotated[int | None, Query(alias="to", ge=1, le=2**31 - 1)] = None) -> LinesOut:
+              last: Annotated[int | None, Query(alias="to", ge=1, le=2**31 - 1)] = None,
+              as_of: Annotated[AsOf, Query()] = None) -> LinesOut:
+    position = resolve_as_of(db, who.tenant, as_of)
     with db.connect() as conn:
         _visible(conn, who.tenant, transcript_id)
-        s = transcript_lines(conn, who.tenant, transcript_id, first, last)
+        s = transcript_lines(conn, who.tenant, transcript_id, first, last, position)
     return LinesOut(**s.__dict__)
 
 
@@ -165,11 +171,12 @@ def get_lines(transcript_id: str, who: Annotated[Caller, Depends(caller)], db: A
 def get_chunk(transcript_id: str, ord_: int, who: Annotated[Caller, Depends(caller)],
               db: Annotated[Engine, Depends(engine)],
               content_hash: Annotated[str | None, Query(max_length=64)] = None,
-              recall_id: uuid.UUID | None = None) -> ChunkDrillOut:
+              recall_id: uuid.UUID | None = None, as_of: Annotated[AsOf, Query()] = None) -> ChunkDrillOut:
     check_id(transcript_id)
+    frame = TimeFrame(as_of=resolve_as_of(db, who.tenant, as_of))
     with db.connect() as conn:
         policy = policy_of(conn, who.tenant)  # the drill answers an excluded transcript's chunk as an unknown one
-    done = drill_chunk(db, who.tenant, transcript_id, ord_, policy, who.metadata(), content_hash, recall_id)
+    done = drill_chunk(db, who.tenant, transcript_id, ord_, policy, who.metadata(), content_hash, recall_id, frame)
     return ChunkDrillOut(chunk=ChunkOut(**done.chunk), drill_id=done.drill_id, position=done.position)
 
 

@@ -30,24 +30,36 @@ from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import SECTION_KEYWORD
 from recall.relevance import scale
 from recall.scope import Scope
+from recall.timeframe import NOW, SECTION_VERSIONS, TimeFrame
 from recall.vector import SECTION_VECTORS
 
 KNOWLEDGE = "knowledge"
-SECTION_LEG = HybridLeg(SECTION_KEYWORD, SECTION_VECTORS, RECALLED, HISTORY)
+SECTION_LEG = HybridLeg(SECTION_KEYWORD, SECTION_VECTORS, RECALLED, HISTORY, versions=SECTION_VERSIONS)
 
 _COLUMNS = ("s.section_id, s.project, s.path, s.heading_path, s.ordinal, s.content_hash, s.version, s.text, s.title,"
             " s.tags, s.status, s.ref_count, s.last_referenced_at")
-_ROWS = text(f"SELECT {_COLUMNS} FROM knowledge_sections s WHERE s.tenant = :tenant AND s.section_id = ANY(:ids)")
-_HAS_DATA = text("""
-SELECT EXISTS (SELECT 1 FROM knowledge_sections WHERE tenant = :tenant AND status = ANY(:statuses)
-               AND (CAST(:project AS text) IS NULL OR project = :project))
-""")
-_CURRENT = text(f"""
-SELECT {_COLUMNS} FROM knowledge_sections s
-WHERE s.tenant = :tenant AND s.document_id = :document_id AND s.heading_path = :heading_path
-  AND s.status = ANY(:live)
-ORDER BY s.version DESC LIMIT 1
-""")
+
+
+def _rows(frame: TimeFrame) -> Any:
+    return text(f"SELECT {_COLUMNS} FROM {frame.units(SECTION_VERSIONS)} s"
+                " WHERE s.tenant = :tenant AND s.section_id = ANY(:ids)")
+
+
+def _has_data(frame: TimeFrame) -> Any:
+    return text(f"""
+    SELECT EXISTS (SELECT 1 FROM {frame.units(SECTION_VERSIONS)} s WHERE s.tenant = :tenant
+                   AND s.status = ANY(:statuses) AND (CAST(:project AS text) IS NULL OR s.project = :project))
+    """)
+
+
+def _current(frame: TimeFrame) -> Any:
+    """The live section at a (document, heading path), now or as of the frame."""
+    return text(f"""
+    SELECT {_COLUMNS} FROM {frame.units(SECTION_VERSIONS)} s
+    WHERE s.tenant = :tenant AND s.document_id = :document_id AND s.heading_path = :heading_path
+      AND s.status = ANY(:live)
+    ORDER BY s.version DESC LIMIT 1
+    """)
 
 
 def _scope(scope: Scope) -> Scope:
@@ -86,12 +98,12 @@ def section_out(row: Any) -> dict[str, Any]:
 
 class KnowledgeDomain:
     name = KNOWLEDGE
-    times: tuple[str, ...] = ()  # a document has no valid time, and its versions are not kept as of a position
+    times: tuple[str, ...] = ("recorded",)  # no valid time; knowledge_section_versions (as_of)
     read_models = ("knowledge",)  # what a read of it waits for (min_position); section vectors come lazily
 
-    def has_data(self, conn: Connection, scope: Scope) -> bool:
-        return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant, "statuses": list(RECALLED),
-                                             "project": scope.project}).scalar_one())
+    def has_data(self, conn: Connection, scope: Scope, frame: TimeFrame = NOW) -> bool:
+        return bool(conn.execute(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),
+                                                    "project": scope.project, **frame.params()}).scalar_one())
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = get_settings()
@@ -101,14 +113,16 @@ class KnowledgeDomain:
         n = pool_size(settings, q, gated_per_item=True)
         with engine.connect() as conn:
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            if not self.has_data(conn, scope) and not q.include_history:
+            if not self.has_data(conn, scope, q.frame) and not q.include_history:
                 return DomainAnswer([], "no data")
-            legs = gather(conn, scope, SECTION_LEG, tokenize(q.query), q.query_vector, n, settings, statuses,
-                          *_gate_sql(q.policy))
+            gate, gate_params = _gate_sql(q.policy)
+            legs = gather(conn, scope, SECTION_LEG.framed(q.frame), tokenize(q.query), q.query_vector, n, settings,
+                          statuses, gate, {**gate_params, **q.frame.params()})
             ids = legs.ids
             if not ids:
                 return DomainAnswer([], "no match")
-            rows = {r.section_id: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids})}
+            rows = {r.section_id: r for r in conn.execute(_rows(q.frame), {"tenant": scope.tenant, "ids": ids,
+                                                                           **q.frame.params()})}
         allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i])]
         grade = scale(KNOWLEDGE, settings.embedding_model)
         hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
@@ -122,19 +136,20 @@ class KnowledgeDomain:
         hits.sort(key=lambda h: (-h.relevance, -h.score, h.handle["path"], h.handle["heading_path"]))
         return answer(hits, q.k, len(ids), len(allowed))
 
-    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:
-        """{"section": the exact section the handle names (any status), "current": the section now at its
-        (document, heading path) or None, "current_differs": whether that text differs}; None when unknown or
-        excluded."""
+    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy,
+              frame: TimeFrame = NOW) -> Any:
+        """{"section": the exact section the handle names (any status), "current": the section now (or as of the
+        frame) at its (document, heading path) or None, "current_differs": whether that text differs}; None when
+        unknown (as of the frame: not put yet) or excluded."""
         sid = handle_section(scope.tenant, handle)
         if sid is None:
             return None
-        row = conn.execute(_ROWS, {"tenant": scope.tenant, "ids": [sid]}).first()
+        row = conn.execute(_rows(frame), {"tenant": scope.tenant, "ids": [sid], **frame.params()}).first()
         if row is None or excluded(policy, row):
             return None
-        current = conn.execute(_CURRENT, {"tenant": scope.tenant, "heading_path": row.heading_path,
-                                          "document_id": document_stream(row.project, row.path),
-                                          "live": list(LIVE)}).first()
+        current = conn.execute(_current(frame), {"tenant": scope.tenant, "heading_path": row.heading_path,
+                                                 "document_id": document_stream(row.project, row.path),
+                                                 "live": list(LIVE), **frame.params()}).first()
         if current is not None and excluded(policy, current):
             current = None
         return {"section": section_out(row), "current": section_out(current) if current is not None else None,

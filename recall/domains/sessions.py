@@ -42,16 +42,28 @@ from recall.keyword import KeywordTables, bm25_top
 from recall.relevance import scale
 from recall.scope import Scope
 from recall.session_queries import MESSAGE_COLUMNS, excluded, message_out, message_row, windows
+from recall.timeframe import MESSAGE_VERSIONS, NOW, TimeFrame
 
 SESSIONS = "sessions"
 SESSION_KEYWORD = KeywordTables("session_postings", "session_terms", "session_stats", "session_messages",
                                 "message_uid", "d.status = ANY(:statuses)")
 RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
 HISTORY = ("archived",)  # answered only when history is asked for, scored ×HISTORY_FACTOR
-_ROWS = text(f"""
-SELECT m.message_uid, m.distinct_terms, m.status, {MESSAGE_COLUMNS} FROM session_messages m
-WHERE m.tenant = :tenant AND m.message_uid = ANY(:uids) AND m.sent
-""")
+
+
+def _rows(frame: TimeFrame) -> Any:
+    return text(f"""
+    SELECT m.message_uid, m.distinct_terms, m.status, {MESSAGE_COLUMNS} FROM {frame.units(MESSAGE_VERSIONS)} m
+    WHERE m.tenant = :tenant AND m.message_uid = ANY(:uids) AND m.sent
+    """)
+
+
+def _keyword(frame: TimeFrame) -> tuple[KeywordTables, str]:
+    """The BM25 tables and the filter on d for a recall of sent messages, now or as of the frame (the status and
+    the sent mark of each message's version then)."""
+    if frame.as_of is None:
+        return SESSION_KEYWORD, "d.sent"
+    return replace(SESSION_KEYWORD, status_filter=MESSAGE_VERSIONS.status_as_of("d", " AND x.sent")), "TRUE"
 
 
 def _scope(scope: Scope, policy: PrivacyPolicy) -> Scope:
@@ -79,7 +91,7 @@ def _history_scored(ranked: list[MixRanked], status: dict[tuple[str, int], str])
 class SessionsDomain:
     name = SESSIONS
     read_models = ("sessions",)  # what a read of it waits for (min_position)
-    times = ("valid",)  # a message's created_at
+    times = ("valid", "recorded")  # a message's created_at; session_message_versions (as_of)
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         where, params = _scope(scope, scope.policy).where("s")
@@ -95,11 +107,13 @@ class SessionsDomain:
             if not self.has_data(conn, scope):
                 return DomainAnswer([], "no data")
             statuses = RECALLED + HISTORY if q.include_history else RECALLED
-            bm25 = bm25_top(conn, scope, tokenize(q.query), n, s.bm25_k1, s.bm25_b, statuses, SESSION_KEYWORD,
-                            "d.sent" + q.frame.valid_sql("d.created_at"), q.frame.params())
+            tables, sent = _keyword(q.frame)
+            bm25 = bm25_top(conn, scope, tokenize(q.query), n, s.bm25_k1, s.bm25_b, statuses, tables,
+                            sent + q.frame.valid_sql("d.created_at"), q.frame.params())
             if not bm25:
                 return DomainAnswer([], "no match")
-            rows = {r.message_uid: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "uids": list(bm25)})}
+            rows = {r.message_uid: r for r in conn.execute(_rows(q.frame), {"tenant": scope.tenant,
+                                                                            "uids": list(bm25), **q.frame.params()})}
             allowed = [r for uid, r in rows.items() if not excluded(q.policy, r)]
             ranked = mix_rank([MixCandidate(r.session_id, r.seq, bm25[r.message_uid], r.created_at, r.distinct_terms)
                                for r in allowed], q.now,
@@ -107,7 +121,7 @@ class SessionsDomain:
                               s.session_recency_half_life_days, s.session_richness_terms)
             ranked = _history_scored(ranked, {(r.session_id, r.seq): r.status for r in allowed})[:q.k]
             fetched = windows(conn, scope.tenant, [(h.candidate.session_id, h.candidate.seq) for h in ranked],
-                              s.session_window)
+                              s.session_window, q.frame)
         hit_rows = {(r.session_id, r.seq): r for r in allowed}
         by_seq: dict[tuple[str, int], Any] = {}
         spans = []
@@ -138,16 +152,17 @@ class SessionsDomain:
         reason = None if results else ("excluded" if rows and not allowed else "no match")
         return DomainAnswer(results, reason, {"candidates": len(bm25), "gated": len(rows) - len(allowed)})
 
-    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:
-        """{"message": the sent message the handle names, "window": its window in order}; None when unknown,
-        pending or excluded."""
+    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy,
+              frame: TimeFrame = NOW) -> Any:
+        """{"message": the sent message the handle names, "window": its window in order}, now or as of the frame;
+        None when unknown, pending or excluded (then)."""
         session_id, message_id = handle.get("session_id"), handle.get("message_id")
         if not isinstance(session_id, str) or not isinstance(message_id, str):
             return None
-        row = message_row(conn, scope.tenant, session_id, message_id)
+        row = message_row(conn, scope.tenant, session_id, message_id, frame)
         if row is None or not row.sent or excluded(policy, row):
             return None
-        [window] = windows(conn, scope.tenant, [(session_id, row.seq)], get_settings().session_window)
+        [window] = windows(conn, scope.tenant, [(session_id, row.seq)], get_settings().session_window, frame)
         return {"message": message_out(row), "window": _window_out(window)}
 
 

@@ -30,7 +30,7 @@ from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
-from recall.timeframe import TimeFrame
+from recall.timeframe import CHUNK_VERSIONS, NOW, TimeFrame
 from recall.vector import VectorTable
 
 TRANSCRIPTS = "transcripts"
@@ -42,23 +42,30 @@ CHUNK_KEYWORD = KeywordTables("transcript_postings", "transcript_terms", "transc
 # Chunks are embedded lazily (projections/transcript_vectors.py): the vector leg covers exactly the embedded ones.
 CHUNK_VECTORS = VectorTable("transcript_chunk_vectors", "chunk_id", "d.status = ANY(:statuses)",
                             scoped_by="transcript_chunks")
-CHUNK_LEG = HybridLeg(CHUNK_KEYWORD, CHUNK_VECTORS, RECALLED, HISTORY)
+CHUNK_LEG = HybridLeg(CHUNK_KEYWORD, CHUNK_VECTORS, RECALLED, HISTORY, versions=CHUNK_VERSIONS)
 
 _COLUMNS = ("c.chunk_id, c.transcript_id, c.ord, c.content_hash, c.version, c.text, c.first_line, c.last_line,"
             " c.first_turn, c.last_turn, c.started_at, c.ended_at, c.status, c.ref_count")
-_ROWS = text(f"SELECT {_COLUMNS} FROM transcript_chunks c WHERE c.tenant = :tenant AND c.chunk_id = ANY(:ids)")
-_HAS_DATA = text("""
-SELECT EXISTS (SELECT 1 FROM transcript_chunks WHERE tenant = :tenant AND status = ANY(:statuses))
-""")
+
+
+def _rows(frame: TimeFrame) -> Any:
+    return text(f"SELECT {_COLUMNS} FROM {frame.units(CHUNK_VERSIONS)} c"
+                " WHERE c.tenant = :tenant AND c.chunk_id = ANY(:ids)")
+
+
+def _has_data(frame: TimeFrame) -> Any:
+    return text(f"SELECT EXISTS (SELECT 1 FROM {frame.units(CHUNK_VERSIONS)} c WHERE c.tenant = :tenant"
+                " AND c.status = ANY(:statuses))")
 
 
 def _gate_sql(policy: PrivacyPolicy, frame: TimeFrame) -> tuple[str, dict[str, object]]:
-    """The privacy gate's and the valid-time filter's SQL on d (transcript_chunks)."""
+    """The privacy gate's and the valid-time filter's SQL on d (transcript_chunks), and their parameters with the
+    frame's (an as_of leg's status filter binds :tf_as_of)."""
     sql, params = "TRUE" + frame.span_sql("d.started_at", "d.ended_at"), frame.params()
     if policy.exclude_sessions:
         sql += " AND NOT d.transcript_id = ANY(:x_transcripts)"
         params["x_transcripts"] = list(policy.exclude_sessions)
-    return ("", {}) if sql == "TRUE" else (sql, params)
+    return ("" if sql == "TRUE" else sql), params
 
 
 def excluded(policy: PrivacyPolicy, transcript_id: str) -> bool:
@@ -80,10 +87,13 @@ def chunk_out(row: Any) -> dict[str, Any]:
 class TranscriptsDomain:
     name = TRANSCRIPTS
     read_models = ("transcripts",)  # what a read of it waits for (min_position); chunk vectors lazily
-    times = ("valid",)  # a chunk's [started_at, ended_at]: one with no start answers no dated recall
+    # valid: a chunk's [started_at, ended_at] (one with no start answers no dated recall); recorded:
+    # transcript_chunk_versions (as_of)
+    times = ("valid", "recorded")
 
-    def has_data(self, conn: Connection, scope: Scope) -> bool:
-        return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant, "statuses": list(RECALLED)}).scalar_one())
+    def has_data(self, conn: Connection, scope: Scope, frame: TimeFrame = NOW) -> bool:
+        return bool(conn.execute(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),
+                                                    **frame.params()}).scalar_one())
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = get_settings()
@@ -92,14 +102,15 @@ class TranscriptsDomain:
         n = pool_size(settings, q, gated_per_item=False)
         with engine.connect() as conn:
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            if not self.has_data(conn, scope) and not q.include_history:
+            if not self.has_data(conn, scope, q.frame) and not q.include_history:
                 return DomainAnswer([], "no data")
-            legs = gather(conn, scope, CHUNK_LEG, tokenize(q.query), q.query_vector, n, settings, statuses,
-                          *_gate_sql(q.policy, q.frame))
+            legs = gather(conn, scope, CHUNK_LEG.framed(q.frame), tokenize(q.query), q.query_vector, n, settings,
+                          statuses, *_gate_sql(q.policy, q.frame))
             ids = legs.ids
             if not ids:
                 return DomainAnswer([], "no match")
-            rows = {r.chunk_id: r for r in conn.execute(_ROWS, {"tenant": scope.tenant, "ids": ids})}
+            rows = {r.chunk_id: r for r in conn.execute(_rows(q.frame), {"tenant": scope.tenant, "ids": ids,
+                                                                         **q.frame.params()})}
         allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i].transcript_id)]
         grade = scale(TRANSCRIPTS, settings.embedding_model)
         hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
@@ -113,13 +124,14 @@ class TranscriptsDomain:
         hits.sort(key=lambda h: (-h.score, h.handle["transcript_id"], h.handle["ord"]))
         return answer(hits, q.k, len(ids), len(allowed))
 
-    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:
-        """The exact chunk the handle names (any status: an old handle still answers its text), as chunk_out, or
-        None when unknown or excluded."""
+    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy,
+              frame: TimeFrame = NOW) -> Any:
+        """The exact chunk the handle names (any status: an old handle still answers its text), as chunk_out (as
+        it stood at the frame's as_of), or None when unknown (then) or excluded."""
         cid = handle_chunk(scope.tenant, handle)
         if cid is None or excluded(policy, handle["transcript_id"]):
             return None
-        row = conn.execute(_ROWS, {"tenant": scope.tenant, "ids": [cid]}).first()
+        row = conn.execute(_rows(frame), {"tenant": scope.tenant, "ids": [cid], **frame.params()}).first()
         return chunk_out(row) if row is not None else None
 
 

@@ -28,6 +28,7 @@ from engramlog_client.models import (
     TranscriptWritten,
 )
 
+from domain.knowledge.sections import PATH_SEPARATOR
 from projections.registry import PROJECTORS
 from projections.runner import catch_up
 
@@ -108,6 +109,31 @@ def test_transcripts(sdk: Engramlog, engine) -> None:
     with pytest.raises(InvalidRequestError) as bad:
         sdk.transcript_lines("t-kayak", 13)
     assert bad.value.status == 422
+
+
+def test_drills_as_of_a_position(sdk: Engramlog, engine) -> None:
+    """Every drill takes as_of: the document, section, transcript (text, lines, chunk) and session messages as they
+    stood at a log position; what was not recorded yet is NotFoundError."""
+    first = sdk.put_document("asof.md", "# A\n\n## Boat\nThe boat is Albatross.\n")
+    sdk.put_transcript("t-asof", TRANSCRIPT)
+    said = sdk.append_messages("s-asof", [{"role": "user", "content": "gate code 7741", "message_id": "m1"}])
+    then = said.position
+    sdk.put_document("asof.md", "# A\n\n## Boat\nThe boat is Petrel.\n")
+    sdk.put_transcript("t-asof", TRANSCRIPT + "[2026-02-01T09:01:00Z] USER: and the ferry at dawn\r\n")
+    sdk.append_messages("s-asof", [{"role": "user", "content": "gate code 9902", "message_id": "m2"}])
+    for name in ("knowledge", "transcripts", "sessions"):
+        catch_up(engine, PROJECTORS[name], 500, max_seconds=60)
+    assert sdk.get_document("asof.md").version == 2
+    assert "Albatross" in sdk.get_document("asof.md", as_of=then).content
+    assert "Albatross" in sdk.get_section("asof.md", f"A{PATH_SEPARATOR}Boat", as_of=then).section.text
+    assert sdk.transcript("t-asof", as_of=then).text == TRANSCRIPT
+    assert sdk.transcript_lines("t-asof", 1, as_of=then).lines_total == 12
+    assert "ferry" not in sdk.transcript_chunk("t-asof", 0, as_of=then).chunk.text
+    assert [m.message_id for m in sdk.session_messages("s-asof", as_of=then).messages] == ["m1"]
+    with pytest.raises(NotFoundError):
+        sdk.get_document("asof.md", as_of=first.position - 1)
+    with pytest.raises(NotFoundError):
+        sdk.session_messages("s-asof", as_of=first.position - 1)
 
 
 def test_code(sdk: Engramlog, engine) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -72,9 +73,10 @@ def put_document(path: str, content: str, title: str | None = None, tags: Sequen
                 wrote=lambda out: [out.position])
 
 
-def get_document(path: str, project: str | None, version: int | None) -> Call[Document]:
+def get_document(path: str, project: str | None, version: int | None,
+                 as_of: int | datetime | None = None) -> Call[Document]:
     return Call("GET", f"/v1/knowledge/{_doc_path(path)}", model(Document),
-                params=query_params(project=project, version=version), reads_own_writes=True)
+                params=query_params(project=project, version=version, as_of=as_of), reads_own_writes=True)
 
 
 def delete_document(path: str, project: str | None) -> Call[DocumentWritten]:
@@ -95,10 +97,11 @@ def list_documents(project: str | None, prefix: str | None, after: str | None,
 
 
 def get_section(path: str, heading_path: str, project: str | None, content_hash: str | None, version: int | None,
-                recall_id: uuid.UUID | str | None, min_position: int | None = None) -> Call[Drilled]:
+                recall_id: uuid.UUID | str | None, min_position: int | None = None,
+                as_of: int | datetime | None = None) -> Call[Drilled]:
     return Call("GET", "/v1/knowledge-sections", model(Drilled), params=query_params(
         path=path, heading_path=heading_path, project=project, content_hash=content_hash, version=version,
-        recall_id=recall_id, min_position=min_position), reads_own_writes=True)
+        recall_id=recall_id, min_position=min_position, as_of=as_of), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ imports
@@ -128,7 +131,7 @@ def list_transcripts(after: str | None, limit: int | None) -> Call[TranscriptsLi
                 reads_own_writes=True)
 
 
-def transcript(transcript_id: str) -> Call[TranscriptText]:
+def transcript(transcript_id: str, as_of: int | datetime | None = None) -> Call[TranscriptText]:
     def parse(response: httpx.Response) -> TranscriptText:
         h = response.headers
         return TranscriptText.model_validate({
@@ -136,18 +139,21 @@ def transcript(transcript_id: str) -> Call[TranscriptText]:
             "content_hash": h.get("x-content-hash"), "format": h.get("x-transcript-format"),
             "text": response.content.decode("utf-8")})  # the bytes as put: never re-guessed from the headers
 
-    return Call("GET", f"/v1/transcripts/{segment(transcript_id)}", parse, reads_own_writes=True)
+    return Call("GET", f"/v1/transcripts/{segment(transcript_id)}", parse, params=query_params(as_of=as_of),
+                reads_own_writes=True)
 
 
-def transcript_lines(transcript_id: str, first: int | None, last: int | None) -> Call[TranscriptLines]:
+def transcript_lines(transcript_id: str, first: int | None, last: int | None,
+                     as_of: int | datetime | None = None) -> Call[TranscriptLines]:
     return Call("GET", f"/v1/transcripts/{segment(transcript_id)}/lines", model(TranscriptLines),
-                params=query_params(**{"from": first, "to": last}), reads_own_writes=True)
+                params=query_params(**{"from": first, "to": last, "as_of": as_of}), reads_own_writes=True)
 
 
 def transcript_chunk(transcript_id: str, ord_: int, content_hash: str | None,
-                     recall_id: uuid.UUID | str | None) -> Call[ChunkDrilled]:
+                     recall_id: uuid.UUID | str | None, as_of: int | datetime | None = None) -> Call[ChunkDrilled]:
     return Call("GET", f"/v1/transcripts/{segment(transcript_id)}/chunks/{int(ord_)}", model(ChunkDrilled),
-                params=query_params(content_hash=content_hash, recall_id=recall_id), reads_own_writes=True)
+                params=query_params(content_hash=content_hash, recall_id=recall_id, as_of=as_of),
+                reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ code
@@ -212,9 +218,9 @@ def list_sessions(agent_id: str | None, project: str | None, cursor: str | None,
 
 
 def session_messages(session_id: str, after_seq: int | None, limit: int | None,
-                     include_unsent: bool) -> Call[MessagesPage]:
+                     include_unsent: bool, as_of: int | datetime | None = None) -> Call[MessagesPage]:
     return Call("GET", f"{_session(session_id)}/messages", model(MessagesPage), params=query_params(
-        after_seq=after_seq, limit=limit, include_unsent=include_unsent or None), reads_own_writes=True)
+        after_seq=after_seq, limit=limit, include_unsent=include_unsent or None, as_of=as_of), reads_own_writes=True)
 
 
 def resume_context(session_id: str, budget_tokens: int | None,

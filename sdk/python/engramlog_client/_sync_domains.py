@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from engramlog_client import _calls_domains as calls
@@ -44,8 +45,11 @@ class DomainMethods:
         """Put a document's content at its path (unchanged content: nothing appended, `changed` False)."""
         return self.send(calls.put_document(path, content, title, tags, metadata, project))
 
-    def get_document(self, path: str, *, project: str | None = None, version: int | None = None) -> Document:
-        return self.send(calls.get_document(path, project, version))
+    def get_document(self, path: str, *, project: str | None = None, version: int | None = None,
+                     as_of: int | datetime | None = None) -> Document:
+        """The document now (or at `version`); `as_of` (a log position or an aware datetime): as it stood then
+        (NotFoundError if not yet recorded)."""
+        return self.send(calls.get_document(path, project, version, as_of))
 
     def delete_document(self, path: str, *, project: str | None = None) -> DocumentWritten:
         """Retire a document (its sections stay as history)."""
@@ -61,10 +65,12 @@ class DomainMethods:
 
     def get_section(self, path: str, heading_path: str, *, project: str | None = None,
                     content_hash: str | None = None, version: int | None = None,
-                    recall_id: uuid.UUID | str | None = None, min_position: int | None = None) -> Drilled:
-        """The drill: the exact section a recall result's handle names."""
+                    recall_id: uuid.UUID | str | None = None, min_position: int | None = None,
+                    as_of: int | datetime | None = None) -> Drilled:
+        """The drill: the exact section a recall result's handle names; `as_of` (a log position or an aware datetime):
+        as it stood then (NotFoundError if not yet recorded)."""
         return self.send(calls.get_section(path, heading_path, project, content_hash, version, recall_id,
-                                           min_position))
+                                           min_position, as_of))
 
     # -------------------------------------------------------------------------------------------- imports
 
@@ -89,18 +95,23 @@ class DomainMethods:
         """The tenant's transcripts by id; pass `after=page.next_after` for the next page."""
         return self.send(calls.list_transcripts(after, limit))
 
-    def transcript(self, transcript_id: str) -> TranscriptText:
-        """The current version's text, byte for byte the last put, with its version and content hash."""
-        return self.send(calls.transcript(transcript_id))
+    def transcript(self, transcript_id: str, *, as_of: int | datetime | None = None) -> TranscriptText:
+        """The current version's text, byte for byte the last put, with its version and content hash; `as_of`: the
+        version held then."""
+        return self.send(calls.transcript(transcript_id, as_of))
 
-    def transcript_lines(self, transcript_id: str, first: int = 1, last: int | None = None) -> TranscriptLines:
-        """Lines `first`..`last` (1-based, inclusive; default: to the end) of the current version, exactly."""
-        return self.send(calls.transcript_lines(transcript_id, first, last))
+    def transcript_lines(self, transcript_id: str, first: int = 1, last: int | None = None, *,
+                         as_of: int | datetime | None = None) -> TranscriptLines:
+        """Lines `first`..`last` (1-based, inclusive; default: to the end) of the current version (`as_of`: of the
+        version held then), exactly."""
+        return self.send(calls.transcript_lines(transcript_id, first, last, as_of))
 
     def transcript_chunk(self, transcript_id: str, ord: int, *, content_hash: str | None = None,  # noqa: A002
-                         recall_id: uuid.UUID | str | None = None) -> ChunkDrilled:
-        """The drill: the chunk at `ord` (with a result handle's `content_hash`: that exact chunk)."""
-        return self.send(calls.transcript_chunk(transcript_id, ord, content_hash, recall_id))
+                         recall_id: uuid.UUID | str | None = None,
+                         as_of: int | datetime | None = None) -> ChunkDrilled:
+        """The drill: the chunk at `ord` (with a result handle's `content_hash`: that exact chunk); `as_of` (a log
+        position or an aware datetime): as it stood then (NotFoundError if not yet recorded)."""
+        return self.send(calls.transcript_chunk(transcript_id, ord, content_hash, recall_id, as_of))
 
     # -------------------------------------------------------------------------------------------- code
 
@@ -142,9 +153,10 @@ class DomainMethods:
         return self.send(calls.list_sessions(agent_id, project, cursor, limit))
 
     def session_messages(self, session_id: str, *, after_seq: int | None = None, limit: int | None = None,
-                         include_unsent: bool = False) -> MessagesPage:
-        """A page of a session's messages in order; pass `after_seq=page.next_after_seq` for the next."""
-        return self.send(calls.session_messages(session_id, after_seq, limit, include_unsent))
+                         include_unsent: bool = False, as_of: int | datetime | None = None) -> MessagesPage:
+        """A page of a session's messages in order; pass `after_seq=page.next_after_seq` for the next; `as_of`:
+        those appended (and sent) by then."""
+        return self.send(calls.session_messages(session_id, after_seq, limit, include_unsent, as_of))
 
     def iter_session_messages(self, session_id: str, *, include_unsent: bool = False,
                               limit: int | None = None) -> Iterator[SessionMessage]:

@@ -106,7 +106,7 @@ class MultiRecallIn(Request):
     min_position: int | None = None
     since: ValidTime = None  # valid time (knowledge and code have none: they answer nothing under it)
     until: ValidTime = None
-    as_of: int | datetime | None = None  # recorded time (the memories domain; the others answer nothing under it)
+    as_of: int | datetime | None = None  # recorded time (memories, knowledge, sessions, transcripts; see docs)
 
 
 class DomainResult(Response):

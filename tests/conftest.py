@@ -37,6 +37,9 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("ENGRAMLOG_POLL_INTERVAL_S", "0.5")
     os.environ.setdefault("ENGRAMLOG_WORKER_HEARTBEAT_S", "1")
+    # Dramatiq's idle consumer polls Redis with a backoff up to its worker timeout (1000 ms by default): a write's
+    # wake-up then waits up to a second for the worker, and a stopping worker as long. 100 ms in the tests.
+    os.environ.setdefault("dramatiq_worker_timeout", "100")
     os.environ.setdefault("ENGRAMLOG_MIN_POSITION_WAIT_S", "30")  # a cold worker on a slow CI machine
     data_dir = Path(tempfile.mkdtemp(prefix="engramlog-test-"))
     _STATE["data_dir"] = data_dir

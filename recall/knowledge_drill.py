@@ -17,10 +17,10 @@ from domain.privacy import PrivacyPolicy, document_excluded
 from eventstore.append import append
 from eventstore.stream import first_of_type
 from infra.wake import appended
+from recall.document_log import document_at, unknown_document
 from recall.domains.knowledge import KNOWLEDGE, KnowledgeDomain
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
-from services.knowledge import document_at, unknown_document
 
 
 @dataclass(frozen=True)

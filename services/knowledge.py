@@ -19,7 +19,6 @@ from domain.events import (
     DocumentPut,
     DocumentRetired,
     NewEvent,
-    RecordedEvent,
     document_stream,
     has_lone_surrogate,
     validate_payload,
@@ -29,10 +28,9 @@ from domain.knowledge.sections import split_sections
 from domain.privacy import NO_POLICY, PrivacyPolicy, document_excluded
 from domain.text import content_hash, has_nul
 from eventstore.append import append
-from eventstore.read import Checkpoint
-from eventstore.stream import last_event, stream_event, stream_heads
 from infra.settings import get_settings
 from infra.wake import appended
+from recall.document_log import current_document, unknown_document
 
 
 @dataclass(frozen=True)
@@ -76,31 +74,6 @@ def _checked(doc: DocumentInput) -> dict[str, Any]:
         "tags": list(doc.tags), "metadata": doc.metadata, "project": doc.project or None})
 
 
-@dataclass(frozen=True)
-class _Current:
-    head: int  # the stream's version (0: no such document)
-    put: RecordedEvent | None  # the latest DocumentPut
-    retired: bool
-
-
-def _last_event(conn: Connection, tenant: str, stream: str) -> RecordedEvent | None:
-    head = stream_heads(conn, tenant, [stream], [], Checkpoint(0, 0)).get(stream)
-    return None if head is None else stream_event(conn, tenant, stream, head.version)
-
-
-def _current(conn: Connection, tenant: str, stream: str, as_of: int | None = None) -> _Current:
-    """The document now, or as of a log position (its stream's events up to it)."""
-    last = _last_event(conn, tenant, stream) if as_of is None else last_event(conn, tenant, stream, as_of)
-    if last is None:
-        return _Current(0, None, False)
-    if last.is_a(DocumentPut):
-        return _Current(last.stream_version, last, False)
-    # Retired: the put before it (a retire is only ever appended after a put).
-    put = next((e for v in range(last.stream_version - 1, 0, -1)
-                if (e := stream_event(conn, tenant, stream, v)) is not None and e.is_a(DocumentPut)), None)
-    return _Current(last.stream_version, put, True)
-
-
 _SAME = ("content_hash", "title", "tags", "metadata")
 
 
@@ -124,7 +97,7 @@ def _plan(conn: Connection, tenant: str, data: dict[str, Any],
     if document_excluded(policy, data["path"], data.get("tags") or (), data["project"]):
         raise _Excluded(data["path"])
     stream = document_stream(data["project"], data["path"])
-    cur = _current(conn, tenant, stream)
+    cur = current_document(conn, tenant, stream)
     if cur.put is not None and document_excluded(policy, data["path"], cur.put.data.get("tags") or (),
                                                  data["project"]):
         raise _Excluded(data["path"])  # the document as it stands is hidden: its version and hash are not told
@@ -181,7 +154,7 @@ def retire_document(engine: Engine, tenant: str, path: str, project: str | None,
     data = validate_payload(DocumentRetired, {"path": path, "project": project or None, "reason": reason})
     stream = document_stream(data["project"], path)
     with engine.begin() as conn:
-        cur = _current(conn, tenant, stream)
+        cur = current_document(conn, tenant, stream)
         if cur.put is None:
             raise NotFound(unknown_document(path, project=project))
         hash_ = cur.put.data["content_hash"]
@@ -191,42 +164,3 @@ def retire_document(engine: Engine, tenant: str, path: str, project: str | None,
                                                     expected_version=cur.head)], metadata)
     appended(1)
     return DocumentWritten(path, data["project"], cur.head + 1, hash_, True, 0, 0, position)
-
-
-@dataclass(frozen=True)
-class DocumentVersion:
-    path: str
-    project: str | None
-    version: int  # the version answered (its DocumentPut's stream version)
-    current_version: int  # the document's stream head
-    retired: bool  # the document is retired now
-    content: str
-    content_hash: str
-    title: str | None
-    tags: list[str]
-    metadata: dict[str, Any]
-
-
-def unknown_document(path: str, version: int | None = None, project: str | None = None) -> str:
-    """What a read (`version`) or a retire (`project`) answers for a document there is none of: also what the
-    privacy gate answers for an excluded one, so the answer tells nothing of it."""
-    return (f"no document at {path!r}" + (f" version {version}" if version is not None else "")
-            + (f" in project {project!r}" if project else ""))
-
-
-def document_at(conn: Connection, tenant: str, path: str, project: str | None,
-                version: int | None = None, as_of: int | None = None) -> DocumentVersion:
-    """A document as its log says: its current version (the latest put) or the put at `version`; `as_of` a log
-    position, as it stood then (current_version and retired as of then; a version put later is unknown). 404
-    otherwise."""
-    problem = path_problem(path)
-    if problem:
-        raise InvalidPayload(f"path {path!r}: {problem}")
-    stream = document_stream(project or None, path)
-    cur = _current(conn, tenant, stream, as_of)
-    event = cur.put if version is None else stream_event(conn, tenant, stream, version)
-    if event is None or not event.is_a(DocumentPut) or event.stream_version > cur.head:
-        raise NotFound(unknown_document(path, version))
-    d = event.data
-    return DocumentVersion(path, d.get("project"), event.stream_version, cur.head, cur.retired, d["content"],
-                           d["content_hash"], d.get("title"), list(d.get("tags") or []), dict(d.get("metadata") or {}))

@@ -44,6 +44,7 @@ from api.read_your_writes import reads
 from api.schemas import AsOf
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import PrivacyPolicy, document_excluded
+from recall.document_log import document_at, unknown_document
 from recall.knowledge_documents import list_documents
 from recall.knowledge_drill import drill
 from recall.privacy import policy_of
@@ -51,11 +52,9 @@ from recall.timeframe import TimeFrame, resolve_as_of
 from services.knowledge import (
     DocumentInput,
     DocumentWritten,
-    document_at,
     put_document,
     put_documents,
     retire_document,
-    unknown_document,
 )
 
 router = APIRouter(prefix="/v1", tags=["knowledge"])

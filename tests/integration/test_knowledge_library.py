@@ -16,8 +16,9 @@ from domain.text import tokenize
 from eventstore.append import append
 from projections.knowledge import KnowledgeProjector
 from projections.runner import catch_up
+from recall.document_log import document_at
 from services.append_events import EventInput, append_events
-from services.knowledge import DocumentInput, document_at, put_document, put_documents, retire_document
+from services.knowledge import DocumentInput, put_document, put_documents, retire_document
 
 META = {"actor": "test", "source": "test"}
 DOC_V1 = "# Deploys\nhow we ship\n\n## Rollback\nrun `deploy --undo`\r\n\n## Canary\nship to 5% first\n"

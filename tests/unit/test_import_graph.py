@@ -14,9 +14,8 @@ PACKAGES = ("domain", "eventstore", "infra", "services", "projections", "recall"
 READ_SIDE = ("recall", "deep_recall", "mcp_server")
 WRITE_SIDE = ("projections", "services")
 # Circles and read-side imports still being moved (issue 16 §4); each goes from here when it is.
-NOT_YET_CIRCLES = {frozenset({"recall.event_privacy", "recall.privacy"}),
-                   frozenset({"bench.projection", "bench.projection_workers"})}
-NOT_YET_READS = {"recall/consistency.py", "recall/knowledge_drill.py", "recall/queries.py", "recall/timeframe.py"}
+NOT_YET_CIRCLES = {frozenset({"bench.projection", "bench.projection_workers"})}
+NOT_YET_READS = {"recall/consistency.py", "recall/queries.py", "recall/timeframe.py"}
 
 
 def _modules() -> dict[str, Path]:
@@ -107,8 +106,24 @@ def test_no_import_circle_among_modules() -> None:
 
 
 def test_the_read_side_imports_no_projector_and_no_service() -> None:
-    modules = _modules()
-    offenders = sorted(f"{m} -> {t}" for m, targets in _graph().items() for t in targets
-                       if m.split(".")[0] in READ_SIDE and t.split(".")[0] in WRITE_SIDE
-                       and str(modules[m].relative_to(ROOT)) not in NOT_YET_READS)
+    offenders = sorted(f"{path} -> {t}" for path, targets in _read_offenders(_graph()).items() for t in targets
+                       if path not in NOT_YET_READS)
     assert offenders == []
+
+
+def _read_offenders(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    modules = _modules()
+    out: dict[str, list[str]] = {}
+    for m, targets in graph.items():
+        if m.split(".")[0] in READ_SIDE:
+            for t in sorted(targets):
+                if t.split(".")[0] in WRITE_SIDE:
+                    out.setdefault(str(modules[m].relative_to(ROOT)), []).append(t)
+    return out
+
+
+def test_every_exception_still_breaks_a_rule() -> None:
+    """An entry of NOT_YET_* that no longer breaks its rule goes: the lists name only what is still to move."""
+    graph = _graph()
+    assert sorted(sorted(c) for c in NOT_YET_CIRCLES - set(_circles(graph))) == []
+    assert sorted(NOT_YET_READS - set(_read_offenders(graph))) == []

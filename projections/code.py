@@ -4,14 +4,23 @@ Only applies events; decides nothing (the parse is a pure function of the file's
 
 | event           | effect                                                                                        |
 | --------------- | --------------------------------------------------------------------------------------------- |
-| CodeFilePut     | the file row; its previous symbols, postings and calls replaced by the new parse's (unchanged  |
-|                 | content: only its version); a symbol keeps the reference count, creation time and decay status |
-|                 | (with its reactivation) its qualified name had (a new name: 0, the event's time, active)       |
-| CodeFileRemoved | the file, its symbols, postings and calls deleted                                              |
+| CodeFilePut     | the file row and its text (code_file_texts, by content hash); its held symbols become          |
+|                 | 'replaced' (kept, with their postings) and the new parse's are held (unchanged content: only   |
+|                 | its version); its calls replaced; a symbol keeps the reference count, creation time and decay  |
+|                 | status (with its reactivation) its qualified name had (a new name: 0, the event's time,        |
+|                 | active); a symbol id held before (the file put again with an earlier text) is held again       |
+| CodeFileRemoved | the file row and its calls deleted; its held symbols become 'removed' (kept)                   |
 | CodeSymbolSta-  | the file's symbols of that qualified name still in from_status move to to_status,              |
 | tusChanged      | status_ref_count = the decision's inputs.ref_count (workers/reference_decay.py)                |
-| RecallServed    | each "code" result's symbol: ref_count + 1, last_referenced_at = the event's time              |
+| RecallServed    | each "code" result's held symbol: ref_count + 1, last_referenced_at = the event's time         |
 | ResultDrilled   | its "code" symbol likewise                                                                    |
+
+Dropped symbols are kept in code_symbols (knowledge's model for its sections), not copied into a history table:
+the as-of search then needs no second set of postings, and a read as of a position is the current read with each
+symbol's status taken from code_symbol_versions (projections/unit_versions.py CODE_SYMBOL_VERSIONS: every file
+event snapshots its file's symbols). The price: every current read of code_symbols leaves 'replaced' and
+'removed' out (domain/code/status.py held_sql), and the BM25 statistics count the kept symbols, as knowledge's
+count its replaced sections.
 
 Calls are resolved (domain/code/resolve.py) at the end of each batch, for every call whose target name is one a
 changed file defined, defines or calls: a call's resolution depends only on the repository's symbols of that
@@ -31,6 +40,7 @@ import structlog
 from sqlalchemy import Connection, text
 
 from domain.code.resolve import CallSite, SymbolRef, resolve, target_name
+from domain.code.status import held_sql
 from domain.code.symbols import parse_file
 from domain.code.terms import symbol_terms
 from domain.events import (
@@ -44,8 +54,9 @@ from domain.events import (
     code_file_stream,
 )
 from projections.base import OneByOne, apply_in_order, types_of
-from projections.postings import PostingsTables, index, unindex
+from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, string_key
+from projections.unit_versions import CODE_SYMBOL_VERSIONS
 
 log = structlog.get_logger(__name__)
 CODE = "code"  # the domain's name in hit-log results
@@ -55,7 +66,8 @@ SYMBOL_POSTINGS = PostingsTables("code_postings", "code_terms", "code_stats", "s
 # A code handle names its symbol by repo, file and qualified name (code_symbols' repo, path, qualified_name).
 SYMBOL_REFERENCES = ReferencedUnits(CODE, "code_symbols", (("repo", "text"), ("path", "text"),
                                                            ("qualified_name", "text")),
-                                    string_key("repo", "file", "qualified_name"))
+                                    string_key("repo", "file", "qualified_name"), held_sql("u"))
+_HELD = held_sql("code_symbols")
 
 _FILE = text("SELECT content_hash FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = :path")
 _UPSERT_FILE = text("""
@@ -73,13 +85,20 @@ _TOUCH_FILE = text("""
 UPDATE code_files SET version = :version, updated_at = :at, position = :position
 WHERE tenant = :tenant AND repo = :repo AND path = :path
 """)
-_OLD_SYMBOLS = text("""
+_OLD_SYMBOLS = text(f"""
 SELECT symbol_id, name, qualified_name, length, ref_count, last_referenced_at, created_at, status, status_ref_count,
        last_reactivated_at
 FROM code_symbols
-WHERE tenant = :tenant AND repo = :repo AND path = :path ORDER BY ordinal
+WHERE tenant = :tenant AND repo = :repo AND path = :path AND {_HELD} ORDER BY ordinal
 """)
-_DELETE_SYMBOLS = text("DELETE FROM code_symbols WHERE tenant = :tenant AND repo = :repo AND path = :path")
+_END_SYMBOLS = text(f"""
+UPDATE code_symbols SET status = :status WHERE tenant = :tenant AND repo = :repo AND path = :path AND {_HELD}
+""")
+_KNOWN = text("SELECT symbol_id FROM code_symbols WHERE tenant = :tenant AND symbol_id = ANY(CAST(:ids AS uuid[]))")
+_TEXT = text("""
+INSERT INTO code_file_texts (tenant, repo, path, content_hash, content)
+VALUES (:tenant, :repo, :path, :content_hash, :content) ON CONFLICT DO NOTHING
+""")
 _DELETE_CALLS = text("DELETE FROM code_calls WHERE tenant = :tenant AND repo = :repo AND path = :path")
 _DELETE_FILE = text("DELETE FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = :path")
 _INSERT_SYMBOLS = text("""
@@ -95,6 +114,12 @@ FROM unnest(CAST(:ids AS uuid[]), CAST(:ordinals AS int[]), CAST(:qns AS text[])
             CAST(:status_refs AS int[]), CAST(:reactivated AS timestamptz[]))
      AS b(id, ordinal, qn, name, kind, parent, signature, doc, start_line, end_line, length, refs, last_ref, created,
           status, status_refs, reactivated)
+ON CONFLICT (tenant, symbol_id) DO UPDATE SET
+    ordinal = EXCLUDED.ordinal, qualified_name = EXCLUDED.qualified_name, name = EXCLUDED.name, kind = EXCLUDED.kind,
+    parent = EXCLUDED.parent, signature = EXCLUDED.signature, doc = EXCLUDED.doc, start_line = EXCLUDED.start_line,
+    end_line = EXCLUDED.end_line, length = EXCLUDED.length, ref_count = EXCLUDED.ref_count,
+    last_referenced_at = EXCLUDED.last_referenced_at, created_at = EXCLUDED.created_at, status = EXCLUDED.status,
+    status_ref_count = EXCLUDED.status_ref_count, last_reactivated_at = EXCLUDED.last_reactivated_at
 """)
 _INSERT_CALLS = text("""
 INSERT INTO code_calls (tenant, repo, path, ordinal, caller, caller_class, callee, qualifier, line, import_target,
@@ -107,9 +132,9 @@ _CALLS_TO = text("""
 SELECT path, ordinal, caller_class, callee, qualifier, import_target FROM code_calls
 WHERE tenant = :tenant AND repo = :repo AND target_name = ANY(:names)
 """)
-_SYMBOLS_NAMED = text("""
+_SYMBOLS_NAMED = text(f"""
 SELECT qualified_name, name, path, parent FROM code_symbols
-WHERE tenant = :tenant AND repo = :repo AND name = ANY(:names)
+WHERE tenant = :tenant AND repo = :repo AND name = ANY(:names) AND {_HELD}
 """)
 _RESOLVE = text("""
 UPDATE code_calls c SET resolved_name = b.rn, resolved_path = b.rp, candidates = b.n, how = b.how
@@ -117,11 +142,12 @@ FROM unnest(CAST(:paths AS text[]), CAST(:ordinals AS int[]), CAST(:rns AS text[
             CAST(:ns AS int[]), CAST(:hows AS text[])) AS b(path, ordinal, rn, rp, n, how)
 WHERE c.tenant = :tenant AND c.repo = :repo AND c.path = b.path AND c.ordinal = b.ordinal
 """)
-_STATUS = text("""
+_STATUS = text(f"""
 UPDATE code_symbols SET status = :to_status,
     status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
     last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
 WHERE tenant = :tenant AND repo = :repo AND path = :path AND qualified_name = :qn AND status = :from_status
+  AND {_HELD}
 """)
 
 Dirty = dict[tuple[str, str], set[str]]  # (tenant, repo) → names whose calls are to be resolved again
@@ -139,15 +165,20 @@ def _on_own_stream(event: RecordedEvent, repo: str, path: str) -> bool:
     return False
 
 
-def _drop(conn: Connection, tenant: str, repo: str, path: str) -> Sequence[Any]:
-    """Delete a file's symbols, postings and calls; answers its old symbol rows."""
+def _drop(conn: Connection, tenant: str, repo: str, path: str, status: str) -> Sequence[Any]:
+    """End a file's held symbols (kept, with their postings, in `status`) and delete its calls; answers the
+    symbols' rows as they were."""
     key = {"tenant": tenant, "repo": repo, "path": path}
     old = conn.execute(_OLD_SYMBOLS, key).all()
     if old:
-        unindex(conn, SYMBOL_POSTINGS, tenant, [r.symbol_id for r in old], sum(r.length for r in old))
-        conn.execute(_DELETE_SYMBOLS, key)
+        conn.execute(_END_SYMBOLS, {**key, "status": status})
     conn.execute(_DELETE_CALLS, key)
     return old
+
+
+def _snapshot(conn: Connection, event: RecordedEvent, repo: str, path: str) -> None:
+    CODE_SYMBOL_VERSIONS.snapshot(conn, event.tenant, event.position, "u.repo = :repo AND u.path = :path",
+                                  {"repo": repo, "path": path})
 
 
 def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -> None:
@@ -159,7 +190,8 @@ def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -
     if conn.execute(_FILE, key).scalar() == p.content_hash:
         conn.execute(_TOUCH_FILE, key)
         return
-    old = _drop(conn, tenant, p.repo, p.path)
+    old = _drop(conn, tenant, p.repo, p.path, "replaced")
+    conn.execute(_TEXT, {**key, "content_hash": p.content_hash, "content": p.content})
     carried: dict[str, Any] = {}
     for r in old:
         carried.setdefault(r.qualified_name, r)
@@ -168,6 +200,7 @@ def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -
     tfs = [symbol_terms(s.qualified_name, s.signature, s.doc) for s in parsed.symbols]
     if parsed.symbols:
         ss = parsed.symbols
+        known = set(conn.execute(_KNOWN, {"tenant": tenant, "ids": [str(i) for i in ids]}).scalars())
         conn.execute(_INSERT_SYMBOLS, {
             **key, "content_hash": p.content_hash, "ids": ids, "ordinals": list(range(len(ss))),
             "qns": [s.qualified_name for s in ss], "names": [s.name for s in ss], "kinds": [s.kind for s in ss],
@@ -175,7 +208,8 @@ def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -
             "starts": [s.start_line for s in ss], "ends": [s.end_line for s in ss],
             "lengths": [sum(t.values()) for t in tfs],
             **_carried_columns([carried.get(s.qualified_name) for s in ss], event.recorded_at)})
-        index(conn, SYMBOL_POSTINGS, tenant, list(zip(ids, tfs, strict=True)))
+        # A symbol held before (an earlier text put again) kept its postings.
+        index(conn, SYMBOL_POSTINGS, tenant, [(i, t) for i, t in zip(ids, tfs, strict=True) if i not in known])
     if parsed.calls:
         cs = parsed.calls
         sites = [CallSite(p.path, c.caller_class, c.callee, c.qualifier, c.import_target) for c in cs]
@@ -190,6 +224,7 @@ def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -
                                 "content_hash": p.content_hash, "symbols": len(parsed.symbols),
                                 "calls": len(parsed.calls), "parse_errors": parsed.errors,
                                 "first_error_line": parsed.first_error_line})
+    _snapshot(conn, event, p.repo, p.path)
 
 
 def _carried_columns(previous: list[Any], at: Any) -> dict[str, list[Any]]:
@@ -206,8 +241,9 @@ def _carried_columns(previous: list[Any], at: Any) -> dict[str, list[Any]]:
 def _removed(conn: Connection, event: RecordedEvent, p: CodeFileRemoved, dirty: Dirty) -> None:
     if not _on_own_stream(event, p.repo, p.path):
         return
-    old = _drop(conn, event.tenant, p.repo, p.path)
+    old = _drop(conn, event.tenant, p.repo, p.path, "removed")
     conn.execute(_DELETE_FILE, {"tenant": event.tenant, "repo": p.repo, "path": p.path})
+    _snapshot(conn, event, p.repo, p.path)
     dirty[(event.tenant, p.repo)].update(r.name for r in old)
 
 
@@ -235,6 +271,9 @@ def _status_changed(conn: Connection, event: RecordedEvent, p: CodeSymbolStatusC
     conn.execute(_STATUS, {"tenant": event.tenant, "repo": p.repo, "path": p.path, "qn": p.qualified_name,
                            "from_status": p.from_status, "to_status": p.to_status, "clock": p.clock,
                            "ref_count": ref_count if isinstance(ref_count, int) else None})
+    CODE_SYMBOL_VERSIONS.snapshot(conn, event.tenant, event.position,
+                                  "u.repo = :repo AND u.path = :path AND u.qualified_name = :qn",
+                                  {"repo": p.repo, "path": p.path, "qn": p.qualified_name})
 
 
 # The file handlers take the batch's Dirty as a keyword too (bound in apply).
@@ -246,7 +285,8 @@ _HANDLERS: dict[type[EventSchema], Callable[..., None]] = {
 
 class CodeProjector:
     name = "code"
-    tables = ("code_files", "code_symbols", "code_calls", "code_postings", "code_terms", "code_stats")
+    tables = ("code_files", "code_symbols", "code_calls", "code_postings", "code_terms", "code_stats",
+              "code_symbol_versions", "code_file_texts")
     handlers = _HANDLERS
     types = types_of(handlers)
 

@@ -30,12 +30,13 @@ class ReferencedUnits:
     table: str
     key: tuple[tuple[str, str], ...]  # (column, SQL type) of each key column, in the order key_of answers them
     key_of: Callable[[str, Handle | None], tuple[str, ...] | None]  # (tenant, handle) → the unit's key, or None
+    held: str = ""  # SQL on u: the rows a key names that count (code: not a replaced or removed symbol's)
 
     @cached_property
     def referenced(self) -> TextClause:
         columns = [c for c, _ in self.key]
         arrays = ", ".join(f"CAST(:k{i} AS {t}[])" for i, (_, t) in enumerate(self.key))
-        match = " AND ".join(f"u.{c} = b.{c}" for c in columns)
+        match = " AND ".join([*(f"u.{c} = b.{c}" for c in columns), *([self.held] if self.held else [])])
         return text(f"""
         UPDATE {self.table} u SET ref_count = u.ref_count + b.n,
             last_referenced_at = greatest(u.last_referenced_at, CAST(:at AS timestamptz))

@@ -1,6 +1,6 @@
 """Recorded-time versions of the units the hybrid domains recall (knowledge sections, transcript chunks, session
-messages; migration 0029), so a recall or a drill `as_of` a log position answers what the store held then
-(recall/timeframe.py) without replaying the log.
+messages: migration 0029; code symbols: 0030), so a recall or a drill `as_of` a log position answers what the
+store held then (recall/timeframe.py) without replaying the log.
 
 A unit's text never changes (its id is derived from it); what changes is its lifecycle: a status (active,
 dormant, archived, replaced, retired), and per domain a few more columns (a section's document version and place;
@@ -85,6 +85,14 @@ MESSAGE_VERSIONS = UnitVersions(
     ("session_id", "seq", "message_id", "role", "content", "tool_name", "name", "tool_call_id", "tool_calls",
      "created_at", "checkpoint", "agent_id", "project", "metadata", "length", "distinct_terms", "position",
      "sent_at", "ref_count", "last_referenced_at", "status_ref_count", "last_reactivated_at"))
-UNIT_VERSIONS = (SECTION_VERSIONS, CHUNK_VERSIONS, MESSAGE_VERSIONS)
+# A symbol's row never changes but for its lifecycle (its id is derived from its file's content and its place):
+# only its status is versioned, 'replaced' or 'removed' once its file drops it (migration 0030).
+CODE_SYMBOL_VERSIONS = UnitVersions(
+    "code_symbols", "code_symbol_versions", "symbol_id", ("status",),
+    ("repo", "path", "ordinal", "qualified_name", "name", "kind", "parent", "signature", "doc", "start_line",
+     "end_line", "content_hash", "length", "ref_count", "last_referenced_at", "created_at", "status_ref_count",
+     "last_reactivated_at"))
+UNIT_VERSIONS = (SECTION_VERSIONS, CHUNK_VERSIONS, MESSAGE_VERSIONS, CODE_SYMBOL_VERSIONS)
 
-__all__ = ["CHUNK_VERSIONS", "MESSAGE_VERSIONS", "SECTION_VERSIONS", "UNIT_VERSIONS", "UnitVersions"]
+__all__ = ["CHUNK_VERSIONS", "CODE_SYMBOL_VERSIONS", "MESSAGE_VERSIONS", "SECTION_VERSIONS", "UNIT_VERSIONS",
+           "UnitVersions"]

@@ -3,6 +3,11 @@ callers, and on request its callees), symbol rows by id or qualified name, and a
 
 Every answer passes the privacy gate with the path `<repo>/<file path>`: an excluded file's symbols are unknown,
 and a caller or callee in an excluded file is left out.
+
+The current reads leave out the symbols their file no longer defines (kept as 'replaced' or 'removed' for reads as
+of a position: domain/code/status.py). As of a position (a `TimeFrame` with as_of), a symbol is read with its
+status then (code_symbol_versions) and its source sliced from the text its file was put with (code_file_texts);
+the call graph is not versioned, so a symbol as of a position answers no callers or callees (`edges: false`).
 """
 
 from __future__ import annotations
@@ -11,20 +16,38 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from domain.code.status import held_sql
 from domain.code.symbols import line_slice
 from domain.privacy import PrivacyPolicy, code_file_excluded
+from recall.timeframe import CODE_SYMBOL_VERSIONS, NOW, TimeFrame
 from recall.visible_pages import visible_page
 
 MAX_EDGES = 200  # callers (callees) answered per symbol; the total is answered beside them
 
 SYMBOL_COLUMNS = ("s.symbol_id, s.repo, s.path, s.ordinal, s.qualified_name, s.name, s.kind, s.parent, s.signature,"
                   " s.doc, s.start_line, s.end_line, s.content_hash, s.ref_count, s.last_referenced_at, s.status")
-_BY_IDS = text(f"SELECT {SYMBOL_COLUMNS} FROM code_symbols s WHERE s.tenant = :tenant AND s.symbol_id = ANY(:ids)")
-_BY_NAME = text(f"""
-SELECT {SYMBOL_COLUMNS} FROM code_symbols s
-WHERE s.tenant = :tenant AND s.repo = :repo AND s.qualified_name = :qn
-  AND (CAST(:path AS text) IS NULL OR s.path = :path)
-ORDER BY s.path, s.ordinal
+
+
+def _by_ids(frame: TimeFrame) -> Any:
+    return text(f"SELECT {SYMBOL_COLUMNS} FROM {frame.units(CODE_SYMBOL_VERSIONS)} s"
+                " WHERE s.tenant = :tenant AND s.symbol_id = ANY(:ids)")
+
+
+def _by_name(frame: TimeFrame) -> Any:
+    """The symbols of a qualified name their files define (now, or as of the frame)."""
+    return text(f"""
+    SELECT {SYMBOL_COLUMNS} FROM {frame.units(CODE_SYMBOL_VERSIONS)} s
+    WHERE s.tenant = :tenant AND s.repo = :repo AND s.qualified_name = :qn AND {held_sql("s")}
+      AND (CAST(:path AS text) IS NULL OR s.path = :path)
+    ORDER BY s.path, s.ordinal
+    """)
+
+
+_TEXTS = text("""
+SELECT t.path, t.content FROM code_file_texts t
+JOIN unnest(CAST(:paths AS text[]), CAST(:hashes AS text[])) AS b(path, content_hash)
+  ON t.path = b.path AND t.content_hash = b.content_hash
+WHERE t.tenant = :tenant AND t.repo = :repo
 """)
 _CONTENTS = text("SELECT path, content FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = ANY(:paths)")
 _CALLERS = text("""
@@ -35,11 +58,11 @@ _UNRESOLVED = text("""
 SELECT target_name, count(*) AS n FROM code_calls WHERE tenant = :tenant AND repo = :repo
   AND target_name = ANY(:names) AND resolved_name IS NULL AND how = 'ambiguous' GROUP BY target_name
 """)
-_CALLEES = text("""
+_CALLEES = text(f"""
 SELECT c.path AS caller_path, c.caller, c.callee, c.qualifier, c.line, c.resolved_name, c.resolved_path,
        c.candidates, c.how,
        (SELECT min(t.start_line) FROM code_symbols t WHERE t.tenant = c.tenant AND t.repo = c.repo
-          AND t.path = c.resolved_path AND t.qualified_name = c.resolved_name) AS defined_at
+          AND t.path = c.resolved_path AND t.qualified_name = c.resolved_name AND {held_sql("t")}) AS defined_at
 FROM code_calls c
 JOIN unnest(CAST(:paths AS text[]), CAST(:qns AS text[])) AS b(path, qn) ON c.path = b.path AND c.caller = b.qn
 WHERE c.tenant = :tenant AND c.repo = :repo ORDER BY c.path, c.ordinal
@@ -63,13 +86,24 @@ def contents(conn: Connection, tenant: str, repo: str, paths: set[str]) -> dict[
                                                                 "paths": sorted(paths)})}
 
 
-def symbols_by_ids(conn: Connection, tenant: str, ids: list[Any]) -> dict[Any, Any]:
-    return {r.symbol_id: r for r in conn.execute(_BY_IDS, {"tenant": tenant, "ids": ids})}
+def texts_of(conn: Connection, tenant: str, repo: str, rows: list[Any]) -> dict[str, str]:
+    """The text each row's file was put with (by the row's content hash): what a symbol as of a position is sliced
+    from. A path has one content hash among the rows a frame reads."""
+    pairs = sorted({(r.path, r.content_hash) for r in rows})
+    return {r.path: r.content for r in conn.execute(_TEXTS, {"tenant": tenant, "repo": repo,
+                                                             "paths": [p for p, _ in pairs],
+                                                             "hashes": [h for _, h in pairs]})}
+
+
+def symbols_by_ids(conn: Connection, tenant: str, ids: list[Any], frame: TimeFrame = NOW) -> dict[Any, Any]:
+    """The rows of those ids (any status; as of the frame: those that existed then, with their status then)."""
+    return {r.symbol_id: r for r in conn.execute(_by_ids(frame), {"tenant": tenant, "ids": ids, **frame.params()})}
 
 
 def symbols_named(conn: Connection, tenant: str, repo: str, qualified_name: str, policy: PrivacyPolicy,
-                  path: str | None = None) -> list[Any]:
-    rows = conn.execute(_BY_NAME, {"tenant": tenant, "repo": repo, "qn": qualified_name, "path": path}).all()
+                  path: str | None = None, frame: TimeFrame = NOW) -> list[Any]:
+    rows = conn.execute(_by_name(frame), {"tenant": tenant, "repo": repo, "qn": qualified_name, "path": path,
+                                          **frame.params()}).all()
     return [r for r in rows if not gated(policy, r.repo, r.path)]
 
 
@@ -79,15 +113,20 @@ def handle_of(row: Any) -> dict[str, Any]:
 
 
 def symbol_answers(conn: Connection, tenant: str, rows: list[Any], policy: PrivacyPolicy,
-                   with_callees: bool = True, files: dict[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
+                   with_callees: bool = True, files: dict[tuple[str, str], str] | None = None,
+                   frame: TimeFrame = NOW) -> list[dict[str, Any]]:
     """Each symbol as answered: its definition (the exact slice of its file), its 1-hop callers, its callees
-    when asked. A few statements per repository, whatever the number of symbols."""
+    when asked. A few statements per repository, whatever the number of symbols. As of a position: the slice of
+    the text its file had, and no edges (the module's docstring)."""
     files = dict(files or {})
     callers: dict[tuple[str, str], list[Any]] = {}
     unresolved: dict[tuple[str, str], int] = {}
     callees: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for repo in sorted({r.repo for r in rows}):
         mine = [r for r in rows if r.repo == repo]
+        if not frame.current:
+            files.update({(repo, p): c for p, c in texts_of(conn, tenant, repo, mine).items()})
+            continue
         missing = {r.path for r in mine if (repo, r.path) not in files}
         files.update({(repo, p): c for p, c in contents(conn, tenant, repo, missing).items()})
         key = {"tenant": tenant, "repo": repo}
@@ -114,7 +153,7 @@ def symbol_answers(conn: Connection, tenant: str, rows: list[Any], policy: Priva
             "content_hash": row.content_hash,
             "callers": [{"symbol": c.caller, "file": c.path, "line": c.line} for c in mine[:MAX_EDGES]],
             "callers_total": len(mine), "unresolved_calls": unresolved.get((row.repo, row.name), 0),
-            "ref_count": row.ref_count}
+            "ref_count": row.ref_count, "edges": frame.current}
         if with_callees:
             answer["callees"] = callees.get((row.repo, row.path, row.qualified_name), [])[:MAX_EDGES]
         out.append(answer)
@@ -122,8 +161,8 @@ def symbol_answers(conn: Connection, tenant: str, rows: list[Any], policy: Priva
 
 
 def symbol_answer(conn: Connection, tenant: str, row: Any, policy: PrivacyPolicy,
-                  with_callees: bool = True) -> dict[str, Any]:
-    [answer] = symbol_answers(conn, tenant, [row], policy, with_callees)
+                  with_callees: bool = True, frame: TimeFrame = NOW) -> dict[str, Any]:
+    [answer] = symbol_answers(conn, tenant, [row], policy, with_callees, frame=frame)
     return answer
 
 
@@ -151,4 +190,4 @@ def list_repos(conn: Connection, tenant: str, policy: PrivacyPolicy) -> list[dic
 
 
 __all__ = ["MAX_EDGES", "contents", "gated", "handle_of", "list_files", "list_repos", "symbol_answer", "symbol_answers",
-           "symbols_by_ids", "symbols_named"]
+           "symbols_by_ids", "symbols_named", "texts_of"]

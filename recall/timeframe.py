@@ -8,7 +8,8 @@
   (memory_versions, migration 0025) valid at that position, not from the current read model; their activity from
   memory_activity_versions (0026); the recall's clock is the position's recorded time (`clock_of`). Knowledge
   sections, transcript chunks and session messages likewise from their versions (0029: `units`, and each leg's
-  status filter, recall/hybrid.py `HybridLeg.framed`). Code keeps no versions: it answers nothing under as_of.
+  status filter, recall/hybrid.py `HybridLeg.framed`); code symbols from theirs (0030), their source from the text
+  their file was put with (code_file_texts).
 
 `TimeFrame()` is the current store with no date filter: every SQL fragment below is then the plain current read.
 """
@@ -25,7 +26,13 @@ from eventstore.positions import position_at, recorded_at, settled
 from projections.memory_versions import MEMORY_COLUMNS
 
 # The read side's one door to the versions' layout (their projectors own it): the domains take the specs from here.
-from projections.unit_versions import CHUNK_VERSIONS, MESSAGE_VERSIONS, SECTION_VERSIONS, UnitVersions
+from projections.unit_versions import (
+    CHUNK_VERSIONS,
+    CODE_SYMBOL_VERSIONS,
+    MESSAGE_VERSIONS,
+    SECTION_VERSIONS,
+    UnitVersions,
+)
 from recall.consistency import refuse_beyond_head
 
 
@@ -103,8 +110,8 @@ class TimeFrame:
                 " WHERE valid_from <= :tf_as_of AND (valid_to IS NULL OR valid_to > :tf_as_of))")
 
     def units(self, versions: UnitVersions) -> str:
-        """The relation a hybrid domain's units (sections, chunks, messages) are read from, aliasable: the current
-        read model, or each unit as it stood at the as_of position (projections/unit_versions.py)."""
+        """The relation a hybrid domain's units (sections, chunks, messages, code symbols) are read from, aliasable:
+        the current read model, or each unit as it stood at the as_of position (projections/unit_versions.py)."""
         return versions.units if self.as_of is None else versions.as_of()
 
     def memory_status_filter(self, alias: str) -> str:
@@ -156,5 +163,5 @@ def resolve_as_of(engine: Engine, tenant: str, as_of: int | datetime | None) -> 
         return settled(conn, tenant, as_of)
 
 
-__all__ = ["CHUNK_VERSIONS", "MESSAGE_VERSIONS", "NOW", "SECTION_VERSIONS", "TimeFrame", "UnitVersions", "clock_of",
-           "resolve_as_of"]
+__all__ = ["CHUNK_VERSIONS", "CODE_SYMBOL_VERSIONS", "MESSAGE_VERSIONS", "NOW", "SECTION_VERSIONS", "TimeFrame",
+           "UnitVersions", "clock_of", "resolve_as_of"]

@@ -10,6 +10,10 @@
     GET  /v1/code/{repo}/symbols/{qualified_name}  one symbol: {symbol, kind, file, lines, source, callers,
                                                    callees, ...}; ?file= picks one of several of that name
 
+Both symbol routes take ?as_of= (a log position or timestamp): the symbols as the store held them then (a symbol
+not defined yet, or no longer, is a 404), sliced from the text its file had; the call graph is not versioned, so
+as of a position a symbol answers no callers or callees (`edges: false`).
+
 Every answer passes the tenant's privacy gate with the path `<repo>/<file path>`: an excluded file is unknown.
 """
 
@@ -24,7 +28,7 @@ from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
 from api.read_your_writes import reads
-from api.schemas import Body
+from api.schemas import AsOf, Body
 from domain.code.languages import repo_problem
 from domain.errors import InvalidPayload, NotFound
 from domain.knowledge.paths import MAX_PATH_CHARS
@@ -33,6 +37,7 @@ from recall.domains.base import DomainQuery
 from recall.domains.code import CodeDomain
 from recall.privacy import policy_of
 from recall.scope import Scope
+from recall.timeframe import TimeFrame, resolve_as_of
 from services.code import FileInput, write_files
 
 router = APIRouter(prefix="/v1/code", tags=["code"])
@@ -137,6 +142,7 @@ class SymbolOut(SymbolFieldsOut):
     callers_total: int
     unresolved_calls: int  # calls of its name that could name several symbols
     ref_count: int
+    edges: bool  # False as of a position: the call graph is not versioned, no callers or callees answered
     callees: list[CalleeOut]
     also: list[SymbolLocationOut]  # other definitions of that name (pick one with ?file=)
 
@@ -147,6 +153,7 @@ class SymbolHitOut(SymbolFieldsOut):
     callers_total: int
     unresolved_calls: int
     ref_count: int
+    edges: bool  # False as of a position (no callers or callees answered)
     callees: list[CalleeOut] = Field(default_factory=list)  # answered only with ?callees=true
     status: str  # active | dormant | archived
     source: str
@@ -209,12 +216,14 @@ def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[
             dependencies=[reads("code")])
 def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                    q: Annotated[str, Query(min_length=1, max_length=2000)],
-                   k: Annotated[int, Query(ge=1, le=100)] = 10, callees: bool = False) -> dict[str, Any]:
+                   k: Annotated[int, Query(ge=1, le=100)] = 10, callees: bool = False,
+                   as_of: Annotated[AsOf, Query()] = None) -> dict[str, Any]:
     _no_nul(q=q)
+    frame = TimeFrame(as_of=resolve_as_of(db, who.tenant, as_of))
     with db.connect() as conn:
         policy = policy_of(conn, who.tenant)
     query = DomainQuery(Scope(who.tenant), q, k, datetime.now(UTC), policy,
-                        options={"repo": _repo(repo), "callees": callees})
+                        options={"repo": _repo(repo), "callees": callees}, frame=frame)
     answer = CodeDomain().search(db, query)
     return {"repo": repo, "query": q, "reason": answer.reason,
             "symbols": [{**h.fields, "source": h.content, "score": h.score, "handle": h.handle}
@@ -224,17 +233,21 @@ def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annot
 @router.get("/{repo}/symbols/{qualified_name:path}", response_model=SymbolOut, dependencies=[reads("code")])
 def get_symbol(repo: str, qualified_name: str, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)],
-               file: Annotated[str | None, Query(max_length=MAX_PATH_CHARS)] = None) -> dict[str, Any]:
+               file: Annotated[str | None, Query(max_length=MAX_PATH_CHARS)] = None,
+               as_of: Annotated[AsOf, Query()] = None) -> dict[str, Any]:
     _no_nul(qualified_name=qualified_name, file=file)
+    frame = TimeFrame(as_of=resolve_as_of(db, who.tenant, as_of))
     with db.connect() as conn:
         policy = policy_of(conn, who.tenant)
-        rows = symbols_named(conn, who.tenant, _repo(repo), qualified_name, policy, file)
+        rows = symbols_named(conn, who.tenant, _repo(repo), qualified_name, policy, file, frame)
+        if not rows and frame.as_of is not None:
+            raise NotFound(f"no symbol {qualified_name!r} in repository {repo!r} as of position {frame.as_of}")
         if not rows:
             # a repository whose every file the policy excludes is unknown, as one never indexed
             known = bool(list_files(conn, who.tenant, repo, policy, "", 1)[0])
             raise NotFound(f"no symbol {qualified_name!r} in repository {repo!r}" if known
                            else f"no repository {repo!r}")
-        answer = symbol_answer(conn, who.tenant, rows[0], policy)
+        answer = symbol_answer(conn, who.tenant, rows[0], policy, frame=frame)
     answer["also"] = [{"file": r.path, "lines": [r.start_line, r.end_line]} for r in rows[1:]]
     return answer
 

@@ -12,6 +12,11 @@ sections do; archived ones only with include_history, scored ×0.1.
 
 A result's handle {repo, file, qualified_name, content_hash} names the symbol; fetch answers it as it is now,
 with `current_differs` when the file changed since the handle was served.
+
+Under as_of (recorded time) both search and fetch read the symbols as they stood at the position: the BM25 leg's
+status filter reads each symbol's version then (code_symbol_versions, `HybridLeg.framed`), the rows come through
+`TimeFrame.units`, a source is sliced from the text its file had then, and no call edges are answered (the call
+graph is not versioned: recall/code_symbols.py). Code has no valid time.
 """
 
 from __future__ import annotations
@@ -30,23 +35,29 @@ from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
+from recall.timeframe import CODE_SYMBOL_VERSIONS, NOW, TimeFrame
 
 CODE = "code"
 CODE_KEYWORD = KeywordTables("code_postings", "code_terms", "code_stats", "code_symbols", "symbol_id",
                              "d.status = ANY(:statuses)")
 RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
 HISTORY = ("archived",)  # answered only when history is asked for, scored ×recall.hybrid.HISTORY_FACTOR
-CODE_LEG = HybridLeg(CODE_KEYWORD, None, RECALLED, HISTORY)  # keyword only: code has no vector leg
-_HAS_DATA = text("SELECT EXISTS (SELECT 1 FROM code_symbols WHERE tenant = :tenant AND status = ANY(:statuses))")
+CODE_LEG = HybridLeg(CODE_KEYWORD, None, RECALLED, HISTORY, versions=CODE_SYMBOL_VERSIONS)  # keyword only
+
+
+def _has_data(frame: TimeFrame) -> Any:
+    return text(f"SELECT EXISTS (SELECT 1 FROM {frame.units(CODE_SYMBOL_VERSIONS)} s WHERE s.tenant = :tenant"
+                " AND s.status = ANY(:statuses))")
 
 
 class CodeDomain:
     name = CODE
-    times: tuple[str, ...] = ()  # code has no valid time, and its versions are not kept as of a position
+    times: tuple[str, ...] = ("recorded",)  # no valid time; code_symbol_versions (as_of)
     read_models = ("code",)  # what a read of it waits for (min_position)
 
-    def has_data(self, conn: Connection, scope: Scope) -> bool:
-        return bool(conn.execute(_HAS_DATA, {"tenant": scope.tenant, "statuses": list(RECALLED)}).scalar_one())
+    def has_data(self, conn: Connection, scope: Scope, frame: TimeFrame = NOW) -> bool:
+        return bool(conn.execute(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),
+                                                    **frame.params()}).scalar_one())
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = get_settings()
@@ -57,19 +68,20 @@ class CodeDomain:
         n = pool_size(settings, q, gated_per_item=True)
         with engine.connect() as conn:
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            if not self.has_data(conn, scope) and not q.include_history:
+            if not self.has_data(conn, scope, q.frame) and not q.include_history:
                 return DomainAnswer([], "no data")
-            legs = gather(conn, scope, CODE_LEG, query_terms(q.query), None, n, settings,
-                          CODE_LEG.statuses(q.include_history), where, params)
+            legs = gather(conn, scope, CODE_LEG.framed(q.frame), query_terms(q.query), None, n, settings,
+                          CODE_LEG.statuses(q.include_history), where, {**params, **q.frame.params()})
             ids = legs.ids
             if not ids:
                 return DomainAnswer([], "no match")
-            rows = symbols_by_ids(conn, scope.tenant, ids)
+            rows = symbols_by_ids(conn, scope.tenant, ids, q.frame)
             allowed = [i for i in ids if i in rows and not gated(q.policy, rows[i].repo, rows[i].path)]
             fused = scored(legs, allowed, CODE_LEG, lambda i: rows[i].status, settings)
             fused.sort(key=lambda f: (-f.score, rows[f.id].repo, rows[f.id].path, rows[f.id].ordinal))
             top = [rows[f.id] for f in fused[:q.k]]
-            symbols = symbol_answers(conn, scope.tenant, top, q.policy, bool(q.options.get("callees")))
+            symbols = symbol_answers(conn, scope.tenant, top, q.policy, bool(q.options.get("callees")),
+                                     frame=q.frame)
         grade = scale(CODE, settings.embedding_model)
         hits = [DomainHit(content=source, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
                           fields={**symbol, "status": row.status}, explanation=why)
@@ -78,15 +90,17 @@ class CodeDomain:
                 for rel, why in (graded(f, grade, q.query, source),)]
         return answer(hits, q.k, len(ids), len(allowed))
 
-    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy) -> Any:
+    def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy,
+              frame: TimeFrame = NOW) -> Any:
         """The symbol a handle names, as it is now (with callers and callees, `current_differs` when its file
-        changed since), or None when unknown or excluded."""
+        changed since) or as of the frame (no edges), or None when unknown (then) or excluded."""
         if not all(isinstance(handle.get(k), str) for k in ("repo", "file", "qualified_name")):
             return None
-        rows = symbols_named(conn, scope.tenant, handle["repo"], handle["qualified_name"], policy, handle["file"])
+        rows = symbols_named(conn, scope.tenant, handle["repo"], handle["qualified_name"], policy, handle["file"],
+                             frame)
         if not rows:
             return None
-        answer = symbol_answer(conn, scope.tenant, rows[0], policy)
+        answer = symbol_answer(conn, scope.tenant, rows[0], policy, frame=frame)
         answer["current_differs"] = handle.get("content_hash") not in (None, rows[0].content_hash)
         return answer
 

@@ -1,7 +1,7 @@
 """`as_of` (recorded time) beyond memories: knowledge sections, transcript chunks and session messages answer, in
 POST /v1/recall/multi and on their drills, what the store held at a log position (projections/unit_versions.py):
 a section replaced later answers as it then stood, a message appended later is absent, a transcript's later
-version is not read; code, which keeps no versions, says so. A rebuild gives the same versions."""
+version is not read; code answers too (tests/e2e/test_code_as_of.py). A rebuild gives the same versions."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_every_versioned_domain_answers_as_of_a_position(client, engine, tenant)
     chunk = client.get("/v1/transcripts/tr-asof/chunks/0", params={"as_of": then})
     assert chunk.status_code == 200 and "Osric" not in chunk.json()["chunk"]["text"], chunk.text
 
-    # A timestamp works as a position does; code keeps no versions and says so.
+    # A timestamp works as a position does; code answers as of a position too (code_symbol_versions).
     stamp = client.post("/v1/recall/multi", json={"query": "what is the boat named", "domains": ["knowledge"],
                                                   "as_of": "2000-01-01T00:00:00Z"})
     assert stamp.status_code == 200 and stamp.json()["buckets"][0]["results"] == [], stamp.text
@@ -99,8 +99,9 @@ def test_every_versioned_domain_answers_as_of_a_position(client, engine, tenant)
     code = client.post("/v1/code/eng/files", json={"files": [src]})
     assert code.status_code == 200, code.text
     project(engine, code.json()["position"])
-    unkept = _bucket(client, "boat", "code", as_of=code.json()["position"])
-    assert unkept["results"] == [] and "as_of" in unkept["reason"], unkept
+    kept = _bucket(client, "boat", "code", as_of=code.json()["position"])
+    assert [r["fields"]["symbol"] for r in kept["results"]] == ["boat.boat"], kept
+    assert _bucket(client, "boat", "code", as_of=then)["results"] == []  # not put yet then
 
 
 def test_a_rebuild_gives_the_same_unit_versions(client, engine, tenant):

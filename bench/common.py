@@ -190,3 +190,38 @@ def start_stack(with_redis: bool = True) -> Iterator[dict[str, str]]:
         for server in reversed(servers):
             server.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def server_processes(engine: Any) -> list[Any]:
+    """This machine's PostgreSQL server processes (postmaster and children), or [] when the server is elsewhere."""
+    import psutil
+    from sqlalchemy import text
+
+    try:
+        with engine.connect() as conn:
+            backend = psutil.Process(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
+        postmaster = backend.parent()
+        if postmaster is None or "postgres" not in postmaster.name():
+            return []
+        return [postmaster, *postmaster.children(recursive=True)]
+    except (psutil.Error, OSError):
+        return []
+
+
+def server_cpu_seconds(engine: Any) -> float | None:
+    """CPU seconds (user + system) used so far by the PostgreSQL server's processes, or None when the server is
+    elsewhere. A process that ends between two readings (an autovacuum worker) takes its seconds with it, so a
+    difference of two readings slightly undercounts."""
+    import psutil
+
+    processes = server_processes(engine)
+    if not processes:
+        return None
+    total = 0.0
+    for process in processes:
+        try:
+            cpu = process.cpu_times()
+        except psutil.Error:
+            continue  # a process that ended meanwhile
+        total += cpu.user + cpu.system
+    return total

@@ -45,7 +45,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import machine, machine_line, save_result, start_stack, wide
+from bench.common import machine, machine_line, save_result, server_cpu_seconds, start_stack, wide
 from bench.corpus import append_memories, memory_texts, project, projector_names, sentences
 
 
@@ -153,40 +153,13 @@ def _read_batch_ms(engine: Any, name: str, batch: int, after: Any, repeat: int =
     return sorted(times)[len(times) // 2]
 
 
-def _server_processes(engine: Any) -> list[Any]:
-    """This machine's PostgreSQL server processes (postmaster and children), or [] when the server is elsewhere."""
-    import psutil
-    from sqlalchemy import text
-
-    try:
-        with engine.connect() as conn:
-            backend = psutil.Process(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
-        postmaster = backend.parent()
-        if postmaster is None or "postgres" not in postmaster.name():
-            return []
-        return [postmaster, *postmaster.children(recursive=True)]
-    except (psutil.Error, OSError):
-        return []
-
-
 def _cpu_seconds(engine: Any) -> float | None:
     """CPU seconds used so far by this process and the PostgreSQL server (None when the server is elsewhere).
     Other engineers' work on shared CPUs slows the wall clock, not this: a rate per CPU second compares sizes
     measured minutes apart under different loads. A server process that ends between two readings (an autovacuum
     worker) takes its seconds with it, so this slightly undercounts."""
-    import psutil
-
-    processes = _server_processes(engine)
-    if not processes:
-        return None
-    total = time.process_time()
-    for process in processes:
-        try:
-            cpu = process.cpu_times()
-        except psutil.Error:
-            continue
-        total += cpu.user + cpu.system
-    return total
+    server = server_cpu_seconds(engine)
+    return None if server is None else time.process_time() + server
 
 
 def _timed(engine: Any, work: Any) -> tuple[Any, float, float | None]:

@@ -27,7 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import machine, machine_line, save_result, start_stack, wide
+from bench.common import machine, machine_line, save_result, server_cpu_seconds, start_stack, wide
 
 DEFAULT_PROJECTIONS = ("memories", "keyword", "entities")
 _MARK = "projection-workers: "  # a child's report line on its stdout, among whatever else it prints
@@ -96,22 +96,6 @@ def child(names: list[str], workers: int, batch: int) -> None:
     print(_MARK + json.dumps({"end": time.time(), "cpu": time.process_time()}), flush=True)
 
 
-def _server_cpu(engine: Any) -> float | None:
-    from bench.projection import _server_processes
-
-    processes = _server_processes(engine)
-    if not processes:
-        return None
-    total = 0.0
-    for p in processes:
-        try:
-            cpu = p.cpu_times()
-            total += cpu.user + cpu.system
-        except Exception:  # noqa: BLE001 - a process that ended meanwhile
-            continue
-    return total
-
-
 def _run_workers(engine: Any, names: list[str], workers: int, batch: int) -> dict[str, Any]:
     from sqlalchemy import text
 
@@ -123,10 +107,10 @@ def _run_workers(engine: Any, names: list[str], workers: int, batch: int) -> dic
     # Timed from the first process ready (imports done) to the last one's end; their CPU in that span, and the
     # server's from when every process is ready (a process ready late has applied nothing before it).
     ready = [_marked(p) for p in procs]
-    server0 = _server_cpu(engine)
+    server0 = server_cpu_seconds(engine)
     ends = [_marked(p) for p in procs]
     codes = [p.wait() for p in procs]
-    server1 = _server_cpu(engine)
+    server1 = server_cpu_seconds(engine)
     if any(codes) or not all(ends):
         raise RuntimeError(f"a worker process failed: exit codes {codes}")
     wall = max(e["end"] for e in ends) - min(r["start"] for r in ready)

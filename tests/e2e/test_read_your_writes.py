@@ -1,6 +1,6 @@
 """Every read sees its own writes: in each domain (memories, knowledge, sessions, transcripts, code), a write and
-then at once the read of what it wrote, 50 times in a row, never stale; a recall's record read right after it
-(50), and remember then deep recall at once (25, no model: the quick recall's results are its answer). Through
+then at once the read of what it wrote, 20 times in a row, never stale; a recall's record read right after it
+(20), and remember then deep recall at once (10, no model: the quick recall's results are its answer). Through
 the SDK (it sends its last written position as min_position on every read) and through plain HTTP (min_position =
 the write's position), against a real uvicorn server and a real Dramatiq worker projecting the read models.
 
@@ -22,7 +22,7 @@ from engramlog_client import AsyncEngramlog, Engramlog
 api_keys, tenant_key = sdk_support.api_keys, sdk_support.tenant_key
 live_server, module_worker = sdk_support.live_server, sdk_support.module_worker
 
-ROUNDS = 50
+ROUNDS = 20  # each round a fresh write read at once: 16 tests x 20 = 320 round trips through the worker
 
 
 @pytest.fixture
@@ -230,7 +230,7 @@ def test_recall_record_http(raw: httpx.Client) -> None:
 
 # ------------------------------------------------------------------------------------------------ deep recall
 
-DEEP_ROUNDS = 25
+DEEP_ROUNDS = 10
 
 
 @pytest.fixture

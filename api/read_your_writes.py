@@ -1,13 +1,16 @@
 """Read-your-writes on every read route: `min_position` (a position some write answered) makes the read wait,
 bounded by ENGRAMLOG_MIN_POSITION_WAIT_S, until the read models of the domains it reads have applied the caller's
-tenant's events up to it (recall/consistency.py, the one mechanism; each domain names its read models in
-recall/domains/). A route declares what it reads: `dependencies=[reads("sessions")]` (`waits_for(name)` for a
-read model outside the domains); a body-carried min_position (the recall and deep recall routes) calls
+tenant's events up to it (here, the one mechanism: each read model's checkpoint, projections/runner.py
+has_reached; each domain names its read models in recall/domains/, recall waits for recall/consistency.py's
+READ_MODELS). A route declares what it reads: `dependencies=[reads("sessions")]` (`waits_for(name)` for a read
+model outside the domains); a body-carried min_position (the recall and deep recall routes) calls
 `await_read_models` itself.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterable
 from typing import Annotated, Any
 
@@ -17,9 +20,69 @@ from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
 from api.schemas import MAX_POSITION, MinPosition
+from domain.errors import NotCaughtUp
 from infra.settings import get_settings
-from recall.consistency import await_recallable, pending, refuse_beyond_head
+from projections.registry import PROJECTORS
+from projections.runner import has_reached
+from recall.consistency import READ_MODELS, refuse_beyond_head
 from recall.domains import registry
+
+_POLL_S = 0.05
+
+
+def pending(engine: Engine, position: int, names: tuple[str, ...] = READ_MODELS,
+            tenant: str | None = None) -> list[str]:
+    """The read models among `names` that have not applied `position` yet (with `tenant`: that tenant's events
+    up to it)."""
+    with engine.connect() as conn:
+        return [name for name in names if not has_reached(conn, PROJECTORS[name], position, tenant)]
+
+
+def _not_caught_up(names: list[str], position: int, timeout_s: float) -> NotCaughtUp:
+    return NotCaughtUp(f"projections {', '.join(names)} have not reached position {position} after {timeout_s:g}s; "
+                       "retry shortly")
+
+
+def wait_for_position(engine: Engine, position: int, timeout_s: float, names: tuple[str, ...] = READ_MODELS,
+                      tenant: str | None = None) -> None:
+    """Block until the read models `names` (the recall ones by default) have applied `position` (with `tenant`:
+    that tenant's events up to it); NotCaughtUp (503) after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while names := tuple(pending(engine, position, names, tenant)):
+        if time.monotonic() >= deadline:
+            raise _not_caught_up(list(names), position, timeout_s)
+        time.sleep(_POLL_S)
+
+
+_waiting = 0  # requests of this process now waiting for a position (one event loop: no lock needed)
+
+
+async def await_position(engine: Engine, position: int, timeout_s: float, max_waiters: int,
+                         names: tuple[str, ...] = READ_MODELS, tenant: str | None = None) -> list[str]:
+    """Like wait_for_position, but sleeps on the event loop, holding no thread (a thousand waiters do not starve
+    the threadpool that sync routes, /healthz among them, run on); answers what is still pending (empty once
+    recallable) instead of raising. More than `max_waiters` at once: NotCaughtUp (503) at once."""
+    global _waiting
+    if _waiting >= max_waiters:
+        raise NotCaughtUp(f"{_waiting} requests are already waiting for read-your-writes; retry shortly")
+    _waiting += 1
+    try:
+        deadline = time.monotonic() + timeout_s
+        while names := tuple(await run_in_threadpool(pending, engine, position, names, tenant)):
+            if time.monotonic() >= deadline:
+                return list(names)
+            await asyncio.sleep(_POLL_S)
+        return []
+    finally:
+        _waiting -= 1
+
+
+async def await_recallable(engine: Engine, position: int, timeout_s: float, max_waiters: int,
+                           names: tuple[str, ...] = READ_MODELS, tenant: str | None = None) -> None:
+    """await_position for a read's min_position: NotCaughtUp (503) when the wait runs out."""
+    still = await await_position(engine, position, timeout_s, max_waiters, names, tenant)
+    if still:
+        raise _not_caught_up(still, position, timeout_s)
 
 
 def read_models_of(domains: Iterable[str] = ()) -> tuple[str, ...]:
@@ -62,4 +125,5 @@ def waits_for(*names: str) -> Any:
     return Depends(wait)
 
 
-__all__ = ["MAX_POSITION", "MinPosition", "await_read_models", "read_models_of", "reads", "waits_for"]
+__all__ = ["MAX_POSITION", "MinPosition", "await_position", "await_read_models", "await_recallable", "pending",
+           "read_models_of", "reads", "wait_for_position", "waits_for"]

@@ -33,7 +33,6 @@ from domain.text import has_nul, tokenize
 from infra.embedding import Embedder
 from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
-from recall.consistency import wait_for_position
 from recall.funnel import abstain, candidates, composite, coref, graph, prf, privacy, rerank
 from recall.funnel.types import Item, StageReport, timed
 from recall.hitlog import append_served, served_record
@@ -52,7 +51,6 @@ class RecallRequest:
     scope: Scope
     query: str
     k: int = 10
-    min_position: int | None = None
     include_staging: bool = False
     include_history: bool = False
     include_archived: bool = False
@@ -272,8 +270,6 @@ def recall(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     """One recall over the memories: the funnel, then its one effect, the hit-log event."""
     validate(request)
     started = time.perf_counter()
-    if request.min_position:
-        wait_for_position(engine, request.min_position, settings.min_position_wait_s)
     found = search(engine, embedder, settings, request, policy)
     latency_ms = (time.perf_counter() - started) * 1000
     RECALL_LATENCY.observe(latency_ms / 1000)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from sqlalchemy import Engine
 
 from api.context import Caller, caller, engine
-from api.read_your_writes import reads
+from api.read_your_writes import reads, wait_for_position
 from api.schemas import (
     AsOf,
     GovernedMemoryOut,
@@ -29,7 +29,6 @@ from eventstore.append import existing_positions
 from eventstore.read import event_at
 from infra.settings import get_settings
 from recall import queries
-from recall.consistency import wait_for_position
 from recall.privacy import hidden_memories, memory_hidden, policy_of, visible_history, visible_memory
 from recall.timeframe import resolve_as_of
 from services.neighbours import old_memory

@@ -1,5 +1,6 @@
 """GET /v1/positions/{position}: read-your-writes for clients, whether what was written up to a position is
-recallable yet (the read models recall waits for, recall/consistency.py), optionally waiting for it."""
+recallable yet (the read models recall waits for, recall/consistency.py), optionally waiting for it
+(api/read_your_writes.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from api.context import Caller, caller, engine
+from api.read_your_writes import await_position
 from infra.settings import get_settings
-from recall.consistency import READ_MODELS, await_position, refuse_beyond_head
+from recall.consistency import READ_MODELS, refuse_beyond_head
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 MAX_POSITION = 2**63 - 1

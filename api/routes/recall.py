@@ -62,7 +62,7 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
     """Async so that a read-your-writes wait sleeps on the event loop; the funnel runs in the threadpool."""
     settings = get_settings()
     scope = Scope(who.tenant, body.agent_id, body.project, body.session_id, tuple(body.kinds))
-    request = RecallRequest(scope, body.query, body.k, None, include_staging=body.include_staging,
+    request = RecallRequest(scope, body.query, body.k, include_staging=body.include_staging,
                             include_history=body.include_history, include_archived=body.include_archived,
                             trace=body.trace, reference_time=body.reference_time,
                             frame=TimeFrame(body.since, body.until))

@@ -100,8 +100,8 @@ def test_healthz_names_worker_when_no_worker_heartbeat(http):
 
 def test_wait_for_position_times_out_on_an_unprojected_write(engine, tenant):
     """Direct: a real write with no worker running is not projected, so the bounded wait gives up."""
+    from api.read_your_writes import wait_for_position
     from domain.errors import NotCaughtUp
-    from recall.consistency import wait_for_position
     from services.remember import MemoryInput, remember
 
     [done] = remember(engine, tenant, [MemoryInput(content="nobody projects this yet")], {"source": "test"})

@@ -127,3 +127,10 @@ def test_every_exception_still_breaks_a_rule() -> None:
     graph = _graph()
     assert sorted(sorted(c) for c in NOT_YET_CIRCLES - set(_circles(graph))) == []
     assert sorted(NOT_YET_READS - set(_read_offenders(graph))) == []
+
+
+def test_the_read_side_check_covers_deep_recall_and_mcp_server() -> None:
+    graph = {"deep_recall.service": {"projections.runner", "recall.scope"}, "mcp_server.tools": {"services.knowledge"},
+             "api.read_your_writes": {"projections.runner"}}
+    assert _read_offenders(graph) == {"deep_recall/service.py": ["projections.runner"],
+                                      "mcp_server/tools.py": ["services.knowledge"]}

@@ -18,7 +18,7 @@ Only applies events; decides nothing (the parse is a pure function of the file's
 Dropped symbols are kept in code_symbols (knowledge's model for its sections), not copied into a history table:
 the as-of search then needs no second set of postings, and a read as of a position is the current read with each
 symbol's status taken from code_symbol_versions (projections/unit_versions.py CODE_SYMBOL_VERSIONS: every file
-event snapshots its file's symbols). The price: every current read of code_symbols leaves 'replaced' and
+event snapshots the symbols it ended or held). The price: every current read of code_symbols leaves 'replaced' and
 'removed' out (domain/code/status.py held_sql), and the BM25 statistics count the kept symbols, as knowledge's
 count its replaced sections.
 
@@ -176,9 +176,13 @@ def _drop(conn: Connection, tenant: str, repo: str, path: str, status: str) -> S
     return old
 
 
-def _snapshot(conn: Connection, event: RecordedEvent, repo: str, path: str) -> None:
-    CODE_SYMBOL_VERSIONS.snapshot(conn, event.tenant, event.position, "u.repo = :repo AND u.path = :path",
-                                  {"repo": repo, "path": path})
+def _snapshot(conn: Connection, event: RecordedEvent, repo: str, path: str, ids: Sequence[Any]) -> None:
+    """A version for each of the file's symbols the event ended or held (`ids`): only those can have changed, so a
+    file put many times is not rescanned whole."""
+    if ids:
+        CODE_SYMBOL_VERSIONS.snapshot(conn, event.tenant, event.position,
+                                      "u.repo = :repo AND u.path = :path AND u.symbol_id = ANY(CAST(:ids AS uuid[]))",
+                                      {"repo": repo, "path": path, "ids": sorted(str(i) for i in ids)})
 
 
 def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -> None:
@@ -224,7 +228,7 @@ def _put(conn: Connection, event: RecordedEvent, p: CodeFilePut, dirty: Dirty) -
                                 "content_hash": p.content_hash, "symbols": len(parsed.symbols),
                                 "calls": len(parsed.calls), "parse_errors": parsed.errors,
                                 "first_error_line": parsed.first_error_line})
-    _snapshot(conn, event, p.repo, p.path)
+    _snapshot(conn, event, p.repo, p.path, [r.symbol_id for r in old] + ids)
 
 
 def _carried_columns(previous: list[Any], at: Any) -> dict[str, list[Any]]:
@@ -243,7 +247,7 @@ def _removed(conn: Connection, event: RecordedEvent, p: CodeFileRemoved, dirty: 
         return
     old = _drop(conn, event.tenant, p.repo, p.path, "removed")
     conn.execute(_DELETE_FILE, {"tenant": event.tenant, "repo": p.repo, "path": p.path})
-    _snapshot(conn, event, p.repo, p.path)
+    _snapshot(conn, event, p.repo, p.path, [r.symbol_id for r in old])
     dirty[(event.tenant, p.repo)].update(r.name for r in old)
 
 

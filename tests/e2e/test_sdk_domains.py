@@ -134,6 +134,15 @@ def test_drills_as_of_a_position(sdk: Engramlog, engine) -> None:
         sdk.get_document("asof.md", as_of=first.position - 1)
     with pytest.raises(NotFoundError):
         sdk.session_messages("s-asof", as_of=first.position - 1)
+    old = sdk.put_code_files("asof", [{"path": "boat.py", "content": "def sail():\n    return 1\n"}])
+    sdk.put_code_files("asof", [{"path": "boat.py", "content": "def row():\n    return 2\n"}])
+    catch_up(engine, PROJECTORS["code"], 500, max_seconds=60)
+    at = max(f.position for f in old.files if f.position)
+    sailed = sdk.symbol("asof", "boat.sail", as_of=at)
+    assert "return 1" in sailed.source and sailed.edges is False
+    assert [h.symbol for h in sdk.search_symbols("asof", "sail", as_of=at).symbols] == ["boat.sail"]
+    with pytest.raises(NotFoundError):
+        sdk.symbol("asof", "boat.sail")
 
 
 def test_code(sdk: Engramlog, engine) -> None:

@@ -129,14 +129,17 @@ class AsyncDomainMethods:
         """The repository's files (path, content_hash, counts); pass `after=page.next_after` for the next page."""
         return await self.send(calls.code_files(repo, after, limit))
 
-    async def search_symbols(self, repo: str, query: str, *, k: int | None = None,
-                             callees: bool = False) -> SymbolSearch:
-        """Symbol search (BM25 over split names, signatures, docstrings), each hit with its source."""
-        return await self.send(calls.search_symbols(repo, query, k, callees))
+    async def search_symbols(self, repo: str, query: str, *, k: int | None = None, callees: bool = False,
+                             as_of: int | datetime | None = None) -> SymbolSearch:
+        """Symbol search (BM25 over split names, signatures, docstrings), each hit with its source; `as_of` (a log
+        position or an aware datetime): the symbols defined then."""
+        return await self.send(calls.search_symbols(repo, query, k, callees, as_of))
 
-    async def symbol(self, repo: str, qualified_name: str, *, file: str | None = None) -> Symbol:
-        """One symbol by its qualified name: source, callers, callees (`file=` picks one of several)."""
-        return await self.send(calls.symbol(repo, qualified_name, file))
+    async def symbol(self, repo: str, qualified_name: str, *, file: str | None = None,
+                     as_of: int | datetime | None = None) -> Symbol:
+        """One symbol by its qualified name: source, callers, callees (`file=` picks one of several); `as_of`: as
+        defined then, without call edges (NotFoundError if it was not defined then)."""
+        return await self.send(calls.symbol(repo, qualified_name, file, as_of))
 
     # -------------------------------------------------------------------------------------------- sessions
 

@@ -178,14 +178,15 @@ def code_files(repo: str, after: str | None, limit: int | None) -> Call[CodeFile
                 reads_own_writes=True)
 
 
-def search_symbols(repo: str, query: str, k: int | None, callees: bool) -> Call[SymbolSearch]:
+def search_symbols(repo: str, query: str, k: int | None, callees: bool,
+                   as_of: int | datetime | None = None) -> Call[SymbolSearch]:
     return Call("GET", f"{_repo(repo)}/symbols", model(SymbolSearch),
-                params=query_params(q=query, k=k, callees=callees or None), reads_own_writes=True)
+                params=query_params(q=query, k=k, callees=callees or None, as_of=as_of), reads_own_writes=True)
 
 
-def symbol(repo: str, qualified_name: str, file: str | None) -> Call[Symbol]:
+def symbol(repo: str, qualified_name: str, file: str | None, as_of: int | datetime | None = None) -> Call[Symbol]:
     return Call("GET", f"{_repo(repo)}/symbols/{quote(qualified_name, safe='')}", model(Symbol),
-                params=query_params(file=file), reads_own_writes=True)
+                params=query_params(file=file, as_of=as_of), reads_own_writes=True)
 
 
 # ------------------------------------------------------------------------------------------------ sessions

@@ -99,6 +99,7 @@ class Symbol(Response):
     content_hash: str
     callers: list[SymbolCaller] = []
     callers_total: int = 0
+    edges: bool = True  # whether callers and callees were read (False as_of a position: the call graph is current)
     unresolved_calls: int = 0
     ref_count: int = 0
     callees: list[SymbolCallee] | None = None  # a search answers them only when asked (callees=True)

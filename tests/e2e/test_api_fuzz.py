@@ -13,7 +13,7 @@ from conftest import WorkerProcess
 
 from bench.fuzz import MODES, FuzzReport, fuzz_mode, load_schema, serve, wait_healthy
 
-EXAMPLES = 4  # per operation and variant (bench/fuzz.py VARIANTS): ~20 operations x 3 x 4 per mode
+EXAMPLES = 2  # per operation and variant (bench/fuzz.py VARIANTS): ~20 operations x 3 x 2 per mode (make fuzz: 25)
 SEED = 7
 
 

@@ -53,12 +53,12 @@ def tenants_per_partition(engine, n: int) -> list[str]:
 def test_two_workers_one_killed_mid_batch_and_restarted_apply_each_event_once(engine, start_worker):
     from services.remember import MemoryInput, remember
 
-    per_tenant = 100
+    per_tenant = 50  # 5 batches of 10 per tenant (its partition): the kill lands inside one, the others go on
     tenants = tenants_per_partition(engine, 2)  # one tenant in each of the two partitions
     for tenant in tenants:
         remember(engine, tenant, [MemoryInput(content=sentence(i, tenant), agent_id=f"ag{i % 3}", must_keep=True)
                                   for i in range(per_tenant)], {"source": "test"})
-    env = {"ENGRAMLOG_WORKERS": "2", "ENGRAMLOG_PROJECTION_BATCH": "20"}
+    env = {"ENGRAMLOG_WORKERS": "2", "ENGRAMLOG_PROJECTION_BATCH": "10"}
     # Hold memory_vectors in SHARE mode (inserts wait): a worker's vectors batch then stops at its INSERT, inside
     # its transaction and holding its partition's claim, for as long as the test needs. Without it the batches
     # (their embeddings cached by the write path) can all commit before the kill lands.

@@ -1,0 +1,50 @@
+"""`engramlog recall` with --since / --until (valid time) and --as-of (recorded time) against the real app:
+the options reach the server as the API's fields, and a value that is no date or timestamp is refused with the
+reason before any call."""
+
+from __future__ import annotations
+
+import json
+
+from funnel_support import project
+from typer.testing import CliRunner
+
+
+def cli_on(client, monkeypatch):
+    """The CLI's API client speaking to the test app (as this test's tenant)."""
+    from engramlog_client import Engramlog
+
+    import cli.calls
+    import cli.main
+
+    monkeypatch.setattr(cli.calls, "client", lambda: Engramlog(http_client=client))
+    return cli.main.app
+
+
+def _contents(output: str) -> list[str]:
+    return [r["content"] for r in json.loads(output)["results"]]
+
+
+def test_recall_filters_by_valid_and_recorded_time(client, engine, monkeypatch) -> None:
+    may = client.post("/v1/memories", json={"content": "Ines moved the kiln to the north shed",
+                                            "occurred_at": "2025-05-31T18:00:00Z", "must_keep": True})
+    june = client.post("/v1/memories", json={"content": "Ines moved the kiln back to the studio",
+                                             "occurred_at": "2025-06-01T09:00:00Z", "must_keep": True})
+    assert may.status_code == 201 and june.status_code == 201, (may.text, june.text)
+    project(engine, june.json()["position"])
+    app, run = cli_on(client, monkeypatch), CliRunner().invoke
+
+    r = run(app, ["recall", "where did Ines move the kiln", "--json"])
+    assert r.exit_code == 0, r.output
+    assert len(_contents(r.output)) == 2
+    r = run(app, ["recall", "where did Ines move the kiln", "--until", "2025-05-31", "--json"])
+    assert r.exit_code == 0 and _contents(r.output) == ["Ines moved the kiln to the north shed"], r.output
+    r = run(app, ["recall", "where did Ines move the kiln", "--since", "2025-06-01T00:00:00Z", "--json"])
+    assert r.exit_code == 0 and _contents(r.output) == ["Ines moved the kiln back to the studio"], r.output
+    r = run(app, ["recall", "where did Ines move the kiln", "--as-of", str(may.json()["position"]), "--json"])
+    assert r.exit_code == 0 and _contents(r.output) == ["Ines moved the kiln to the north shed"], r.output
+
+    r = run(app, ["recall", "kiln", "--since", "banana"])
+    assert r.exit_code == 2 and "--since 'banana' is not a date" in r.output, r.output
+    r = run(app, ["recall", "kiln", "--as-of", "2025-05-31"])
+    assert r.exit_code == 2 and "not a date alone" in r.output, r.output

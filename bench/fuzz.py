@@ -10,9 +10,10 @@ keyless (one default tenant, loopback) and API keys on (a tenant key; a slice of
 Authorization header instead). A 5xx (a 503 included: the database is up throughout), a dropped connection or a
 timeout is a failure; a case the HTTP client cannot even send (a header it will not encode) is counted apart.
 
-    python -m bench.fuzz [--seconds 240] [--seed 0] [--examples 25] [--modes keyless,keys] [--output FILE]
+    python -m bench.fuzz [--seconds 240] [--seed 0] [--examples 10] [--modes keyless,keys] [--output FILE]
 
-Rounds go over every (mode, operation, variant) with `--examples` cases each, seed `seed + round`, until
+Rounds go over every (mode, operation, variant) with `--examples` cases each, seed `seed + round`, the operations
+in an order of the round's seed (a round the deadline cuts short reaches other operations first in the next), until
 `--seconds` have passed; the case count, the statuses and every failure (with a curl line) are printed, and the
 exit status is 1 when a failure was found. tests/e2e/test_api_fuzz.py runs one bounded, seeded round in `make
 test`. The rounds and how a case is recorded: bench/fuzz_rounds.py; here, the stack they run against.
@@ -174,7 +175,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=240.0, help="how long to fuzz (default 240)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--examples", type=int, default=25, help="cases per operation, mode and round")
+    parser.add_argument("--examples", type=int, default=10, help="cases per operation, mode and round")
     parser.add_argument("--modes", default=",".join(MODES), help="keyless,keys (default both)")
     parser.add_argument("--output", type=Path, help="save the summary as JSON here")
     args = parser.parse_args()

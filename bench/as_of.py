@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    latency_stats,
     loopback_client,
     machine,
     machine_line,
+    measure_modes,
     ok,
+    print_modes,
     project_all,
     save_result,
     start_stack,
@@ -84,9 +85,6 @@ def run(n: int, queries: int, rounds: int) -> dict[str, Any]:
             "since_until_3_months": {"since": since.isoformat(), "until": (since + timedelta(days=91)).isoformat()},
         }
         asked = [f"{WORDS[q % 20]} {WORDS[(q * 7 + 3) % 20]} review" for q in range(queries)]
-        served: dict[str, list[float]] = {m: [] for m in modes}
-        wall: dict[str, list[float]] = {m: [] for m in modes}
-        answered: dict[str, list[int]] = {m: [] for m in modes}
         for q in asked:  # warm: each mode once per query, not measured
             for extra in modes.values():
                 ok(http.post("/v1/recall", json={"query": q, "k": 10, **extra}))
@@ -96,24 +94,14 @@ def run(n: int, queries: int, rounds: int) -> dict[str, Any]:
         with engine.connect() as conn:
             counts.update({t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
                            for t in ("memory_activity", "memory_activity_versions")})
-        for _ in range(rounds):
-            for q in asked:
-                for mode, extra in modes.items():  # interleaved: the machine's load falls on every mode alike
-                    started = time.perf_counter()
-                    out = ok(http.post("/v1/recall", json={"query": q, "k": 10, **extra}))
-                    wall[mode].append((time.perf_counter() - started) * 1000)
-                    served[mode].append(out["latency_ms"])
-                    answered[mode].append(len(out["results"]))
+        per_mode = measure_modes(lambda q, extra: ok(http.post("/v1/recall", json={"query": q, "k": 10, **extra})),
+                                 asked, modes, rounds, lambda out: len(out["results"]))
         started = time.perf_counter()  # a verify replays the whole log into scratch tables, as a rebuild does
         identical = verify(engine, PROJECTORS["memories"]).identical
         rebuild_s = time.perf_counter() - started
         started = time.perf_counter()
         activity_identical = verify(engine, PROJECTORS["activity"]).identical
         activity_s = time.perf_counter() - started
-    base = latency_stats(served["current"])["p50"]
-    per_mode = {m: {"served_ms": latency_stats(served[m]), "wall_ms": latency_stats(wall[m]),
-                    "mean_results": round(sum(answered[m]) / len(answered[m]), 2),
-                    "p50_vs_current": round(latency_stats(served[m])["p50"] / base, 3)} for m in modes}
     return {"benchmark": "as_of", "machine": machine(), "where": where, "memories_written": n,
             "superseded": len(range(0, n, 10)), "queries": queries, "rounds": rounds, "k": 10,
             "as_of_middle": middle, "head": head_position, "rows": counts,
@@ -135,10 +123,7 @@ def main() -> None:
           f"memories projection replayed and verified in {result['memories_verify_s']} s "
           f"(identical: {result['memories_verify_identical']}); activity projection in "
           f"{result['activity_verify_s']} s (identical: {result['activity_verify_identical']})")
-    for mode, r in result["modes"].items():
-        print(f"  {mode:22} served p50 {r['served_ms']['p50']:7.1f} ms  p95 {r['served_ms']['p95']:7.1f} ms  "
-              f"wall p50 {r['wall_ms']['p50']:7.1f} ms  x{r['p50_vs_current']:.2f} of current  "
-              f"results {r['mean_results']}")
+    print_modes(result["modes"])
     print(f"saved {save_result('as_of', result, args.output)}")
 
 

@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    latency_stats,
     loopback_client,
     machine,
     machine_line,
+    measure_modes,
     ok,
+    print_modes,
     project_all,
     save_result,
     start_stack,
@@ -90,29 +91,17 @@ def run(documents: int, messages: int, transcripts: int, queries: int, rounds: i
             "current": {}, "as_of_middle": {"as_of": middle}, "as_of_head": {"as_of": head},
             "since_until_3_months": {"since": since.isoformat(), "until": (since + timedelta(days=91)).isoformat()}}
         asked = [f"{_w(q, 1)} {_w(q, 5)} plan review" for q in range(queries)]
-        served: dict[str, list[float]] = {m: [] for m in modes}
-        wall: dict[str, list[float]] = {m: [] for m in modes}
-        answered: dict[str, list[int]] = {m: [] for m in modes}
         for q in asked:  # warm: each mode once per query, not measured
             for extra in modes.values():
                 ok(http.post("/v1/recall/multi", json={"query": q, "domains": DOMAINS, **extra}))
-        for _ in range(rounds):
-            for q in asked:
-                for mode, extra in modes.items():  # interleaved: the machine's load falls on every mode alike
-                    started = time.perf_counter()
-                    out = ok(http.post("/v1/recall/multi", json={"query": q, "domains": DOMAINS, **extra}))
-                    wall[mode].append((time.perf_counter() - started) * 1000)
-                    served[mode].append(out["latency_ms"])
-                    answered[mode].append(sum(len(b["results"]) for b in out["buckets"]))
+        per_mode = measure_modes(
+            lambda q, extra: ok(http.post("/v1/recall/multi", json={"query": q, "domains": DOMAINS, **extra})),
+            asked, modes, rounds, lambda out: sum(len(b["results"]) for b in out["buckets"]))
         verified = {}
         for name in ("knowledge", "sessions", "transcripts"):
             started = time.perf_counter()
             verified[name] = {"identical": verify(engine, PROJECTORS[name]).identical,
                               "seconds": round(time.perf_counter() - started, 2)}
-    base = latency_stats(served["current"])["p50"]
-    per_mode = {m: {"served_ms": latency_stats(served[m]), "wall_ms": latency_stats(wall[m]),
-                    "mean_results": round(sum(answered[m]) / len(answered[m]), 2),
-                    "p50_vs_current": round(latency_stats(served[m])["p50"] / base, 3)} for m in modes}
     return {"benchmark": "as_of_domains", "machine": machine(), "where": where, "documents": documents,
             "messages": messages, "transcripts": transcripts, "queries": queries, "rounds": rounds,
             "as_of_middle": middle, "head": head, "rows": rows, "verify": verified, "modes": per_mode}
@@ -131,10 +120,7 @@ def main() -> None:
     result = run(args.documents, args.messages, args.transcripts, args.queries, args.rounds)
     print(f"{result['documents']} documents, {result['messages']} messages, {result['transcripts']} transcripts; "
           f"versions rows {result['rows']}; verify {result['verify']}")
-    for mode, r in result["modes"].items():
-        print(f"  {mode:22} served p50 {r['served_ms']['p50']:7.1f} ms  p95 {r['served_ms']['p95']:7.1f} ms  "
-              f"wall p50 {r['wall_ms']['p50']:7.1f} ms  x{r['p50_vs_current']:.2f} of current  "
-              f"results {r['mean_results']}")
+    print_modes(result["modes"])
     print(f"saved {save_result('as_of_domains', result, args.output)}")
 
 

@@ -15,7 +15,7 @@ import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,37 @@ def latency_stats(values: Sequence[float]) -> dict[str, float]:
     """p50, p95 and mean of latencies in ms, rounded for the results files."""
     return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2),
             "mean": round(sum(values) / len(values), 2) if values else float("nan")}
+
+
+def measure_modes(send: Callable[[str, dict[str, Any]], dict[str, Any]], asked: Sequence[str],
+                  modes: Mapping[str, dict[str, Any]], rounds: int,
+                  count: Callable[[dict[str, Any]], int]) -> dict[str, dict[str, Any]]:
+    """`rounds` rounds of every query in every mode (`send(query, the mode's extra fields)`: the API's answer),
+    interleaved so the machine's load falls on every mode alike. Per mode: the API's own latency_ms (served_ms)
+    and the call's wall time (wall_ms), the mean of `count(answer)`, and its served p50 against the first mode's."""
+    served: dict[str, list[float]] = {m: [] for m in modes}
+    wall: dict[str, list[float]] = {m: [] for m in modes}
+    answered: dict[str, list[int]] = {m: [] for m in modes}
+    for _ in range(rounds):
+        for q in asked:
+            for mode, extra in modes.items():
+                started = time.perf_counter()
+                out = send(q, extra)
+                wall[mode].append((time.perf_counter() - started) * 1000)
+                served[mode].append(out["latency_ms"])
+                answered[mode].append(count(out))
+    base = latency_stats(served[next(iter(modes))])["p50"]
+    return {m: {"served_ms": latency_stats(served[m]), "wall_ms": latency_stats(wall[m]),
+                "mean_results": round(sum(answered[m]) / len(answered[m]), 2),
+                "p50_vs_current": round(latency_stats(served[m])["p50"] / base, 3)} for m in modes}
+
+
+def print_modes(modes: Mapping[str, dict[str, Any]]) -> None:
+    """measure_modes' figures, a line a mode."""
+    for mode, r in modes.items():
+        print(f"  {mode:22} served p50 {r['served_ms']['p50']:7.1f} ms  p95 {r['served_ms']['p95']:7.1f} ms  "
+              f"wall p50 {r['wall_ms']['p50']:7.1f} ms  x{r['p50_vs_current']:.2f} of current  "
+              f"results {r['mean_results']}")
 
 
 def wait_projected(client: Any, position: int, names: tuple[str, ...] | None = None, timeout_s: float = 7200,

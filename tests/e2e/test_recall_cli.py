@@ -22,7 +22,11 @@ def cli_on(client, monkeypatch):
 
 
 def _contents(output: str) -> list[str]:
-    return [r["content"] for r in json.loads(output)["results"]]
+    """The --json answer's contents. The app runs in this process, so its own log lines (structlog, to stdout once
+    an earlier test configured it) may come before the CLI's JSON in the captured output."""
+    start = 0 if output.startswith("{") else output.index("\n{") + 1
+    answer, _ = json.JSONDecoder().raw_decode(output[start:])
+    return [r["content"] for r in answer["results"]]
 
 
 def test_recall_filters_by_valid_and_recorded_time(client, engine, monkeypatch) -> None:

@@ -17,7 +17,7 @@ Only applies events; decides nothing (the parse is a pure function of the file's
 
 Dropped symbols are kept in code_symbols (knowledge's model for its sections), not copied into a history table:
 the as-of search then needs no second set of postings, and a read as of a position is the current read with each
-symbol's status taken from code_symbol_versions (projections/unit_versions.py CODE_SYMBOL_VERSIONS: every file
+symbol's status taken from code_symbol_versions (readmodels/unit_versions.py CODE_SYMBOL_VERSIONS: every file
 event snapshots the symbols it ended or held). The price: every current read of code_symbols leaves 'replaced' and
 'removed' out (domain/code/status.py held_sql), and the BM25 statistics count the kept symbols, as knowledge's
 count its replaced sections.
@@ -56,7 +56,7 @@ from domain.events import (
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, string_key
-from projections.unit_versions import CODE_SYMBOL_VERSIONS
+from readmodels.unit_versions import CODE_SYMBOL_VERSIONS
 
 log = structlog.get_logger(__name__)
 CODE = "code"  # the domain's name in hit-log results

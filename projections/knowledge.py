@@ -16,7 +16,7 @@ filters by status, as memories' keyword read model does), so history can be sear
 | ResultDrilled        | its "knowledge" section likewise                                                        |
 
 After each of the first three, the document's (or the section's) changed sections get a recorded-time version
-at the event's position (knowledge_section_versions: projections/unit_versions.py), what `as_of` reads.
+at the event's position (knowledge_section_versions: readmodels/unit_versions.py), what `as_of` reads.
 
 Every time comes from the event (recorded_at, or a decision's clock), so a rebuild gives the same rows.
 """
@@ -46,7 +46,7 @@ from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, uuid_key
-from projections.unit_versions import SECTION_VERSIONS
+from readmodels.unit_versions import SECTION_VERSIONS
 
 log = structlog.get_logger(__name__)
 KNOWLEDGE = "knowledge"  # the domain's name in hit-log results

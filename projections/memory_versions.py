@@ -24,11 +24,8 @@ from domain.events import (
     RecallFeedbackGiven,
     RecordedEvent,
 )
+from readmodels.memories import MEMORY_COLUMNS
 
-# The memory columns a version holds (and the recall funnel and GET /v1/memories/{id} read), the same in both tables.
-MEMORY_COLUMNS = ("memory_id, content, content_hash, kind, agent_id, project, session_id, tags, metadata, occurred_at,"
-                  " recorded_at, status, position, memory_type, salience, route, confidence, reinforced_count,"
-                  " supersedes, superseded_by, merged_into, status_changed_at")
 _COLUMNS = MEMORY_COLUMNS.replace("memory_id, ", "", 1)
 _CHANGED = " OR ".join(f"v.{c} IS DISTINCT FROM m.{c}" for c in _COLUMNS.split(", "))
 _SNAPSHOT = text(f"""

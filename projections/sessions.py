@@ -18,7 +18,7 @@ sent, or marked later), so a pending message is in no posting.
 | ResultDrilled           | its "sessions" message likewise                                                    |
 
 After each of the first three, the messages it changed get a recorded-time version at the event's position
-(session_message_versions: projections/unit_versions.py), what `as_of` reads.
+(session_message_versions: readmodels/unit_versions.py), what `as_of` reads.
 
 Every time comes from the event (a message's created_at, else the event's occurred_at; sent_at, the time the log
 recorded the event that made it sent), so a rebuild gives the same rows.
@@ -47,7 +47,7 @@ from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, string_key
-from projections.unit_versions import MESSAGE_VERSIONS
+from readmodels.unit_versions import MESSAGE_VERSIONS
 
 log = structlog.get_logger(__name__)
 SESSIONS = "sessions"  # the domain's name in hit-log results

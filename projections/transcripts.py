@@ -18,7 +18,7 @@ are kept for every chunk ever put (recall filters by status), so an old handle s
 | ResultDrilled       | its "transcripts" chunk likewise                                                        |
 
 After each of the first two, the transcript's (or the chunk's) changed chunks get a recorded-time version at the
-event's position (transcript_chunk_versions: projections/unit_versions.py), what `as_of` reads.
+event's position (transcript_chunk_versions: readmodels/unit_versions.py), what `as_of` reads.
 
 An event whose chunks cannot all be found, or do not parse as whole turns (only a hand-appended one could), is
 skipped with a warning by every run alike. Every time comes from the event, so a rebuild gives the same rows.
@@ -41,7 +41,7 @@ from eventstore.stream import stream_pages
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits, uuid_key
-from projections.unit_versions import CHUNK_VERSIONS
+from readmodels.unit_versions import CHUNK_VERSIONS
 
 log = structlog.get_logger(__name__)
 TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results

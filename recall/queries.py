@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from domain.errors import NotFound
-from projections.memory_versions import MEMORY_COLUMNS
+from readmodels.memories import MEMORY_COLUMNS
 from recall.timeframe import TimeFrame
 
 _ONE = text("""

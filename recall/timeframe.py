@@ -23,10 +23,10 @@ from sqlalchemy import Engine
 
 from domain.errors import InvalidPayload
 from eventstore.positions import position_at, recorded_at, settled
-from projections.memory_versions import MEMORY_COLUMNS
+from readmodels.memories import MEMORY_COLUMNS
 
-# The read side's one door to the versions' layout (their projectors own it): the domains take the specs from here.
-from projections.unit_versions import (
+# The read side's one door to the versions' layout (readmodels/): the domains take the specs from here.
+from readmodels.unit_versions import (
     CHUNK_VERSIONS,
     CODE_SYMBOL_VERSIONS,
     MESSAGE_VERSIONS,
@@ -111,7 +111,7 @@ class TimeFrame:
 
     def units(self, versions: UnitVersions) -> str:
         """The relation a hybrid domain's units (sections, chunks, messages, code symbols) are read from, aliasable:
-        the current read model, or each unit as it stood at the as_of position (projections/unit_versions.py)."""
+        the current read model, or each unit as it stood at the as_of position (readmodels/unit_versions.py)."""
         return versions.units if self.as_of is None else versions.as_of()
 
     def memory_status_filter(self, alias: str) -> str:

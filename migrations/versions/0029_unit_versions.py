@@ -1,7 +1,7 @@
 """Recorded-time versions of knowledge sections, transcript chunks and session messages (`as_of` in every domain
 that keeps them).
 
-Owned by the knowledge, transcripts and sessions projectors (projections/unit_versions.py): an event that changes
+Owned by the knowledge, transcripts and sessions projectors (readmodels/unit_versions.py): an event that changes
 a unit's lifecycle (its status; a section's version, place, title or tags; a chunk's
 version and line and turn ranges; a message's sent mark) closes the unit's
 open version (valid_to = the event's position) and opens one from that position. A read as of position p takes,

@@ -1,7 +1,7 @@
 """Recorded-time versions of code symbols (`as_of` in the code domain), and the texts of the files they were parsed
 from.
 
-Owned by the code projector (projections/code.py, projections/unit_versions.py CODE_SYMBOL_VERSIONS). Since this
+Owned by the code projector (projections/code.py, readmodels/unit_versions.py CODE_SYMBOL_VERSIONS). Since this
 migration a re-put no longer deletes a file's previous symbols and their postings: they stay with status
 'replaced' (a removed file's: 'removed'), so a search as of an earlier position finds them; every current read
 leaves those two statuses out. code_symbol_versions holds each symbol's status over [valid_from, valid_to) log

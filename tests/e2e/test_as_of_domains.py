@@ -1,5 +1,5 @@
 """`as_of` (recorded time) beyond memories: knowledge sections, transcript chunks and session messages answer, in
-POST /v1/recall/multi and on their drills, what the store held at a log position (projections/unit_versions.py):
+POST /v1/recall/multi and on their drills, what the store held at a log position (readmodels/unit_versions.py):
 a section replaced later answers as it then stood, a message appended later is absent, a transcript's later
 version is not read; code answers too (tests/e2e/test_code_as_of.py). A rebuild gives the same versions."""
 

@@ -55,18 +55,16 @@ from domain.events import (
 )
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
-from projections.references import ReferencedUnits, string_key
+from projections.references import ReferencedUnits
+from projections.unit_status import status_changed
+from readmodels.item_domains import SYMBOLS
 from readmodels.unit_versions import CODE_SYMBOL_VERSIONS
 
 log = structlog.get_logger(__name__)
-CODE = "code"  # the domain's name in hit-log results
 _NAMESPACE = uuid.UUID("5d7b1f0e-2c4a-4e8b-b1d3-7f9a0c6e4b21")
 
-SYMBOL_POSTINGS = PostingsTables("code_postings", "code_terms", "code_stats", "symbol_id")
-# A code handle names its symbol by repo, file and qualified name (code_symbols' repo, path, qualified_name).
-SYMBOL_REFERENCES = ReferencedUnits(CODE, "code_symbols", (("repo", "text"), ("path", "text"),
-                                                           ("qualified_name", "text")),
-                                    string_key("repo", "file", "qualified_name"), held_sql("u"))
+SYMBOL_POSTINGS = PostingsTables(SYMBOLS.postings)
+SYMBOL_REFERENCES = ReferencedUnits(SYMBOLS)
 _HELD = held_sql("code_symbols")
 
 _FILE = text("SELECT content_hash FROM code_files WHERE tenant = :tenant AND repo = :repo AND path = :path")
@@ -141,13 +139,6 @@ UPDATE code_calls c SET resolved_name = b.rn, resolved_path = b.rp, candidates =
 FROM unnest(CAST(:paths AS text[]), CAST(:ordinals AS int[]), CAST(:rns AS text[]), CAST(:rps AS text[]),
             CAST(:ns AS int[]), CAST(:hows AS text[])) AS b(path, ordinal, rn, rp, n, how)
 WHERE c.tenant = :tenant AND c.repo = :repo AND c.path = b.path AND c.ordinal = b.ordinal
-""")
-_STATUS = text(f"""
-UPDATE code_symbols SET status = :to_status,
-    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
-    last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
-WHERE tenant = :tenant AND repo = :repo AND path = :path AND qualified_name = :qn AND status = :from_status
-  AND {_HELD}
 """)
 
 Dirty = dict[tuple[str, str], set[str]]  # (tenant, repo) → names whose calls are to be resolved again
@@ -270,25 +261,16 @@ def _resolve(conn: Connection, dirty: Dirty) -> None:
             conn.execute(_RESOLVE, {"tenant": tenant, "repo": repo, **out})
 
 
-def _status_changed(conn: Connection, event: RecordedEvent, p: CodeSymbolStatusChanged, dirty: Dirty) -> None:
-    ref_count = p.inputs.get("ref_count")
-    conn.execute(_STATUS, {"tenant": event.tenant, "repo": p.repo, "path": p.path, "qn": p.qualified_name,
-                           "from_status": p.from_status, "to_status": p.to_status, "clock": p.clock,
-                           "ref_count": ref_count if isinstance(ref_count, int) else None})
-    CODE_SYMBOL_VERSIONS.snapshot(conn, event.tenant, event.position,
-                                  "u.repo = :repo AND u.path = :path AND u.qualified_name = :qn",
-                                  {"repo": p.repo, "path": p.path, "qn": p.qualified_name})
-
-
 # The file handlers take the batch's Dirty as a keyword too (bound in apply).
 _FILE_HANDLERS: dict[type[EventSchema], Callable[..., None]] = {
-    CodeFilePut: _put, CodeFileRemoved: _removed, CodeSymbolStatusChanged: _status_changed}
+    CodeFilePut: _put, CodeFileRemoved: _removed}
 _HANDLERS: dict[type[EventSchema], Callable[..., None]] = {
-    **_FILE_HANDLERS, RecallServed: SYMBOL_REFERENCES.served, ResultDrilled: SYMBOL_REFERENCES.drilled}
+    **_FILE_HANDLERS, CodeSymbolStatusChanged: status_changed(SYMBOLS), RecallServed: SYMBOL_REFERENCES.served,
+    ResultDrilled: SYMBOL_REFERENCES.drilled}
 
 
 class CodeProjector:
-    name = "code"
+    name = SYMBOLS.projection
     tables = ("code_files", "code_symbols", "code_calls", "code_postings", "code_terms", "code_stats",
               "code_symbol_versions", "code_file_texts")
     handlers = _HANDLERS
@@ -301,4 +283,4 @@ class CodeProjector:
         _resolve(conn, dirty)
 
 
-__all__ = ["CODE", "CodeProjector", "symbol_id"]
+__all__ = ["CodeProjector", "symbol_id"]

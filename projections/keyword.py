@@ -20,6 +20,7 @@ from domain.events import EventSchema, MemoriesMerged, MemoryRecorded, MemoryRei
 from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index, unindex
+from readmodels.memories import MEMORY_POSTINGS as MEMORY_POSTING_TABLES
 
 _DOCS = text("""
 INSERT INTO keyword_docs (tenant, memory_id, length, agent_id, project, session_id, kind)
@@ -33,7 +34,7 @@ SELECT * FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:lengt
 _OLD_POSTINGS = text("SELECT term, tf FROM keyword_postings WHERE tenant = :tenant AND memory_id = :memory_id")
 _OLD_LENGTH = text("SELECT length FROM keyword_docs WHERE tenant = :tenant AND memory_id = :memory_id")
 _RELENGTH = text("UPDATE keyword_docs SET length = :length WHERE tenant = :tenant AND memory_id = :memory_id")
-MEMORY_POSTINGS = PostingsTables("keyword_postings", "keyword_terms", "keyword_stats", "memory_id")
+MEMORY_POSTINGS = PostingsTables(MEMORY_POSTING_TABLES)
 
 
 def reindex(conn: Connection, tenant: str, memory_id: object, content: str) -> bool:

@@ -40,20 +40,20 @@ from domain.events import (
     document_stream,
     section_id,
 )
-from domain.knowledge.handles import LIVE, handle_section
+from domain.knowledge.handles import LIVE
 from domain.knowledge.sections import split_sections
 from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
-from projections.references import ReferencedUnits, uuid_key
+from projections.references import ReferencedUnits
+from projections.unit_status import status_changed
+from readmodels.item_domains import SECTIONS
 from readmodels.unit_versions import SECTION_VERSIONS
 
 log = structlog.get_logger(__name__)
-KNOWLEDGE = "knowledge"  # the domain's name in hit-log results
 
-SECTION_POSTINGS = PostingsTables("knowledge_postings", "knowledge_terms", "knowledge_stats", "section_id")
-SECTION_REFERENCES = ReferencedUnits(KNOWLEDGE, "knowledge_sections", (("section_id", "uuid"),),
-                                     uuid_key(handle_section))
+SECTION_POSTINGS = PostingsTables(SECTIONS.postings)
+SECTION_REFERENCES = ReferencedUnits(SECTIONS)
 
 _DOCUMENT = text("""
 INSERT INTO knowledge_documents (tenant, document_id, project, path, version, content_hash, title, tags, metadata,
@@ -98,12 +98,6 @@ WHERE tenant = :tenant AND document_id = :document_id
 _RETIRE_SECTIONS = text("""
 UPDATE knowledge_sections SET status = 'retired', status_changed_at = :at
 WHERE tenant = :tenant AND document_id = :document_id AND status = ANY(:live)
-""")
-_STATUS = text("""
-UPDATE knowledge_sections SET status = :to_status, status_changed_at = :clock,
-    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
-    last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
-WHERE tenant = :tenant AND section_id = :section_id AND status = :from_status
 """)
 
 
@@ -159,21 +153,12 @@ def _retired(conn: Connection, event: RecordedEvent, p: DocumentRetired) -> None
     _snapshot_document(conn, event)
 
 
-def _status_changed(conn: Connection, event: RecordedEvent, p: SectionStatusChanged) -> None:
-    conn.execute(_STATUS, {"tenant": event.tenant, "section_id": p.section_id, "from_status": p.from_status,
-                           "to_status": p.to_status, "clock": p.clock,
-                           "ref_count": p.inputs.get("ref_count") if isinstance(p.inputs.get("ref_count"), int)
-                           else None})
-    SECTION_VERSIONS.snapshot(conn, event.tenant, event.position, "u.section_id = :section_id",
-                              {"section_id": p.section_id})
-
-
-_ONE_BY_ONE: OneByOne = {DocumentPut: _put, DocumentRetired: _retired, SectionStatusChanged: _status_changed,
+_ONE_BY_ONE: OneByOne = {DocumentPut: _put, DocumentRetired: _retired, SectionStatusChanged: status_changed(SECTIONS),
                          RecallServed: SECTION_REFERENCES.served, ResultDrilled: SECTION_REFERENCES.drilled}
 
 
 class KnowledgeProjector:
-    name = "knowledge"
+    name = SECTIONS.projection
     tables = ("knowledge_documents", "knowledge_sections", "knowledge_postings", "knowledge_terms",
               "knowledge_stats", "knowledge_section_versions")
     handlers = _ONE_BY_ONE

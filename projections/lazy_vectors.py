@@ -1,7 +1,8 @@
 """The one lazy-vector projector: a recalled item (a knowledge section, a transcript chunk) gets its vector the first
 time the hit-log shows it was used, never by a sweep over its domain. Each surface is one `LazySurface`: its
-vector table, the hit-log domain whose results name its items, how a handle names an item, and how an item's text
-is read from the log (never from another projection's tables).
+domain's declaration (readmodels/item_domains.py: the vector table, the hit-log domain whose results name its
+items), how a handle names an item, and how an item's text is read from the log (never from another projection's
+tables).
 
 | event         | effect: the surface's items without a vector of the configured model get one          |
 | ------------- | ------------------------------------------------------------------------------------- |
@@ -30,6 +31,7 @@ from domain.events import EventSchema, RecallServed, RecordedEvent, ResultDrille
 from infra.embedding import embed_cached, get_embedder
 from infra.settings import get_settings
 from projections.base import apply_in_order, types_of
+from readmodels.item_domains import ItemDomain
 
 log = structlog.get_logger(__name__)
 EMBED_CHUNK = 256  # texts per embed_cached call: one cache lookup and a few forward passes each
@@ -40,11 +42,23 @@ Handle = dict[str, Any]
 @dataclass(frozen=True)
 class LazySurface:
     name: str  # the projector's name, also its log events' prefix
-    table: str  # (tenant, <id_column>, model, embedding)
-    id_column: str
-    domain: str  # the hit-log domain whose results name this surface's items
+    of: ItemDomain  # its vectors table (tenant, <id column>, model, embedding), id column and hit-log domain
     item_of: Callable[[str, Handle | None], uuid.UUID | None]  # (tenant, handle) → the item, or None
     texts_from_log: Callable[[Connection, str, dict[uuid.UUID, Handle]], dict[uuid.UUID, str]]
+
+    @property
+    def table(self) -> str:
+        if self.of.vectors is None:
+            raise ValueError(f"{self.of.name} declares no vectors table")
+        return self.of.vectors
+
+    @property
+    def id_column(self) -> str:
+        return self.of.versions.key
+
+    @property
+    def domain(self) -> str:
+        return self.of.name
 
     @cached_property
     def have(self) -> TextClause:

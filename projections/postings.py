@@ -2,7 +2,8 @@
 statistics, added and removed, for every read model recall/keyword.py scores (memories, knowledge sections,
 transcript chunks, ...).
 
-A domain's postings are three tables, named by `PostingsTables`: postings (tenant, term, <id>, tf, length), terms
+A domain's postings are three tables, named once (readmodels/postings.py `Postings`, each domain's in its
+declaration); `PostingsTables` holds the statements over them: postings (tenant, term, <id>, tf, length), terms
 (tenant, term, df) and stats (tenant, n_docs, total_length). `index` adds documents (each document's term
 frequencies, as domain/text.py term_frequencies counts them); `unindex` removes documents' postings, decrements
 their terms' df (deleting a term no document holds any more) and takes them out of the statistics. Tables are named
@@ -19,18 +20,17 @@ from typing import Any
 
 from sqlalchemy import Connection, TextClause, text
 
+from readmodels.postings import Postings
+
 
 @dataclass(frozen=True)
 class PostingsTables:
-    postings: str
-    terms: str
-    stats: str
-    id_column: str  # the document's id in `postings`
+    names: Postings  # the tables these statements write
 
     @cached_property
     def insert_postings(self) -> TextClause:
         return text(f"""
-        INSERT INTO {self.postings} (tenant, term, {self.id_column}, tf, length)
+        INSERT INTO {self.names.postings} (tenant, term, {self.names.id_column}, tf, length)
         SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:ids AS uuid[]), CAST(:tfs AS int[]),
                                       CAST(:lengths AS int[]))
         """)
@@ -38,34 +38,35 @@ class PostingsTables:
     @cached_property
     def count_terms(self) -> TextClause:
         return text(f"""
-        INSERT INTO {self.terms} (tenant, term, df)
+        INSERT INTO {self.names.terms} (tenant, term, df)
         SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
-        ON CONFLICT (tenant, term) DO UPDATE SET df = {self.terms}.df + EXCLUDED.df
+        ON CONFLICT (tenant, term) DO UPDATE SET df = {self.names.terms}.df + EXCLUDED.df
         """)
 
     @cached_property
     def add_stats(self) -> TextClause:
         return text(f"""
-        INSERT INTO {self.stats} (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
-        ON CONFLICT (tenant) DO UPDATE SET n_docs = {self.stats}.n_docs + EXCLUDED.n_docs,
-                                           total_length = {self.stats}.total_length + EXCLUDED.total_length
+        INSERT INTO {self.names.stats} (tenant, n_docs, total_length) VALUES (:tenant, :n, :total)
+        ON CONFLICT (tenant) DO UPDATE SET n_docs = {self.names.stats}.n_docs + EXCLUDED.n_docs,
+                                           total_length = {self.names.stats}.total_length + EXCLUDED.total_length
         """)
 
     @cached_property
     def delete_postings(self) -> TextClause:
-        return text(f"DELETE FROM {self.postings} WHERE tenant = :tenant AND {self.id_column} = ANY(:ids)"
-                    " RETURNING term")
+        n = self.names
+        return text(f"DELETE FROM {n.postings} WHERE tenant = :tenant AND {n.id_column} = ANY(:ids) RETURNING term")
 
     @cached_property
     def uncount_terms(self) -> TextClause:
         return text(f"""
-        UPDATE {self.terms} t SET df = t.df - b.n FROM unnest(CAST(:terms AS text[]), CAST(:ns AS int[])) AS b(term, n)
+        UPDATE {self.names.terms} t SET df = t.df - b.n
+        FROM unnest(CAST(:terms AS text[]), CAST(:ns AS int[])) AS b(term, n)
         WHERE t.tenant = :tenant AND t.term = b.term
         """)
 
     @cached_property
     def drop_terms(self) -> TextClause:
-        return text(f"DELETE FROM {self.terms} WHERE tenant = :tenant AND term = ANY(:terms) AND df <= 0")
+        return text(f"DELETE FROM {self.names.terms} WHERE tenant = :tenant AND term = ANY(:terms) AND df <= 0")
 
 
 def index(conn: Connection, tables: PostingsTables, tenant: str, docs: Sequence[tuple[Any, Counter[str]]]) -> None:

@@ -30,9 +30,9 @@ from domain.knowledge.sections import Section, split_sections
 from eventstore.stream import stream_event
 from infra.settings import get_settings
 from projections.lazy_vectors import HIT_LOG, LazySurface, LazyVectorsProjector, Wanted
+from readmodels.item_domains import SECTIONS as SECTION_ITEMS
 
 log = structlog.get_logger(__name__)
-KNOWLEDGE = "knowledge"  # the domain's name in hit-log results
 
 
 def _texts_from_log(conn: Connection, tenant: str, handles: dict[uuid.UUID, dict[str, Any]]) -> dict[uuid.UUID, str]:
@@ -64,8 +64,7 @@ def _put(wanted: Wanted, conn: Connection, event: RecordedEvent, p: DocumentPut)
                         s.text)
 
 
-SECTIONS = LazySurface("section_vectors", "knowledge_section_vectors", "section_id", KNOWLEDGE, handle_section,
-                       _texts_from_log)
+SECTIONS = LazySurface("section_vectors", SECTION_ITEMS, handle_section, _texts_from_log)
 
 
 class SectionVectorsProjector(LazyVectorsProjector):

@@ -46,16 +46,16 @@ from domain.sessions.messages import line_of
 from domain.text import term_frequencies
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
-from projections.references import ReferencedUnits, string_key
+from projections.references import ReferencedUnits
+from projections.unit_status import status_changed
+from readmodels.item_domains import MESSAGES
 from readmodels.unit_versions import MESSAGE_VERSIONS
 
 log = structlog.get_logger(__name__)
-SESSIONS = "sessions"  # the domain's name in hit-log results
 _NAMESPACE = uuid.UUID("2b9d4c61-7a0e-4f3b-8e15-5c2a9d7f0e83")  # engramlog session messages
 
-MESSAGE_POSTINGS = PostingsTables("session_postings", "session_terms", "session_stats", "message_uid")
-MESSAGE_REFERENCES = ReferencedUnits(SESSIONS, "session_messages", (("session_id", "text"), ("message_id", "text")),
-                                     string_key("session_id", "message_id"))
+MESSAGE_POSTINGS = PostingsTables(MESSAGES.postings)
+MESSAGE_REFERENCES = ReferencedUnits(MESSAGES)
 
 
 def message_uid(tenant: str, session_id: str, message_id: str) -> uuid.UUID:
@@ -100,12 +100,6 @@ RETURNING message_uid, content
 _SENT_COUNT = text("""
 UPDATE sessions SET sent_messages = sent_messages + 1, last_position = greatest(last_position, :position)
 WHERE tenant = :tenant AND session_id = :session_id
-""")
-_STATUS = text("""
-UPDATE session_messages SET status = :to_status,
-    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
-    last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
-WHERE tenant = :tenant AND session_id = :session_id AND message_id = :message_id AND status = :from_status
 """)
 def _on_own_stream(event: RecordedEvent, session_id: str) -> bool:
     """The write path puts a session's events on its stream; one elsewhere (the generic append) is ignored by
@@ -165,22 +159,13 @@ def _sent(conn: Connection, event: RecordedEvent, p: SessionMessageSent) -> None
     MESSAGE_VERSIONS.snapshot(conn, event.tenant, event.position, "u.message_uid = :uid", {"uid": row.message_uid})
 
 
-def _status_changed(conn: Connection, event: RecordedEvent, p: SessionMessageStatusChanged) -> None:
-    ref_count = p.inputs.get("ref_count")
-    conn.execute(_STATUS, {"tenant": event.tenant, "session_id": p.session_id, "message_id": p.message_id,
-                           "from_status": p.from_status, "to_status": p.to_status, "clock": p.clock,
-                           "ref_count": ref_count if isinstance(ref_count, int) else None})
-    MESSAGE_VERSIONS.snapshot(conn, event.tenant, event.position, "u.message_uid = :uid",
-                              {"uid": message_uid(event.tenant, p.session_id, p.message_id)})
-
-
 _ONE_BY_ONE: OneByOne = {SessionMessagesAppended: _appended, SessionMessageSent: _sent,
-                         SessionMessageStatusChanged: _status_changed, RecallServed: MESSAGE_REFERENCES.served,
+                         SessionMessageStatusChanged: status_changed(MESSAGES), RecallServed: MESSAGE_REFERENCES.served,
                          ResultDrilled: MESSAGE_REFERENCES.drilled}
 
 
 class SessionsProjector:
-    name = "sessions"
+    name = MESSAGES.projection
     tables = ("sessions", "session_messages", "session_postings", "session_terms", "session_stats",
               "session_message_versions")
     handlers = _ONE_BY_ONE
@@ -190,4 +175,4 @@ class SessionsProjector:
         apply_in_order(conn, events, _ONE_BY_ONE)
 
 
-__all__ = ["SESSIONS", "SessionsProjector", "message_uid"]
+__all__ = ["SessionsProjector", "message_uid"]

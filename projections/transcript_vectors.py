@@ -28,9 +28,9 @@ from domain.transcripts.ids import handle_chunk, transcript_stream
 from domain.transcripts.parse import TranscriptError, parse_chunk
 from eventstore.stream import stream_pages
 from projections.lazy_vectors import HIT_LOG, LazySurface, LazyVectorsProjector
+from readmodels.item_domains import CHUNKS as CHUNK_ITEMS
 
 log = structlog.get_logger(__name__)
-TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results
 
 
 def _texts_from_log(conn: Connection, tenant: str, handles: dict[uuid.UUID, dict[str, Any]]) -> dict[uuid.UUID, str]:
@@ -65,8 +65,7 @@ def _texts_from_log(conn: Connection, tenant: str, handles: dict[uuid.UUID, dict
     return out
 
 
-CHUNKS = LazySurface("transcript_vectors", "transcript_chunk_vectors", "chunk_id", TRANSCRIPTS, handle_chunk,
-                     _texts_from_log)
+CHUNKS = LazySurface("transcript_vectors", CHUNK_ITEMS, handle_chunk, _texts_from_log)
 
 
 class TranscriptVectorsProjector(LazyVectorsProjector):

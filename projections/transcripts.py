@@ -35,20 +35,20 @@ from sqlalchemy import Connection, text
 
 from domain.events import RecallServed, RecordedEvent, ResultDrilled, TranscriptChunksPut, TranscriptChunkStatusChanged
 from domain.text import term_frequencies
-from domain.transcripts.ids import chunk_id, handle_chunk, transcript_stream
+from domain.transcripts.ids import chunk_id, transcript_stream
 from domain.transcripts.parse import TranscriptError, Turn, parse_chunk, timestamp_of
 from eventstore.stream import stream_pages
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index
-from projections.references import ReferencedUnits, uuid_key
+from projections.references import ReferencedUnits
+from projections.unit_status import status_changed
+from readmodels.item_domains import CHUNKS
 from readmodels.unit_versions import CHUNK_VERSIONS
 
 log = structlog.get_logger(__name__)
-TRANSCRIPTS = "transcripts"  # the domain's name in hit-log results
 
-CHUNK_POSTINGS = PostingsTables("transcript_postings", "transcript_terms", "transcript_stats", "chunk_id")
-CHUNK_REFERENCES = ReferencedUnits(TRANSCRIPTS, "transcript_chunks", (("chunk_id", "uuid"),),
-                                   uuid_key(handle_chunk))
+CHUNK_POSTINGS = PostingsTables(CHUNKS.postings)
+CHUNK_REFERENCES = ReferencedUnits(CHUNKS)
 
 _TRANSCRIPT = text("""
 INSERT INTO transcripts (tenant, transcript_id, version, content_hash, format, chunks, lines, turns, bytes,
@@ -102,12 +102,6 @@ WHERE c.tenant = :tenant AND c.chunk_id = b.chunk_id
 """)
 _REPLACED = text("""
 UPDATE transcript_chunks SET status = 'replaced' WHERE tenant = :tenant AND chunk_id = ANY(CAST(:ids AS uuid[]))
-""")
-_STATUS = text("""
-UPDATE transcript_chunks SET status = :to_status,
-    status_ref_count = coalesce(CAST(:ref_count AS integer), status_ref_count),
-    last_reactivated_at = CASE WHEN :to_status = 'active' THEN :clock ELSE last_reactivated_at END
-WHERE tenant = :tenant AND chunk_id = :chunk_id AND status = :from_status
 """)
 
 
@@ -217,20 +211,12 @@ def _put(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> None
     CHUNK_VERSIONS.snapshot(conn, tenant, event.position, "u.transcript_id = :transcript_id", {"transcript_id": tid})
 
 
-def _status_changed(conn: Connection, event: RecordedEvent, p: TranscriptChunkStatusChanged) -> None:
-    ref_count = p.inputs.get("ref_count")
-    conn.execute(_STATUS, {"tenant": event.tenant, "chunk_id": p.chunk_id, "from_status": p.from_status,
-                           "to_status": p.to_status, "clock": p.clock,
-                           "ref_count": ref_count if isinstance(ref_count, int) else None})
-    CHUNK_VERSIONS.snapshot(conn, event.tenant, event.position, "u.chunk_id = :chunk_id", {"chunk_id": p.chunk_id})
-
-
-_ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, TranscriptChunkStatusChanged: _status_changed,
+_ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, TranscriptChunkStatusChanged: status_changed(CHUNKS),
                          RecallServed: CHUNK_REFERENCES.served, ResultDrilled: CHUNK_REFERENCES.drilled}
 
 
 class TranscriptsProjector:
-    name = "transcripts"
+    name = CHUNKS.projection
     tables = ("transcripts", "transcript_chunks", "transcript_postings", "transcript_terms", "transcript_stats",
               "transcript_chunk_versions")
     handlers = _ONE_BY_ONE
@@ -240,4 +226,4 @@ class TranscriptsProjector:
         apply_in_order(conn, events, _ONE_BY_ONE)
 
 
-__all__ = ["TRANSCRIPTS", "TranscriptsProjector", "chunk_texts"]
+__all__ = ["TranscriptsProjector", "chunk_texts"]

@@ -65,6 +65,7 @@ from domain.privacy import (
     transcript_excluded,
 )
 from eventstore.stream import first_of_type, read_stream
+from readmodels.item_domains import CHUNKS, MESSAGES, SECTIONS, SYMBOLS
 from recall.memory_privacy import hidden_memories
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -140,14 +141,14 @@ class Gate:
         memory = memory_id or handle.get("memory_id")
         if memory is not None:
             return str(memory).lower() in self.hidden or self._unknown_memory_hidden(memory)
-        if domain == "knowledge":
+        if domain == SECTIONS.name:
             return self.document_hidden(handle.get("path"), handle.get("project"))
-        if domain == "sessions":
+        if domain == MESSAGES.name:
             return self.session_hidden(handle.get("session_id"))
-        if domain == "transcripts":
+        if domain == CHUNKS.name:
             return isinstance(handle.get("transcript_id"), str) and transcript_excluded(self.policy,
                                                                                         handle["transcript_id"])
-        if domain == "code":
+        if domain == SYMBOLS.name:
             return (isinstance(handle.get("repo"), str) and isinstance(handle.get("file"), str)
                     and code_file_excluded(self.policy, handle["repo"], handle["file"]))
         return names_excluded(self.policy, handle)

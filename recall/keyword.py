@@ -1,7 +1,7 @@
 """The keyword leg: Okapi BM25 scored inside PostgreSQL over the postings a keyword projector keeps.
 
 One statement serves every domain with BM25 postings: `KeywordTables` names a domain's tables (memories' by
-default: projections/keyword.py; knowledge sections': projections/knowledge.py).
+default: readmodels/memories.py; an item domain's from its declaration, readmodels/item_domains.py).
 
 The idf of each query term is computed once (a MATERIALIZED CTE, float8 arithmetic) and looked up per posting,
 not joined: joined, the planner inlined the CTE (a numeric ln per posting) and, estimating a term's postings by
@@ -30,6 +30,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, text
 
+from readmodels.item_domains import UNIT_STATUS, ItemDomain
+from readmodels.memories import MEMORY_POSTINGS
+from readmodels.postings import Postings
 from recall.scope import Scope
 
 PER_TERM = 1000  # each query term's postings that may bring in a candidate
@@ -45,20 +48,36 @@ IMPACT_ORDER = "(p.length + 10)::float8 / p.tf"
 
 @dataclass(frozen=True)
 class KeywordTables:
-    postings: str  # (tenant, term, <id>, tf, length)
-    terms: str  # (tenant, term, df)
-    stats: str  # (tenant, n_docs, total_length)
+    index: Postings  # postings (tenant, term, <id>, tf, length), terms (tenant, term, df), stats, the id column
     docs: str  # one row per document, alias d: what the scope filters
-    id_column: str
     status_filter: str  # SQL on d, with :statuses: the document is in one of them
+
+    @classmethod
+    def of(cls, domain: ItemDomain) -> KeywordTables:
+        """An item domain's: its postings, over its units table, by each unit's status."""
+        return cls(domain.postings, domain.table, UNIT_STATUS)
+
+    @property
+    def postings(self) -> str:
+        return self.index.postings
+
+    @property
+    def terms(self) -> str:
+        return self.index.terms
+
+    @property
+    def stats(self) -> str:
+        return self.index.stats
+
+    @property
+    def id_column(self) -> str:
+        return self.index.id_column
 
 
 MEMORY_KEYWORD = KeywordTables(
-    "keyword_postings", "keyword_terms", "keyword_stats", "keyword_docs", "memory_id",
+    MEMORY_POSTINGS, "keyword_docs",
     "EXISTS (SELECT 1 FROM memories m WHERE m.tenant = d.tenant AND m.memory_id = d.memory_id"
     " AND m.status = ANY(:statuses))")
-SECTION_KEYWORD = KeywordTables("knowledge_postings", "knowledge_terms", "knowledge_stats", "knowledge_sections",
-                                "section_id", "d.status = ANY(:statuses)")
 
 
 def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float,

@@ -16,6 +16,7 @@ from domain.code.terms import query_terms
 from domain.memo import per_text
 from domain.relevance import Features, coverage, relevance
 from domain.text import tokenize
+from readmodels.item_domains import SYMBOLS
 from recall.funnel.types import Item
 from recall.relevance_table import KEYWORD_ONLY, TABLE
 
@@ -42,7 +43,7 @@ class Scale:
                  title_only: bool = False) -> Features:
         if self.calibration == KEYWORD_CALIBRATION:
             cosine = None
-        terms = code_terms if self.domain == "code" else text_terms
+        terms = code_terms if self.domain == SYMBOLS.name else text_terms
         return Features(cosine, bm25, coverage(terms(query), terms(content)), title_only)
 
     def of(self, features: Features) -> float:

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from sqlalchemy import Connection, text
 
 from infra.settings import Settings
+from readmodels.item_domains import UNIT_STATUS, ItemDomain
 from recall.scope import Scope
 
 
@@ -36,6 +37,13 @@ class VectorTable:
     status_filter: str
     scoped_by: str | None = None
 
+    @classmethod
+    def of(cls, domain: ItemDomain) -> VectorTable:
+        """An item domain's lazily embedded vectors, scoped by its units table, by each unit's status."""
+        if domain.vectors is None:
+            raise ValueError(f"{domain.name} declares no vectors table")
+        return cls(domain.vectors, domain.versions.key, UNIT_STATUS, scoped_by=domain.table)
+
 
 MEMORY_VECTORS = VectorTable(
     "memory_vectors", "memory_id",
@@ -44,9 +52,6 @@ MEMORY_VECTORS = VectorTable(
     # instead of 5 ms for 2,000 memories), and a per-row filter keeps the HNSW plan an ordered index scan that
     # iterates.
     "(SELECT m.status FROM memories m WHERE m.tenant = v.tenant AND m.memory_id = v.memory_id) = ANY(:statuses)")
-# Sections are embedded lazily (projections/section_vectors.py): the vector leg covers exactly the embedded ones.
-SECTION_VECTORS = VectorTable("knowledge_section_vectors", "section_id", "d.status = ANY(:statuses)",
-                              scoped_by="knowledge_sections")
 
 
 class Nearest(NamedTuple):

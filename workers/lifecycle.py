@@ -34,7 +34,8 @@ from eventstore.append import append
 from eventstore.read import head_position
 from infra.settings import Settings, get_settings
 from infra.wake import appended
-from workers.reference_decay import DECAYING, DecayingDomain
+from readmodels.item_domains import ItemDomain
+from workers.reference_decay import DECAYING
 from workers.reference_decay import by_tenant as units_by_tenant
 from workers.reference_decay import transitions as unit_transitions
 
@@ -187,13 +188,13 @@ def find_transitions(conn: Connection, clock: datetime, policy: DecayPolicy,
     return examined, found
 
 
-def _sweep_units(engine: Engine, d: DecayingDomain, report: SweepReport, policy: DecayPolicy,
+def _sweep_units(engine: Engine, d: ItemDomain, report: SweepReport, policy: DecayPolicy,
                  tenant: str | None, metadata: dict[str, Any]) -> int:
     """One domain's transitions at the sweep's clock (workers/reference_decay.py), appended and applied."""
     sync_projections(engine, (d.projection,))
     with engine.connect() as conn:
         examined, found = unit_transitions(conn, d, report.clock, policy, tenant)
-    report.units[d.unit] = UnitSweep(d.domain, examined, [tr for _, _, tr in found])
+    report.units[d.unit] = UnitSweep(d.name, examined, [tr for _, _, tr in found])
     count = 0
     for t, events in units_by_tenant(found).items():
         for i in range(0, len(events), APPEND_CHUNK):

@@ -30,28 +30,20 @@ years old for an imported conversation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from domain.decay import DecayPolicy, MemoryRefs, Transition, decide
-from domain.events import (
-    CodeSymbolStatusChanged,
-    DecayStatus,
-    NewEvent,
-    SectionStatusChanged,
-    SessionMessageStatusChanged,
-    TranscriptChunkStatusChanged,
-    chunk_stream,
-    message_stream,
-    section_stream,
-    symbol_stream,
-)
+from domain.events import DecayStatus, NewEvent
+from readmodels.item_domains import ITEM_DOMAINS, ItemDomain
 
-EventOf = Callable[[Any, Transition, datetime], NewEvent]  # (candidate row, decision, clock) → the event
+# What the sweep decides each domain by (readmodels/item_domains.py): its projection (brought up to the head
+# before and after), its units table, the columns naming a unit with those its status event carries (one decision
+# per distinct key), its creation column, which rows may decay at all, and its status-changed event and stream.
+DECAYING: tuple[ItemDomain, ...] = ITEM_DOMAINS
 
 
 def _statuses(tr: Transition) -> tuple[DecayStatus, DecayStatus]:
@@ -63,75 +55,29 @@ def _statuses(tr: Transition) -> tuple[DecayStatus, DecayStatus]:
     raise ValueError(f"not a decaying unit's transition: {f} -> {t}")
 
 
-@dataclass(frozen=True)
-class DecayingDomain:
-    """What the sweep needs of a domain: its projection (brought up to the head before and after), the table of
-    its units, the columns naming a unit (one decision per distinct key), its creation column, an SQL filter on
-    which rows may decay at all, and the factory of its status-changed event."""
-
-    domain: str
-    unit: str  # the report's key ("sections", "messages", ...)
-    projection: str
-    table: str
-    key_columns: tuple[str, ...]
-    created_column: str
-    event_of: EventOf
-    where: str = "TRUE"
+def _columns(d: ItemDomain) -> tuple[str, ...]:
+    return (*d.key_columns, *d.carried)
 
 
-def _section(r: Any, tr: Transition, clock: datetime) -> NewEvent:
+def event_of(d: ItemDomain, r: Any, tr: Transition, clock: datetime) -> NewEvent:
+    """The status-changed event of a decision on the unit of candidate row `r`: its key and carried columns that are
+    the event's fields, the decision, on the unit's stream."""
     from_status, to_status = _statuses(tr)
-    return NewEvent.of(SectionStatusChanged(
-        section_id=r.section_id, path=r.path, project=r.project, heading_path=r.heading_path,
-        content_hash=r.content_hash, from_status=from_status, to_status=to_status, reason=tr.reason,
-        clock=clock, inputs=tr.inputs), section_stream(r.section_id), occurred_at=clock)
+    fields = {c: getattr(r, c) for c in _columns(d) if c in d.status_event.model_fields}
+    return NewEvent.of(d.status_event(**fields, from_status=from_status, to_status=to_status, reason=tr.reason,
+                                      clock=clock, inputs=tr.inputs), d.stream_of(r), occurred_at=clock)
 
 
-def _message(r: Any, tr: Transition, clock: datetime) -> NewEvent:
-    from_status, to_status = _statuses(tr)
-    return NewEvent.of(SessionMessageStatusChanged(
-        session_id=r.session_id, message_id=r.message_id, from_status=from_status, to_status=to_status,
-        reason=tr.reason, clock=clock, inputs=tr.inputs), message_stream(r.message_uid), occurred_at=clock)
-
-
-def _chunk(r: Any, tr: Transition, clock: datetime) -> NewEvent:
-    from_status, to_status = _statuses(tr)
-    return NewEvent.of(TranscriptChunkStatusChanged(
-        chunk_id=r.chunk_id, transcript_id=r.transcript_id, ord=r.ord, content_hash=r.content_hash,
-        from_status=from_status, to_status=to_status, reason=tr.reason, clock=clock, inputs=tr.inputs),
-        chunk_stream(r.chunk_id), occurred_at=clock)
-
-
-def _symbol(r: Any, tr: Transition, clock: datetime) -> NewEvent:
-    from_status, to_status = _statuses(tr)
-    return NewEvent.of(CodeSymbolStatusChanged(
-        repo=r.repo, path=r.path, qualified_name=r.qualified_name, from_status=from_status,
-        to_status=to_status, reason=tr.reason, clock=clock, inputs=tr.inputs),
-        symbol_stream(r.repo, r.path, r.qualified_name), occurred_at=clock)
-
-
-DECAYING: tuple[DecayingDomain, ...] = (
-    DecayingDomain("knowledge", "sections", "knowledge", "knowledge_sections",
-                   ("section_id", "project", "path", "heading_path", "content_hash"), "created_at", _section),
-    DecayingDomain("sessions", "messages", "sessions", "session_messages",
-                   ("session_id", "message_id", "message_uid"), "sent_at", _message, "sent"),
-    DecayingDomain("transcripts", "chunks", "transcripts", "transcript_chunks",
-                   ("chunk_id", "transcript_id", "ord", "content_hash"), "created_at", _chunk),
-    DecayingDomain("code", "symbols", "code", "code_symbols", ("repo", "path", "qualified_name"), "created_at",
-                   _symbol),
-)
-
-
-def _candidates(d: DecayingDomain) -> Any:
+def _candidates(d: ItemDomain) -> Any:
     """Candidates only (a superset of what can move); domain/decay.py decides exactly. One row per key: a code
     file may define a qualified name twice, and its rows share one status."""
-    keys = ", ".join(d.key_columns)
+    keys = ", ".join(_columns(d))
     last = f"greatest({d.created_column}, last_referenced_at, last_reactivated_at)"
     return text(f"""
     SELECT DISTINCT ON (tenant, {keys}) tenant, {keys}, status, {d.created_column} AS created_at, ref_count,
            last_referenced_at, last_reactivated_at, status_ref_count
     FROM {d.table}
-    WHERE (CAST(:tenant AS text) IS NULL OR tenant = :tenant) AND ({d.where})
+    WHERE (CAST(:tenant AS text) IS NULL OR tenant = :tenant) AND ({d.decays})
       AND (   (status = 'active' AND {last} <= :dormant_cutoff)
            OR (status = 'dormant' AND {last} <= :archive_cutoff)
            OR (status IN ('dormant', 'archived') AND ref_count > status_ref_count))
@@ -139,7 +85,7 @@ def _candidates(d: DecayingDomain) -> Any:
     """)
 
 
-def transitions(conn: Connection, d: DecayingDomain, clock: datetime, policy: DecayPolicy,
+def transitions(conn: Connection, d: ItemDomain, clock: datetime, policy: DecayPolicy,
                 tenant: str | None = None) -> tuple[int, list[tuple[str, NewEvent, Transition]]]:
     """(units examined, one status-changed event per transition decided at `clock`, with its tenant)."""
     params = {"tenant": tenant,
@@ -152,7 +98,7 @@ def transitions(conn: Connection, d: DecayingDomain, clock: datetime, policy: De
                           r.status_ref_count)
         tr = decide(refs, clock, policy)
         if tr is not None:
-            found.append((r.tenant, d.event_of(r, tr, clock), tr))
+            found.append((r.tenant, event_of(d, r, tr, clock), tr))
     return examined, found
 
 
@@ -163,4 +109,4 @@ def by_tenant(found: Sequence[tuple[str, NewEvent, Any]]) -> dict[str, list[NewE
     return out
 
 
-__all__ = ["DECAYING", "DecayingDomain", "by_tenant", "transitions"]
+__all__ = ["DECAYING", "by_tenant", "event_of", "transitions"]

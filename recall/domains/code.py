@@ -29,6 +29,7 @@ from domain.code.terms import query_terms
 from domain.memory_status import RECALLABLE
 from domain.privacy import PrivacyPolicy
 from infra.settings import get_settings
+from readmodels.item_domains import SYMBOLS
 from recall.code_symbols import gated, handle_of, symbol_answer, symbol_answers, symbols_by_ids, symbols_named
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
@@ -37,12 +38,11 @@ from recall.relevance import scale
 from recall.scope import Scope
 from recall.timeframe import CODE_SYMBOL_VERSIONS, NOW, TimeFrame
 
-CODE = "code"
-CODE_KEYWORD = KeywordTables("code_postings", "code_terms", "code_stats", "code_symbols", "symbol_id",
-                             "d.status = ANY(:statuses)")
+CODE = SYMBOLS.name
+CODE_KEYWORD = KeywordTables.of(SYMBOLS)
 RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
 HISTORY = ("archived",)  # answered only when history is asked for, scored ×recall.hybrid.HISTORY_FACTOR
-CODE_LEG = HybridLeg(CODE_KEYWORD, None, RECALLED, HISTORY, versions=CODE_SYMBOL_VERSIONS)  # keyword only
+CODE_LEG = HybridLeg(CODE_KEYWORD, None, RECALLED, HISTORY, versions=SYMBOLS.versions)  # keyword only
 
 
 def _has_data(frame: TimeFrame) -> Any:
@@ -53,7 +53,7 @@ def _has_data(frame: TimeFrame) -> Any:
 class CodeDomain:
     name = CODE
     times: tuple[str, ...] = ("recorded",)  # no valid time; code_symbol_versions (as_of)
-    read_models = ("code",)  # what a read of it waits for (min_position)
+    read_models = (SYMBOLS.projection,)  # what a read of it waits for (min_position)
 
     def has_data(self, conn: Connection, scope: Scope, frame: TimeFrame = NOW) -> bool:
         return bool(conn.execute(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),

@@ -25,16 +25,19 @@ from domain.knowledge.sections import has_body
 from domain.privacy import PrivacyPolicy
 from domain.text import tokenize
 from infra.settings import get_settings
+from readmodels.item_domains import SECTIONS
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
-from recall.keyword import SECTION_KEYWORD
+from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
 from recall.timeframe import NOW, SECTION_VERSIONS, TimeFrame
-from recall.vector import SECTION_VECTORS
+from recall.vector import VectorTable
 
-KNOWLEDGE = "knowledge"
-SECTION_LEG = HybridLeg(SECTION_KEYWORD, SECTION_VECTORS, RECALLED, HISTORY, versions=SECTION_VERSIONS)
+KNOWLEDGE = SECTIONS.name
+# Sections are embedded lazily (projections/section_vectors.py): the vector leg covers exactly the embedded ones.
+SECTION_VECTORS = VectorTable.of(SECTIONS)
+SECTION_LEG = HybridLeg(KeywordTables.of(SECTIONS), SECTION_VECTORS, RECALLED, HISTORY, versions=SECTIONS.versions)
 
 _COLUMNS = ("s.section_id, s.project, s.path, s.heading_path, s.ordinal, s.content_hash, s.version, s.text, s.title,"
             " s.tags, s.status, s.ref_count, s.last_referenced_at")
@@ -99,7 +102,7 @@ def section_out(row: Any) -> dict[str, Any]:
 class KnowledgeDomain:
     name = KNOWLEDGE
     times: tuple[str, ...] = ("recorded",)  # no valid time; knowledge_section_versions (as_of)
-    read_models = ("knowledge",)  # what a read of it waits for (min_position); section vectors come lazily
+    read_models = (SECTIONS.projection,)  # what a read of it waits for (min_position); section vectors come lazily
 
     def has_data(self, conn: Connection, scope: Scope, frame: TimeFrame = NOW) -> bool:
         return bool(conn.execute(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),

@@ -36,6 +36,7 @@ from domain.privacy import PrivacyPolicy
 from domain.sessions.ranking import MixCandidate, MixRanked, MixWeights, Window, merge_windows, mix_rank
 from domain.text import tokenize
 from infra.settings import get_settings
+from readmodels.item_domains import MESSAGES
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.hybrid import HISTORY_FACTOR
 from recall.keyword import KeywordTables, bm25_top
@@ -44,9 +45,8 @@ from recall.scope import Scope
 from recall.session_queries import MESSAGE_COLUMNS, excluded, message_out, message_row, windows
 from recall.timeframe import MESSAGE_VERSIONS, NOW, TimeFrame
 
-SESSIONS = "sessions"
-SESSION_KEYWORD = KeywordTables("session_postings", "session_terms", "session_stats", "session_messages",
-                                "message_uid", "d.status = ANY(:statuses)")
+SESSIONS = MESSAGES.name
+SESSION_KEYWORD = KeywordTables.of(MESSAGES)
 RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
 HISTORY = ("archived",)  # answered only when history is asked for, scored ×HISTORY_FACTOR
 
@@ -90,7 +90,7 @@ def _history_scored(ranked: list[MixRanked], status: dict[tuple[str, int], str])
 
 class SessionsDomain:
     name = SESSIONS
-    read_models = ("sessions",)  # what a read of it waits for (min_position)
+    read_models = (MESSAGES.projection,)  # what a read of it waits for (min_position)
     times = ("valid", "recorded")  # a message's created_at; session_message_versions (as_of)
 
     def has_data(self, conn: Connection, scope: Scope) -> bool:

@@ -25,6 +25,7 @@ from domain.privacy import PrivacyPolicy
 from domain.text import tokenize
 from domain.transcripts.ids import handle_chunk
 from infra.settings import get_settings
+from readmodels.item_domains import CHUNKS
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
@@ -33,16 +34,14 @@ from recall.scope import Scope
 from recall.timeframe import CHUNK_VERSIONS, NOW, TimeFrame
 from recall.vector import VectorTable
 
-TRANSCRIPTS = "transcripts"
+TRANSCRIPTS = CHUNKS.name
 RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
 HISTORY = ("replaced", "archived")  # answered only when history is asked for, scored ×recall.hybrid.HISTORY_FACTOR
 
-CHUNK_KEYWORD = KeywordTables("transcript_postings", "transcript_terms", "transcript_stats", "transcript_chunks",
-                              "chunk_id", "d.status = ANY(:statuses)")
+CHUNK_KEYWORD = KeywordTables.of(CHUNKS)
 # Chunks are embedded lazily (projections/transcript_vectors.py): the vector leg covers exactly the embedded ones.
-CHUNK_VECTORS = VectorTable("transcript_chunk_vectors", "chunk_id", "d.status = ANY(:statuses)",
-                            scoped_by="transcript_chunks")
-CHUNK_LEG = HybridLeg(CHUNK_KEYWORD, CHUNK_VECTORS, RECALLED, HISTORY, versions=CHUNK_VERSIONS)
+CHUNK_VECTORS = VectorTable.of(CHUNKS)
+CHUNK_LEG = HybridLeg(CHUNK_KEYWORD, CHUNK_VECTORS, RECALLED, HISTORY, versions=CHUNKS.versions)
 
 _COLUMNS = ("c.chunk_id, c.transcript_id, c.ord, c.content_hash, c.version, c.text, c.first_line, c.last_line,"
             " c.first_turn, c.last_turn, c.started_at, c.ended_at, c.status, c.ref_count")
@@ -86,7 +85,7 @@ def chunk_out(row: Any) -> dict[str, Any]:
 
 class TranscriptsDomain:
     name = TRANSCRIPTS
-    read_models = ("transcripts",)  # what a read of it waits for (min_position); chunk vectors lazily
+    read_models = (CHUNKS.projection,)  # what a read of it waits for (min_position); chunk vectors lazily
     # valid: a chunk's [started_at, ended_at] (one with no start answers no dated recall); recorded:
     # transcript_chunk_versions (as_of)
     times = ("valid", "recorded")

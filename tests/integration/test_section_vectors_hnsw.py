@@ -13,8 +13,9 @@ from infra.embedding import to_pgvector
 from infra.settings import get_settings
 from projections.knowledge import KnowledgeProjector
 from projections.runner import catch_up
+from recall.domains.knowledge import SECTION_VECTORS
 from recall.scope import Scope
-from recall.vector import SECTION_VECTORS, nearest_vectors
+from recall.vector import nearest_vectors
 from services.knowledge import DocumentInput, put_document
 
 META = {"actor": "test", "source": "test"}

@@ -10,13 +10,14 @@ import pytest
 
 from domain.privacy import PrivacyPolicy
 from infra.settings import Settings, replace
+from readmodels.postings import Postings
 from recall.domains.base import DomainHit, DomainQuery
 from recall.hybrid import HISTORY_FACTOR, HybridLeg, Legs, answer, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.scope import Scope
 from recall.vector import VectorTable
 
-KEYWORD = KeywordTables("p", "t", "s", "d", "item_id", "d.status = ANY(:statuses)")
+KEYWORD = KeywordTables(Postings("p", "t", "s", "item_id"), "d", "d.status = ANY(:statuses)")
 VECTORS = VectorTable("v", "item_id", "d.status = ANY(:statuses)", scoped_by="d")
 HYBRID = HybridLeg(KEYWORD, VECTORS, ("active", "dormant"), ("archived",))
 KEYWORD_ONLY = HybridLeg(KEYWORD, None, ("active", "dormant"), ("archived",))

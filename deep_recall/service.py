@@ -36,7 +36,6 @@ from domain.events import (
     NewEvent,
     blind_spot_stream,
     deep_scope_key,
-    recall_stream,
     validate_payload,
 )
 from domain.events.deep_recall import MAX_AUDIT_SEARCHES, MAX_AUDIT_SESSIONS, MAX_QUESTION_CHARS
@@ -46,6 +45,7 @@ from eventstore.stream import stream_pages
 from infra.embedding import Embedder
 from infra.settings import Settings
 from infra.wake import appended
+from recall.hitlog import append_deep_served
 from recall.multi import MultiRequest, recall_multi
 from recall.scope import Scope
 
@@ -271,10 +271,7 @@ def _served(engine: Engine, tenant: str, record: dict[str, Any], started: float,
     data = validate_payload(DeepRecallServed, {**record, "tokens": tokens, "cost_usd": round(cost_usd, 6),
                                                "latency_ms": latency_ms})
     recall_id = uuid.UUID(record["recall_id"])
-    with engine.begin() as conn:
-        [position] = append(conn, tenant, [NewEvent(DeepRecallServed.type_name(), recall_stream(recall_id), data,
-                                                    expected_version=0)], metadata)
-    appended(1)
+    position = append_deep_served(engine, tenant, recall_id, data, metadata)
     log.info("deep_recall.served", recall_id=record["recall_id"], shortcut=record["shortcut"],
              cached=record.get("cached", False), stopped=record["stopped"], iterations=iterations,
              sub_calls=sub_calls, cost_usd=round(cost_usd, 6), latency_ms=latency_ms)

@@ -1,5 +1,6 @@
-"""The hit-log on the read side: the one event a recall appends (RecallServed, for one domain or a whole fan-out),
-and what a recall's stream says afterwards (its drills and feedback), for GET /v1/recalls/{id}."""
+"""The hit-log on the read side: `append_hit`, the one place its events are appended (a recall's RecallServed, for one
+domain or a whole fan-out; a drill's ResultDrilled; a deep recall's DeepRecallServed), each the one write of the
+read it records; and what a recall's stream says afterwards (its drills and feedback), for GET /v1/recalls/{id}."""
 
 from __future__ import annotations
 
@@ -9,21 +10,53 @@ from typing import Any
 from sqlalchemy import Engine
 
 from domain.errors import NotFound
-from domain.events import DeepRecallServed, NewEvent, RecallServed, ResultDrilled, recall_stream, validate_payload
+from domain.events import (
+    DeepRecallServed,
+    NewEvent,
+    RecallServed,
+    ResultDrilled,
+    drill_stream,
+    recall_stream,
+    validate_payload,
+)
 from eventstore.append import append
 from eventstore.stream import read_stream
 from infra.wake import appended
+
+
+def append_hit(engine: Engine, tenant: str, event: NewEvent, metadata: dict[str, Any],
+               background: bool = False) -> int:
+    """Append one hit-log event in a transaction of its own; answer its position. An append like any other:
+    counted, the projectors woken (`background`: off the answer's path, infra/wake.py)."""
+    with engine.begin() as conn:
+        [position] = append(conn, tenant, [event], metadata)
+    appended(1, background=background)
+    return position
 
 
 def append_served(engine: Engine, tenant: str, recall_id: uuid.UUID, payload: dict[str, Any],
                   metadata: dict[str, Any]) -> int:
     """Append one recall's RecallServed (validated here) as its stream's first event; answer its position."""
     served = validate_payload(RecallServed, {"recall_id": str(recall_id), **payload})
-    with engine.begin() as conn:
-        [position] = append(conn, tenant, [NewEvent(RecallServed.type_name(), recall_stream(recall_id), served,
-                                                    expected_version=0)], metadata)
-    appended(1, background=True)  # an append like any other: counted, the projectors woken (off the answer's path)
-    return position
+    return append_hit(engine, tenant, NewEvent(RecallServed.type_name(), recall_stream(recall_id), served,
+                                               expected_version=0), metadata, background=True)
+
+
+def append_drilled(engine: Engine, tenant: str, domain: str, handle: dict[str, Any], recall_id: uuid.UUID | None,
+                   metadata: dict[str, Any]) -> tuple[uuid.UUID, int]:
+    """Append a drill's ResultDrilled (on its recall's stream when it names one, else its own); answer the drill's
+    id and the event's position."""
+    drill_id = uuid.uuid4()
+    event = ResultDrilled(drill_id=drill_id, domain=domain, handle=handle, recall_id=recall_id)
+    stream = recall_stream(recall_id) if recall_id is not None else drill_stream(drill_id)
+    return drill_id, append_hit(engine, tenant, NewEvent.of(event, stream), metadata)
+
+
+def append_deep_served(engine: Engine, tenant: str, recall_id: uuid.UUID, data: dict[str, Any],
+                       metadata: dict[str, Any]) -> int:
+    """Append a deep recall's DeepRecallServed (`data` validated by the caller) as its stream's first event."""
+    return append_hit(engine, tenant, NewEvent(DeepRecallServed.type_name(), recall_stream(recall_id), data,
+                                               expected_version=0), metadata)
 
 
 def _handle_key(domain: str, memory_id: Any, handle: dict[str, Any] | None) -> tuple[str, str]:
@@ -67,4 +100,4 @@ def _deep_record(deep: Any) -> dict[str, Any]:
             "position": deep.position, "recorded_at": deep.recorded_at}
 
 
-__all__ = ["append_served", "served_record"]
+__all__ = ["append_deep_served", "append_drilled", "append_hit", "append_served", "served_record"]

@@ -11,14 +11,13 @@ from typing import Any
 from sqlalchemy import Engine
 
 from domain.errors import NotFound
-from domain.events import NewEvent, RecallServed, ResultDrilled, drill_stream, recall_stream
+from domain.events import RecallServed, recall_stream
 from domain.knowledge.sections import split_sections
 from domain.privacy import PrivacyPolicy, document_excluded
-from eventstore.append import append
 from eventstore.stream import first_of_type
-from infra.wake import appended
 from recall.document_log import document_at, unknown_document
 from recall.domains.knowledge import KNOWLEDGE, KnowledgeDomain
+from recall.hitlog import append_drilled
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
 
@@ -54,10 +53,5 @@ def drill(engine: Engine, tenant: str, path: str, heading_path: str, project: st
     if found is None:
         raise NotFound(unknown if version is None else f"{unknown} at version {version}")
     handle["version"] = found["section"]["version"]
-    drill_id = uuid.uuid4()
-    event = ResultDrilled(drill_id=drill_id, domain=KNOWLEDGE, handle=handle, recall_id=recall_id)
-    stream = recall_stream(recall_id) if recall_id is not None else drill_stream(drill_id)
-    with engine.begin() as conn:
-        [position] = append(conn, tenant, [NewEvent.of(event, stream)], metadata)
-    appended(1)
+    drill_id, position = append_drilled(engine, tenant, KNOWLEDGE, handle, recall_id, metadata)
     return Drilled(found, drill_id, position)

@@ -11,12 +11,11 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from domain.errors import NotFound
-from domain.events import NewEvent, RecallServed, ResultDrilled, drill_stream, recall_stream
+from domain.events import RecallServed, recall_stream
 from domain.privacy import PrivacyPolicy, transcript_excluded
-from eventstore.append import append
 from eventstore.stream import first_of_type
-from infra.wake import appended
 from recall.domains.transcripts import TRANSCRIPTS, TranscriptsDomain
+from recall.hitlog import append_drilled
 from recall.scope import Scope
 from recall.timeframe import CHUNK_VERSIONS, NOW, TimeFrame
 
@@ -56,12 +55,7 @@ def drill_chunk(engine: Engine, tenant: str, transcript_id: str, ord_: int, poli
     if found is None:
         raise NotFound(unknown if content_hash is None else f"{unknown} with content hash {content_hash}")
     handle.update(lines=found["lines"], version=found["version"])
-    drill_id = uuid.uuid4()
-    event = ResultDrilled(drill_id=drill_id, domain=TRANSCRIPTS, handle=handle, recall_id=recall_id)
-    stream = recall_stream(recall_id) if recall_id is not None else drill_stream(drill_id)
-    with engine.begin() as conn:
-        [position] = append(conn, tenant, [NewEvent.of(event, stream)], metadata)
-    appended(1)
+    drill_id, position = append_drilled(engine, tenant, TRANSCRIPTS, handle, recall_id, metadata)
     return ChunkDrilled(found, drill_id, position)
 
 

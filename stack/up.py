@@ -129,11 +129,13 @@ class Stack:
                     str(self.settings.port), "--log-level", "warning"],
         }
 
-    def start_child(self, name: str) -> subprocess.Popen[bytes]:
+    def start_child(self, name: str, now: float | None = None) -> subprocess.Popen[bytes]:
+        """Start one child; `now` is the supervising clock's reading (time.monotonic() unless given), so a run's
+        length is measured on the clock `supervise` is handed."""
         proc = subprocess.Popen(self.commands()[name], env=self.child_env(), start_new_session=True,
                                 preexec_fn=lifeline.preexec(signal.SIGKILL))  # dies with up, even a SIGKILLed up
         self.children[name] = proc
-        self._started_at[name] = time.monotonic()
+        self._started_at[name] = time.monotonic() if now is None else now
         return proc
 
     def start(self) -> None:
@@ -186,7 +188,7 @@ class Stack:
         for name, at in list(self.restart_at.items()):
             if now >= at:
                 del self.restart_at[name]
-                log.info("child.restarting", child=name, pid=self.start_child(name).pid)
+                log.info("child.restarting", child=name, pid=self.start_child(name, now).pid)
 
     def wait(self) -> None:
         while True:

@@ -107,8 +107,10 @@ def test_a_child_that_keeps_crashing_is_restarted_with_a_growing_bounded_delay(t
 
     stack = Stack(replace(get_settings(), data_dir=tmp_path, host="127.0.0.1", api_keys={}))
     monkeypatch.setattr(stack, "commands", lambda: {"worker": [sys.executable, "-c", "raise SystemExit(3)"]})
-    first = stack.start_child("worker")
-    now, delays, pids = 1000.0, [], {first.pid}
+    # The test's own clock, handed to every start and pass: a run's length must not depend on the machine's uptime.
+    now = 1000.0
+    first = stack.start_child("worker", now)
+    delays, pids = [], {first.pid}
     try:
         for _ in range(9):
             stack.children["worker"].wait(30)

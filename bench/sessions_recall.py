@@ -113,10 +113,9 @@ def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
     from domain.text import tokenize
     from infra.db import get_engine
     from infra.settings import get_settings
-    from recall.domains.sessions import SESSION_KEYWORD, SessionsDomain, _rows, _scope
+    from recall.domains.sessions import SESSION_KEYWORD, SessionsDomain, _rows, _scope, windows
     from recall.keyword import bm25_top
     from recall.scope import Scope
-    from recall.session_queries import windows
     from recall.timeframe import NOW
 
     engine, s, domain = get_engine(), get_settings(), SessionsDomain()

@@ -7,7 +7,7 @@ search() goes through recall/multi (and so the privacy gate; each search is a re
 hit-log event, RecallServed, whose results count as references as any recall's; its recall id is in the call's
 audit record and in `search_recall_ids`, and its event's metadata names the deep recall as causation_id);
 list_sessions() and load_transcript() read the sessions read models through
-recall/session_queries.py, which filter by tenant and policy (an excluded or another tenant's session is unknown).
+recall/domains/sessions.py, which filter by tenant and policy (an excluded or another tenant's session is unknown).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from domain.privacy import PrivacyPolicy
 from domain.sessions.messages import message_text
 from infra.embedding import Embedder
 from infra.settings import Settings
+from recall.domains.sessions import list_sessions, session_messages
 from recall.multi import MultiRequest, recall_multi
 from recall.scope import Scope
 from recall.service import MAX_K
-from recall.session_queries import list_sessions, session_messages
 
 AUDIT_RESULT_CHARS = 2000  # what the audit keeps of each live call's result
 RESULT_CONTENT_CHARS = 4000  # one search result's content

@@ -32,9 +32,8 @@ from api.schemas import AsOf, Body
 from domain.code.languages import repo_problem
 from domain.errors import InvalidPayload, NotFound
 from domain.knowledge.paths import MAX_PATH_CHARS
-from recall.code_symbols import list_files, list_repos, symbol_answer, symbols_named
 from recall.domains.base import DomainQuery
-from recall.domains.code import CodeDomain
+from recall.domains.code import CodeDomain, list_files, list_repos, symbol_answer, symbols_named
 from recall.privacy import policy_of
 from recall.scope import Scope
 from recall.timeframe import TimeFrame, resolve_as_of
@@ -138,7 +137,7 @@ class SymbolFieldsOut(BaseModel):
 class SymbolOut(SymbolFieldsOut):
     source: str  # the exact slice of its file
     content_hash: str  # its file's
-    callers: list[CallerOut]  # at most recall.code_symbols.MAX_EDGES
+    callers: list[CallerOut]  # at most recall.domains.code.MAX_EDGES
     callers_total: int
     unresolved_calls: int  # calls of its name that could name several symbols
     ref_count: int

@@ -45,8 +45,7 @@ from api.schemas import AsOf
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import PrivacyPolicy, document_excluded
 from recall.document_log import document_at, unknown_document
-from recall.knowledge_documents import list_documents
-from recall.knowledge_drill import drill
+from recall.domains.knowledge import drill, list_documents
 from recall.privacy import policy_of
 from recall.timeframe import TimeFrame, resolve_as_of
 from services.knowledge import (

@@ -32,8 +32,8 @@ from api.read_your_writes import reads
 from api.schemas import AsOf
 from api.sessions_schemas import BatchIn, BudgetTokens, MessageIn
 from domain.errors import InvalidPayload, NotFound
+from recall.domains.sessions import list_sessions, session_messages
 from recall.privacy import policy_of
-from recall.session_queries import list_sessions, session_messages
 from recall.timeframe import TimeFrame, resolve_as_of
 from services.sessions import append_messages, mark_sent, resume_context
 

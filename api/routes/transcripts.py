@@ -35,10 +35,9 @@ from api.read_your_writes import reads
 from api.schemas import AsOf
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import transcript_excluded
+from recall.domains.transcripts import drill_chunk, list_transcripts
 from recall.privacy import policy_of
 from recall.timeframe import TimeFrame, resolve_as_of
-from recall.transcript_drill import drill_chunk
-from recall.transcript_queries import list_transcripts
 from services.transcripts import check_id, decode, put_transcript, transcript_lines, transcript_text
 
 router = APIRouter(prefix="/v1", tags=["transcripts"])

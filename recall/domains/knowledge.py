@@ -11,28 +11,40 @@ that answers.
 
 A result's handle {path, heading_path, content_hash, version, project} names the section by its content, so a
 drill finds the exact text a recall answered even after the document changed (and says whether it did).
+
+drill: the exact section a handle names (or the one at a version, or the current one), whether the current text
+differs, and one ResultDrilled hit-log event (recall/hitlog.py append_drilled): reads read models and the log
+only; that event is its one write. list_documents: the library's documents as the read model has them
+(GET /v1/knowledge: what `engramlog knowledge sync` compares its files' content hashes with).
 """
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from domain.events import document_stream
+from domain.errors import NotFound
+from domain.events import RecallServed, document_stream, recall_stream
 from domain.knowledge.handles import HISTORY, LIVE, RECALLED, handle_section
-from domain.knowledge.sections import has_body
-from domain.privacy import PrivacyPolicy
+from domain.knowledge.sections import has_body, split_sections
+from domain.privacy import PrivacyPolicy, document_excluded
 from domain.text import tokenize
+from eventstore.stream import first_of_type
 from infra.settings import get_settings
 from readmodels.item_domains import SECTIONS
+from recall.document_log import document_at, unknown_document
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.hitlog import append_drilled
 from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
 from recall.timeframe import NOW, SECTION_VERSIONS, TimeFrame
 from recall.vector import VectorTable
+from recall.visible_pages import visible_page
 
 KNOWLEDGE = SECTIONS.name
 # Sections are embedded lazily (projections/section_vectors.py): the vector leg covers exactly the embedded ones.
@@ -159,4 +171,64 @@ class KnowledgeDomain:
                 "current_differs": current is None or current.content_hash != row.content_hash}
 
 
-__all__ = ["KNOWLEDGE", "KnowledgeDomain", "handle_of", "section_out"]
+@dataclass(frozen=True)
+class Drilled:
+    found: dict[str, Any]  # KnowledgeDomain.fetch's answer
+    drill_id: uuid.UUID
+    position: int
+
+
+def drill(engine: Engine, tenant: str, path: str, heading_path: str, project: str | None, policy: PrivacyPolicy,
+          metadata: dict[str, Any], content_hash: str | None = None, version: int | None = None,
+          recall_id: uuid.UUID | None = None, frame: TimeFrame = NOW) -> Drilled:
+    """`frame` with as_of: the section and the document as they stood at that position (a section put later is
+    unknown, 404)."""
+    project = project or None
+    unknown = f"no section {heading_path!r} in {path!r}"
+    with engine.connect() as conn:
+        if recall_id is not None and first_of_type(conn, tenant, recall_stream(recall_id), RecallServed) is None:
+            raise NotFound(f"no recall {recall_id}")
+        if content_hash is None:
+            # No handle: the section at that version of the document (its current one by default), from the log.
+            doc = document_at(conn, tenant, path, project, version, frame.as_of)
+            if document_excluded(policy, path, doc.tags, project):
+                raise NotFound(unknown_document(path, version))  # as document_at answers an unknown one
+            content_hash = next((s.content_hash for s in split_sections(doc.content)
+                                 if s.heading_path == heading_path), None)
+            if content_hash is None:
+                raise NotFound(unknown)
+        handle = {"path": path, "heading_path": heading_path, "content_hash": content_hash, "project": project}
+        found = KnowledgeDomain().fetch(conn, Scope(tenant, project=project), handle, policy, frame)
+    if found is None:
+        raise NotFound(unknown if version is None else f"{unknown} at version {version}")
+    handle["version"] = found["section"]["version"]
+    drill_id, position = append_drilled(engine, tenant, KNOWLEDGE, handle, recall_id, metadata)
+    return Drilled(found, drill_id, position)
+
+
+MAX_LISTED = 10_000
+_LIST = text("""
+SELECT path, project, version, content_hash, title, tags, status, sections, updated_at FROM knowledge_documents
+WHERE tenant = :tenant AND project IS NOT DISTINCT FROM :project
+  AND (CAST(:prefix AS text) IS NULL OR starts_with(path, :prefix)) AND path > :after
+ORDER BY path LIMIT :limit
+""")
+
+
+def list_documents(conn: Connection, tenant: str, project: str | None, policy: PrivacyPolicy,
+                   prefix: str | None = None, after: str = "",
+                   limit: int = 1000) -> tuple[list[dict[str, Any]], str | None]:
+    """The project's documents (none: those without a project) by path, after `after`, none the policy hides; and
+    the path to page on from (None: no more)."""
+    def read(cursor: str, n: int) -> list[Any]:
+        return list(conn.execute(_LIST, {"tenant": tenant, "project": project or None, "prefix": prefix,
+                                         "after": cursor, "limit": n}).all())
+
+    rows, next_after = visible_page(read, lambda r: r.path,
+                                    lambda r: not document_excluded(policy, r.path, r.tags or (), r.project),
+                                    after, min(limit, MAX_LISTED))
+    return [dict(r._mapping) | {"tags": list(r.tags or [])} for r in rows], next_after
+
+
+__all__ = ["Drilled", "KNOWLEDGE", "KnowledgeDomain", "MAX_LISTED", "drill", "handle_of", "list_documents",
+           "section_out"]

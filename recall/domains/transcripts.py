@@ -12,27 +12,39 @@ answered (its id is the session's).
 A result's handle {transcript_id, ord, content_hash, lines, version} names the chunk by its position and content
 (lines: its [first, last] line numbers, 1-based; version: the transcript version that placed it there, its text
 in the log at or before it), so a drill answers the exact text a recall answered even after the transcript grew.
+
+drill_chunk: the exact chunk a handle names (or the current one at a position), and one ResultDrilled hit-log event
+(recall/hitlog.py append_drilled): reads the read model only; that event is its one write (and what gets the chunk
+its vector, projections/transcript_vectors.py). list_transcripts: transcripts as the read model has them
+(GET /v1/transcripts: what `engramlog transcripts sync` compares its files' content hashes with).
 """
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from domain.errors import NotFound
+from domain.events import RecallServed, recall_stream
 from domain.memory_status import RECALLABLE
-from domain.privacy import PrivacyPolicy
+from domain.privacy import PrivacyPolicy, transcript_excluded
 from domain.text import tokenize
 from domain.transcripts.ids import handle_chunk
+from eventstore.stream import first_of_type
 from infra.settings import get_settings
 from readmodels.item_domains import CHUNKS
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.hitlog import append_drilled
 from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
 from recall.timeframe import CHUNK_VERSIONS, NOW, TimeFrame
 from recall.vector import VectorTable
+from recall.visible_pages import visible_page
 
 TRANSCRIPTS = CHUNKS.name
 RECALLED = RECALLABLE  # answered by default: the memories' and knowledge's rule
@@ -134,4 +146,65 @@ class TranscriptsDomain:
         return chunk_out(row) if row is not None else None
 
 
-__all__ = ["CHUNK_KEYWORD", "CHUNK_LEG", "CHUNK_VECTORS", "TRANSCRIPTS", "TranscriptsDomain", "chunk_out", "handle_of"]
+def _current_hash(frame: TimeFrame) -> Any:
+    """The content hash of the chunk at a place of the transcript's version now (or as of the frame)."""
+    return text(f"""
+    SELECT c.content_hash FROM {frame.units(CHUNK_VERSIONS)} c
+    WHERE c.tenant = :tenant AND c.transcript_id = :transcript_id AND c.ord = :ord AND c.status <> 'replaced'
+    """)
+
+
+@dataclass(frozen=True)
+class ChunkDrilled:
+    chunk: dict[str, Any]  # TranscriptsDomain.fetch's answer
+    drill_id: uuid.UUID
+    position: int
+
+
+def drill_chunk(engine: Engine, tenant: str, transcript_id: str, ord_: int, policy: PrivacyPolicy,
+                metadata: dict[str, Any], content_hash: str | None = None,
+                recall_id: uuid.UUID | None = None, frame: TimeFrame = NOW) -> ChunkDrilled:
+    """`frame` with as_of: the chunk as it stood at that position (one put later is unknown, 404)."""
+    unknown = f"no chunk {ord_} in transcript {transcript_id!r}"
+    with engine.connect() as conn:
+        if recall_id is not None and first_of_type(conn, tenant, recall_stream(recall_id), RecallServed) is None:
+            raise NotFound(f"no recall {recall_id}")
+        if transcript_excluded(policy, transcript_id):  # as an unknown transcript's chunk answers
+            raise NotFound(unknown if content_hash is None else f"{unknown} with content hash {content_hash}")
+        if content_hash is None:
+            content_hash = conn.execute(_current_hash(frame), {"tenant": tenant, "transcript_id": transcript_id,
+                                                               "ord": ord_, **frame.params()}).scalar_one_or_none()
+            if content_hash is None:
+                raise NotFound(unknown)
+        handle = {"transcript_id": transcript_id, "ord": ord_, "content_hash": content_hash}
+        found = TranscriptsDomain().fetch(conn, Scope(tenant), handle, policy, frame)
+    if found is None:
+        raise NotFound(unknown if content_hash is None else f"{unknown} with content hash {content_hash}")
+    handle.update(lines=found["lines"], version=found["version"])
+    drill_id, position = append_drilled(engine, tenant, TRANSCRIPTS, handle, recall_id, metadata)
+    return ChunkDrilled(found, drill_id, position)
+
+
+MAX_LISTED = 10_000
+_LIST = text("""
+SELECT transcript_id, version, content_hash, format, chunks, lines, turns, bytes, started_at, ended_at, updated_at
+FROM transcripts WHERE tenant = :tenant AND transcript_id > :after
+ORDER BY transcript_id LIMIT :limit
+""")
+
+
+def list_transcripts(conn: Connection, tenant: str, policy: PrivacyPolicy, after: str = "",
+                     limit: int = 1000) -> tuple[list[dict[str, Any]], str | None]:
+    """The tenant's transcripts by id, after `after`, none the policy hides; and the id to page on from (None: no
+    more)."""
+    def read(cursor: str, n: int) -> list[Any]:
+        return list(conn.execute(_LIST, {"tenant": tenant, "after": cursor, "limit": n}).all())
+
+    rows, next_after = visible_page(read, lambda r: r.transcript_id,
+                                    lambda r: not transcript_excluded(policy, r.transcript_id),
+                                    after, min(limit, MAX_LISTED))
+    return [dict(r._mapping) for r in rows], next_after
+
+
+__all__ = ["CHUNK_KEYWORD", "CHUNK_LEG", "CHUNK_VECTORS", "ChunkDrilled", "TRANSCRIPTS", "TranscriptsDomain",
+           "chunk_out", "drill_chunk", "handle_of", "list_transcripts"]

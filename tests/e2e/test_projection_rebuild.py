@@ -60,7 +60,7 @@ def projected(engine):
                     {"source": "test"}, agent_id="ag0")
     mark_sent(engine, tenant, "s-rebuild", "later", {"source": "test"}, NO_POLICY)  # one pending, one sent later
     from projections.transcripts import TranscriptsProjector
-    from recall.transcript_drill import drill_chunk
+    from recall.domains.transcripts import drill_chunk
     from services.transcripts import put_transcript
 
     lines = [f"[2026-01-0{1 + i % 9}] {'USER' if i % 2 == 0 else 'ASSISTANT'}: {c}\n" for i, c in enumerate(CONTENTS)]

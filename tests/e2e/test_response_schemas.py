@@ -21,8 +21,8 @@ from projections.code import CodeProjector
 from projections.registry import PROJECTORS
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector
-from recall.code_symbols import list_files, symbol_answer, symbols_named
-from recall.session_queries import list_sessions, session_messages
+from recall.domains.code import list_files, symbol_answer, symbols_named
+from recall.domains.sessions import list_sessions, session_messages
 from services.sessions import resume_context
 from workers import ingest_dead_letters
 

@@ -20,7 +20,7 @@ def _statuses(engine, tenant):
 
 def test_unreferenced_sections_go_dormant_then_archived_and_a_reference_brings_one_back(engine, tenant):
     from domain.privacy import NO_POLICY
-    from recall.knowledge_drill import drill
+    from recall.domains.knowledge import drill
     from services.knowledge import DocumentInput, put_document
     from workers.lifecycle import decay_sweep
 

@@ -19,7 +19,7 @@ from infra.settings import get_settings, replace
 from projections.knowledge import KnowledgeProjector
 from projections.runner import catch_up
 from projections.section_vectors import SectionVectorsProjector
-from recall.knowledge_drill import drill
+from recall.domains.knowledge import drill
 from recall.multi import MultiRequest, recall_multi
 from recall.scope import Scope
 from services.knowledge import DocumentInput, put_document

@@ -16,10 +16,9 @@ from projections.runner import catch_up
 from projections.transcript_vectors import TranscriptVectorsProjector
 from projections.transcripts import TranscriptsProjector
 from recall.domains.base import DomainQuery
-from recall.domains.transcripts import TranscriptsDomain
+from recall.domains.transcripts import TranscriptsDomain, drill_chunk
 from recall.multi import MultiRequest, recall_multi
 from recall.scope import Scope
-from recall.transcript_drill import drill_chunk
 from services.transcripts import put_transcript, transcript_lines, transcript_text
 
 META = {"actor": "test", "source": "test"}

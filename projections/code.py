@@ -17,7 +17,7 @@ Only applies events; decides nothing (the parse is a pure function of the file's
 
 Dropped symbols are kept in code_symbols (knowledge's model for its sections), not copied into a history table:
 the as-of search then needs no second set of postings, and a read as of a position is the current read with each
-symbol's status taken from code_symbol_versions (readmodels/unit_versions.py CODE_SYMBOL_VERSIONS: every file
+symbol's status taken from code_symbol_versions (readmodels/item_domains.py SYMBOLS.versions: every file
 event snapshots the symbols it ended or held). The price: every current read of code_symbols leaves 'replaced' and
 'removed' out (domain/code/status.py held_sql), and the BM25 statistics count the kept symbols, as knowledge's
 count its replaced sections.
@@ -58,7 +58,6 @@ from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits
 from projections.unit_status import status_changed
 from readmodels.item_domains import SYMBOLS
-from readmodels.unit_versions import CODE_SYMBOL_VERSIONS
 
 log = structlog.get_logger(__name__)
 _NAMESPACE = uuid.UUID("5d7b1f0e-2c4a-4e8b-b1d3-7f9a0c6e4b21")
@@ -171,7 +170,7 @@ def _snapshot(conn: Connection, event: RecordedEvent, repo: str, path: str, ids:
     """A version for each of the file's symbols the event ended or held (`ids`): only those can have changed, so a
     file put many times is not rescanned whole."""
     if ids:
-        CODE_SYMBOL_VERSIONS.snapshot(conn, event.tenant, event.position,
+        SYMBOLS.versions.snapshot(conn, event.tenant, event.position,
                                       "u.repo = :repo AND u.path = :path AND u.symbol_id = ANY(CAST(:ids AS uuid[]))",
                                       {"repo": repo, "path": path, "ids": sorted(str(i) for i in ids)})
 

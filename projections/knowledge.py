@@ -48,7 +48,6 @@ from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits
 from projections.unit_status import status_changed
 from readmodels.item_domains import SECTIONS
-from readmodels.unit_versions import SECTION_VERSIONS
 
 log = structlog.get_logger(__name__)
 
@@ -140,7 +139,7 @@ def _put(conn: Connection, event: RecordedEvent, p: DocumentPut) -> None:
 
 
 def _snapshot_document(conn: Connection, event: RecordedEvent) -> None:
-    SECTION_VERSIONS.snapshot(conn, event.tenant, event.position, "u.document_id = :document_id",
+    SECTIONS.versions.snapshot(conn, event.tenant, event.position, "u.document_id = :document_id",
                               {"document_id": event.stream_id})
 
 

@@ -49,7 +49,6 @@ from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits
 from projections.unit_status import status_changed
 from readmodels.item_domains import MESSAGES
-from readmodels.unit_versions import MESSAGE_VERSIONS
 
 log = structlog.get_logger(__name__)
 _NAMESPACE = uuid.UUID("2b9d4c61-7a0e-4f3b-8e15-5c2a9d7f0e83")  # engramlog session messages
@@ -144,7 +143,7 @@ def _appended(conn: Connection, event: RecordedEvent, p: SessionMessagesAppended
     conn.execute(_UPSERT_SESSION, {**session, "agent_id": agent_id, "project": project, "n": len(fresh),
                                    "n_sent": len(to_index), "first_at": min(cols["created"]),
                                    "last_at": max(cols["created"]), "position": event.position})
-    MESSAGE_VERSIONS.snapshot(conn, tenant, event.position, "u.message_uid = ANY(:uids)", {"uids": cols["uids"]})
+    MESSAGES.versions.snapshot(conn, tenant, event.position, "u.message_uid = ANY(:uids)", {"uids": cols["uids"]})
 
 
 def _sent(conn: Connection, event: RecordedEvent, p: SessionMessageSent) -> None:
@@ -156,7 +155,7 @@ def _sent(conn: Connection, event: RecordedEvent, p: SessionMessageSent) -> None
         return
     index(conn, MESSAGE_POSTINGS, event.tenant, [(row.message_uid, term_frequencies(row.content))])
     conn.execute(_SENT_COUNT, {**session, "position": event.position})
-    MESSAGE_VERSIONS.snapshot(conn, event.tenant, event.position, "u.message_uid = :uid", {"uid": row.message_uid})
+    MESSAGES.versions.snapshot(conn, event.tenant, event.position, "u.message_uid = :uid", {"uid": row.message_uid})
 
 
 _ONE_BY_ONE: OneByOne = {SessionMessagesAppended: _appended, SessionMessageSent: _sent,

@@ -43,7 +43,6 @@ from projections.postings import PostingsTables, index
 from projections.references import ReferencedUnits
 from projections.unit_status import status_changed
 from readmodels.item_domains import CHUNKS
-from readmodels.unit_versions import CHUNK_VERSIONS
 
 log = structlog.get_logger(__name__)
 
@@ -208,7 +207,7 @@ def _put(conn: Connection, event: RecordedEvent, p: TranscriptChunksPut) -> None
                                "lines": rows[-1]["last_line"], "turns": rows[-1]["last_turn"] + 1,
                                "started_at": starts[0] if starts else None,
                                "ended_at": ends[-1] if ends else None, "position": event.position})
-    CHUNK_VERSIONS.snapshot(conn, tenant, event.position, "u.transcript_id = :transcript_id", {"transcript_id": tid})
+    CHUNKS.versions.snapshot(conn, tenant, event.position, "u.transcript_id = :transcript_id", {"transcript_id": tid})
 
 
 _ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, TranscriptChunkStatusChanged: status_changed(CHUNKS),

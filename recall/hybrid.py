@@ -24,11 +24,12 @@ from sqlalchemy import Connection
 
 from domain.ranking import Candidate, Scored, fuse
 from infra.settings import Settings
+from readmodels.unit_versions import UnitVersions
 from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
 from recall.keyword import KeywordTables, bm25_top
 from recall.relevance import Scale
 from recall.scope import Scope
-from recall.timeframe import TimeFrame, UnitVersions
+from recall.timeframe import TimeFrame
 from recall.vector import VectorTable, cosines_for, nearest_vectors
 
 HISTORY_FACTOR = 0.1  # an item answered only because history was asked for weighs a tenth

@@ -24,15 +24,7 @@ from sqlalchemy import Engine
 from domain.errors import InvalidPayload
 from eventstore.positions import position_at, recorded_at, settled
 from readmodels.memories import MEMORY_COLUMNS
-
-# The read side's one door to the versions' layout (readmodels/): the domains take the specs from here.
-from readmodels.unit_versions import (
-    CHUNK_VERSIONS,
-    CODE_SYMBOL_VERSIONS,
-    MESSAGE_VERSIONS,
-    SECTION_VERSIONS,
-    UnitVersions,
-)
+from readmodels.unit_versions import UnitVersions
 from recall.consistency import refuse_beyond_head
 
 
@@ -163,5 +155,4 @@ def resolve_as_of(engine: Engine, tenant: str, as_of: int | datetime | None) -> 
         return settled(conn, tenant, as_of)
 
 
-__all__ = ["CHUNK_VERSIONS", "CODE_SYMBOL_VERSIONS", "MESSAGE_VERSIONS", "NOW", "SECTION_VERSIONS", "TimeFrame",
-           "UnitVersions", "clock_of", "resolve_as_of"]
+__all__ = ["NOW", "TimeFrame", "clock_of", "resolve_as_of"]

@@ -46,7 +46,7 @@ from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
-from recall.timeframe import CODE_SYMBOL_VERSIONS, NOW, TimeFrame
+from recall.timeframe import NOW, TimeFrame
 from recall.visible_pages import visible_page
 
 MAX_EDGES = 200  # callers (callees) answered per symbol; the total is answered beside them
@@ -56,14 +56,14 @@ SYMBOL_COLUMNS = ("s.symbol_id, s.repo, s.path, s.ordinal, s.qualified_name, s.n
 
 
 def _by_ids(frame: TimeFrame) -> Any:
-    return text(f"SELECT {SYMBOL_COLUMNS} FROM {frame.units(CODE_SYMBOL_VERSIONS)} s"
+    return text(f"SELECT {SYMBOL_COLUMNS} FROM {frame.units(SYMBOLS.versions)} s"
                 " WHERE s.tenant = :tenant AND s.symbol_id = ANY(:ids)")
 
 
 def _by_name(frame: TimeFrame) -> Any:
     """The symbols of a qualified name their files define (now, or as of the frame)."""
     return text(f"""
-    SELECT {SYMBOL_COLUMNS} FROM {frame.units(CODE_SYMBOL_VERSIONS)} s
+    SELECT {SYMBOL_COLUMNS} FROM {frame.units(SYMBOLS.versions)} s
     WHERE s.tenant = :tenant AND s.repo = :repo AND s.qualified_name = :qn AND {held_sql("s")}
       AND (CAST(:path AS text) IS NULL OR s.path = :path)
     ORDER BY s.path, s.ordinal
@@ -224,7 +224,7 @@ CODE_LEG = HybridLeg(CODE_KEYWORD, None, RECALLED, HISTORY, versions=SYMBOLS.ver
 
 
 def _has_data(frame: TimeFrame) -> Any:
-    return text(f"SELECT EXISTS (SELECT 1 FROM {frame.units(CODE_SYMBOL_VERSIONS)} s WHERE s.tenant = :tenant"
+    return text(f"SELECT EXISTS (SELECT 1 FROM {frame.units(SYMBOLS.versions)} s WHERE s.tenant = :tenant"
                 " AND s.status = ANY(:statuses))")
 
 

@@ -42,7 +42,7 @@ from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
-from recall.timeframe import NOW, SECTION_VERSIONS, TimeFrame
+from recall.timeframe import NOW, TimeFrame
 from recall.vector import VectorTable
 from recall.visible_pages import visible_page
 
@@ -56,13 +56,13 @@ _COLUMNS = ("s.section_id, s.project, s.path, s.heading_path, s.ordinal, s.conte
 
 
 def _rows(frame: TimeFrame) -> Any:
-    return text(f"SELECT {_COLUMNS} FROM {frame.units(SECTION_VERSIONS)} s"
+    return text(f"SELECT {_COLUMNS} FROM {frame.units(SECTIONS.versions)} s"
                 " WHERE s.tenant = :tenant AND s.section_id = ANY(:ids)")
 
 
 def _has_data(frame: TimeFrame) -> Any:
     return text(f"""
-    SELECT EXISTS (SELECT 1 FROM {frame.units(SECTION_VERSIONS)} s WHERE s.tenant = :tenant
+    SELECT EXISTS (SELECT 1 FROM {frame.units(SECTIONS.versions)} s WHERE s.tenant = :tenant
                    AND s.status = ANY(:statuses) AND (CAST(:project AS text) IS NULL OR s.project = :project))
     """)
 
@@ -70,7 +70,7 @@ def _has_data(frame: TimeFrame) -> Any:
 def _current(frame: TimeFrame) -> Any:
     """The live section at a (document, heading path), now or as of the frame."""
     return text(f"""
-    SELECT {_COLUMNS} FROM {frame.units(SECTION_VERSIONS)} s
+    SELECT {_COLUMNS} FROM {frame.units(SECTIONS.versions)} s
     WHERE s.tenant = :tenant AND s.document_id = :document_id AND s.heading_path = :heading_path
       AND s.status = ANY(:live)
     ORDER BY s.version DESC LIMIT 1

@@ -49,7 +49,7 @@ from recall.hybrid import HISTORY_FACTOR
 from recall.keyword import KeywordTables, bm25_top
 from recall.relevance import scale
 from recall.scope import Scope
-from recall.timeframe import MESSAGE_VERSIONS, NOW, TimeFrame
+from recall.timeframe import NOW, TimeFrame
 
 MESSAGE_COLUMNS = ("m.session_id, m.seq, m.message_id, m.role, m.content, m.tool_name, m.name, m.tool_call_id,"
                    " m.tool_calls, m.created_at, m.sent, m.checkpoint, m.agent_id, m.project, m.metadata")
@@ -58,7 +58,7 @@ MESSAGE_COLUMNS = ("m.session_id, m.seq, m.message_id, m.role, m.content, m.tool
 def _windows(frame: TimeFrame) -> Any:
     """Per hit: the `window` sent messages before it, itself, and the `window` after (the (tenant, session_id, seq)
     key), now or as of the frame."""
-    messages = frame.units(MESSAGE_VERSIONS)
+    messages = frame.units(MESSAGES.versions)
     return text(f"""
     SELECT h.ord, w.* FROM unnest(CAST(:sessions AS text[]), CAST(:seqs AS int[])) WITH ORDINALITY AS h(sid, seq, ord)
     CROSS JOIN LATERAL (
@@ -76,7 +76,7 @@ def _windows(frame: TimeFrame) -> Any:
 
 def _message(frame: TimeFrame) -> Any:
     return text(f"""
-    SELECT {MESSAGE_COLUMNS} FROM {frame.units(MESSAGE_VERSIONS)} m
+    SELECT {MESSAGE_COLUMNS} FROM {frame.units(MESSAGES.versions)} m
     WHERE m.tenant = :tenant AND m.session_id = :session_id AND m.message_id = :message_id
     """)
 
@@ -134,7 +134,7 @@ def session_messages(conn: Connection, tenant: str, session_id: str, policy: Pri
                              " AND session_id = :session_id"), {"tenant": tenant, "session_id": session_id}).first()
     if head is None or excluded(policy, head):
         return None
-    messages = frame.units(MESSAGE_VERSIONS)
+    messages = frame.units(MESSAGES.versions)
     if frame.as_of is not None and not conn.execute(text(
             f"SELECT EXISTS (SELECT 1 FROM {messages} m WHERE m.tenant = :tenant AND m.session_id = :session_id)"),
             {"tenant": tenant, "session_id": session_id, **frame.params()}).scalar_one():
@@ -177,7 +177,7 @@ HISTORY = ("archived",)  # answered only when history is asked for, scored ×HIS
 
 def _rows(frame: TimeFrame) -> Any:
     return text(f"""
-    SELECT m.message_uid, m.distinct_terms, m.status, {MESSAGE_COLUMNS} FROM {frame.units(MESSAGE_VERSIONS)} m
+    SELECT m.message_uid, m.distinct_terms, m.status, {MESSAGE_COLUMNS} FROM {frame.units(MESSAGES.versions)} m
     WHERE m.tenant = :tenant AND m.message_uid = ANY(:uids) AND m.sent
     """)
 
@@ -187,7 +187,7 @@ def _keyword(frame: TimeFrame) -> tuple[KeywordTables, str]:
     the sent mark of each message's version then)."""
     if frame.as_of is None:
         return SESSION_KEYWORD, "d.sent"
-    return replace(SESSION_KEYWORD, status_filter=MESSAGE_VERSIONS.status_as_of("d", " AND x.sent")), "TRUE"
+    return replace(SESSION_KEYWORD, status_filter=MESSAGES.versions.status_as_of("d", " AND x.sent")), "TRUE"
 
 
 def _scope(scope: Scope, policy: PrivacyPolicy) -> Scope:

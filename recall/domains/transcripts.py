@@ -42,7 +42,7 @@ from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
 from recall.scope import Scope
-from recall.timeframe import CHUNK_VERSIONS, NOW, TimeFrame
+from recall.timeframe import NOW, TimeFrame
 from recall.vector import VectorTable
 from recall.visible_pages import visible_page
 
@@ -60,12 +60,12 @@ _COLUMNS = ("c.chunk_id, c.transcript_id, c.ord, c.content_hash, c.version, c.te
 
 
 def _rows(frame: TimeFrame) -> Any:
-    return text(f"SELECT {_COLUMNS} FROM {frame.units(CHUNK_VERSIONS)} c"
+    return text(f"SELECT {_COLUMNS} FROM {frame.units(CHUNKS.versions)} c"
                 " WHERE c.tenant = :tenant AND c.chunk_id = ANY(:ids)")
 
 
 def _has_data(frame: TimeFrame) -> Any:
-    return text(f"SELECT EXISTS (SELECT 1 FROM {frame.units(CHUNK_VERSIONS)} c WHERE c.tenant = :tenant"
+    return text(f"SELECT EXISTS (SELECT 1 FROM {frame.units(CHUNKS.versions)} c WHERE c.tenant = :tenant"
                 " AND c.status = ANY(:statuses))")
 
 
@@ -149,7 +149,7 @@ class TranscriptsDomain:
 def _current_hash(frame: TimeFrame) -> Any:
     """The content hash of the chunk at a place of the transcript's version now (or as of the frame)."""
     return text(f"""
-    SELECT c.content_hash FROM {frame.units(CHUNK_VERSIONS)} c
+    SELECT c.content_hash FROM {frame.units(CHUNKS.versions)} c
     WHERE c.tenant = :tenant AND c.transcript_id = :transcript_id AND c.ord = :ord AND c.status <> 'replaced'
     """)
 

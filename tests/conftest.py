@@ -5,8 +5,10 @@ directly) and tests/e2e (HTTP through the app, CLI and servers as subprocesses).
 session, on first use: the `servers` fixture, which `engine`, `app`, `http`, `client`, `worker` and `start_worker`
 depend on, and before any test under tests/integration or tests/e2e. They stop at the end of the session, leaving
 no process behind, so `pytest tests/unit` starts none. Tests isolate themselves by tenant: every test that writes
-uses its own tenant name. Under pytest-xdist (`make test` runs `-n 2 --dist loadfile`) each worker process has its
-own data directory, PostgreSQL and Redis, so a test that stops Redis or kills workers touches only its own.
+uses its own tenant name; a module that rebuilds or verifies whole projections, or scans every table, is marked
+`own_database` and runs on a copy of the migrated, empty database (`_own_database`). Under pytest-xdist (`make
+test` runs `-n 2 --dist loadfile`) each worker process has its own data directory, PostgreSQL and Redis, so a test
+that stops Redis or kills workers touches only its own.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ _STATE: dict[str, object] = {}
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "own_database: the module runs on a database of its own (_own_database)")
     if getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # pytest-xdist's controller runs no test: each worker (a process of its own) sets up its own servers
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -76,7 +79,76 @@ def _ensure_servers() -> None:
     upgrade_to_head(os.environ["DATABASE_URL"])
 
 
+# The migrated, empty database, copied for each module marked `own_database` (a copy takes milliseconds where the
+# migrations take seconds); migrated on first use, and connected to by nothing else, so a copy never finds it in use.
+# Named per process, in case DATABASE_URL names one cluster for several xdist workers.
+TEMPLATE_DATABASE = f"engramlog_template_{os.getpid()}"
+
+
+def _database_name(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return str(make_url(url).database)
+
+
+def _run_admin(sql: str) -> None:
+    """One statement outside a transaction on the cluster's `postgres` database (CREATE / DROP DATABASE)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.pool import NullPool
+
+    from infra.db import normalise_url
+
+    admin = create_engine(make_url(normalise_url(_STATE.get("shared_url") or os.environ["DATABASE_URL"]))
+                          .set(database="postgres"), poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(sql))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _own_database(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module marked `pytest.mark.own_database` runs on a database of its own, a copy of the migrated template:
+    its rebuilds, verifies and whole-database scans then cost what its own writes cost, not whatever the modules
+    before it on this xdist worker wrote. DATABASE_URL points at it for the module (settings, engines, and the
+    workers and CLIs the module starts read it); the shared database is back afterwards."""
+    if request.node.get_closest_marker("own_database") is None:
+        yield
+        return
+    _ensure_servers()
+    from sqlalchemy.engine import make_url
+
+    from infra.db import engine_for
+    from infra.settings import get_settings
+
+    shared = _STATE.setdefault("shared_url", os.environ["DATABASE_URL"])
+    if not _STATE.get("template"):
+        from migrations.runner import upgrade_to_head
+
+        _run_admin(f'CREATE DATABASE "{TEMPLATE_DATABASE}"')
+        _STATE["template"] = "embedded" if "pg" in _STATE else "external"
+        template = make_url(str(shared)).set(database=TEMPLATE_DATABASE).render_as_string(hide_password=False)
+        upgrade_to_head(template)
+        engine_for(template, statement_timeout_s=0).dispose()  # the migrations' connections: a copy needs none
+    name = f"own_{request.node.name.removesuffix('.py')[:40]}_{uuid.uuid4().hex[:6]}"
+    _run_admin(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE_DATABASE}"')
+    own = make_url(str(shared)).set(database=name).render_as_string(hide_password=False)
+    os.environ["DATABASE_URL"] = own
+    get_settings.cache_clear()
+    try:
+        yield
+    finally:
+        os.environ["DATABASE_URL"] = str(shared)
+        get_settings.cache_clear()
+        engine_for(own).dispose()
+        _run_admin(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
 def _stop_servers() -> None:
+    if _STATE.pop("template", None) == "external":  # on an external cluster the template is ours to drop
+        _run_admin(f'DROP DATABASE IF EXISTS "{TEMPLATE_DATABASE}" WITH (FORCE)')
     for name in ("redis", "pg"):
         server = _STATE.pop(name, None)
         if server is not None and _STATE.get("started"):
@@ -108,8 +180,9 @@ def servers() -> None:
     _ensure_servers()
 
 
-@pytest.fixture(scope="session")
-def engine(servers):
+@pytest.fixture(scope="module")
+def engine(servers, _own_database):
+    """The database of this module: the shared one, or its own when it is marked `own_database`."""
     from infra.db import get_engine
 
     return get_engine()

@@ -5,8 +5,13 @@ version is not read; code answers too (tests/e2e/test_code_as_of.py). A rebuild 
 
 from __future__ import annotations
 
+import pytest
 from funnel_support import project
 from sqlalchemy import text
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 DOC_V1 = "# Notes\n\n## Boat\nThe boat is named Albatross Kestrel and sleeps four.\n"
 DOC_V2 = "# Notes\n\n## Boat\nThe boat is named Petrel Umber and sleeps six.\n"

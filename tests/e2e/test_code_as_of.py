@@ -5,8 +5,13 @@ earlier text holds its symbols again. A rebuild gives the same rows (the kept sy
 
 from __future__ import annotations
 
+import pytest
 from funnel_support import project
 from sqlalchemy import text
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 V1 = 'def harbour_lantern(wick):\n    """Light the harbour lantern."""\n    return wick + 1\n'
 V2 = 'def quay_beacon(wick):\n    """Light the quay beacon."""\n    return wick + 2\n'

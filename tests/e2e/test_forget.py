@@ -9,11 +9,16 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 from funnel_support import project
 from privacy_support import all_events
 from sqlalchemy import text
 
 from tests.deep_recall_support import ROOT, code, point_route_at
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 NAME = "Zorvex Quill"  # no other test may write this name: the residue scan reads every table, all tenants
 

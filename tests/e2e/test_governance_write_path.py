@@ -14,6 +14,10 @@ from conftest import WorkerProcess, wait_until
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 ZERO_SIGNALS = {"surprise": 0, "decision": 0, "causal": 0, "effort": 0, "correction": False}
 
 

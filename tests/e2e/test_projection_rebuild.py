@@ -15,6 +15,8 @@ import pytest
 from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[2]
+# Every check here replays the whole log: on a database of its own, it replays only this module's writes.
+pytestmark = pytest.mark.own_database
 
 CONTENTS = [
     "Alice moved to Lisbon in May and works at a bakery near the river",

@@ -28,6 +28,10 @@ from projections import rebuild as rebuild_module
 from projections.rebuild import ProjectionBusy, rebuild, verify
 from projections.registry import get_projector
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 WAIT_S = 120  # bound on every wait for another thread; never a timed assertion
 ROOT = Path(__file__).resolve().parents[2]
 

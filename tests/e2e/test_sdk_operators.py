@@ -23,6 +23,10 @@ from projections.registry import PROJECTORS
 from projections.runner import catch_up
 from services.remember import MemoryInput, remember
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 api_keys, tenant_key = sdk_support.api_keys, sdk_support.tenant_key
 live_server, module_worker = sdk_support.live_server, sdk_support.module_worker
 META = {"actor": "test", "correlation_id": "sdk-operators"}

@@ -4,11 +4,16 @@ recall/multi, and the resume context: byte-identical across a rebuild, with no w
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 OPENAI = [
     {"role": "system", "content": "You are a deploy assistant."},

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from sqlalchemy import text
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 
 def _project(engine) -> None:

@@ -22,6 +22,10 @@ from test_governance_write_path import (  # noqa: F401 (fixtures)
 )
 from typer.testing import CliRunner
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 
 def recall(client, query: str, position: int, **fields) -> dict:
     r = client.post("/v1/recall", json={"query": query, "k": 5, "min_position": position, **fields})

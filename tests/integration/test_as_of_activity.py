@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from funnel_support import ask, project, remember_all, settings, stage
 from lifecycle_support import verify_tenant
 from sqlalchemy import text
 
 from domain.activation import age_hours, normalised_activation
 from recall.timeframe import TimeFrame, resolve_as_of
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 QUERY = "When does the lighthouse keeper in Vardø light the lamp?"
 FACTS = ["The lighthouse keeper in Vardø lights the lamp at four in the afternoon in winter",

@@ -15,6 +15,10 @@ from sqlalchemy import text
 
 from recall.timeframe import TimeFrame
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 LAST_YEAR = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 KAYAK = "Marit Ellsworth bought a red kayak at the Porto harbour market"
 

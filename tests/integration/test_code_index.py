@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import text
 
 from domain.privacy import NO_POLICY, PrivacyPolicy
@@ -16,6 +17,10 @@ from recall.domains.base import DomainQuery
 from recall.domains.code import CodeDomain
 from recall.scope import Scope
 from services.code import FileInput, write_files
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 META = {"actor": "test", "source": "test"}
 UTIL = 'def get_user_name(user_id):\n    """Look up a user\'s display name."""\n    return lookup(user_id)\n\n\n' \

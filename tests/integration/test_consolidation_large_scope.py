@@ -32,6 +32,10 @@ from domain.consolidation import ConsolidationConfig, Node, plan, prune
 from domain.events import NewEvent, memory_stream, validate_payload
 from eventstore.append import append
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 DEPLOY = ["The deploy failed because the database migration ran twice on the replica.",
           "The deploy failed because the database migration ran twice on the replica"]
 TEA = ["Bob prefers green tea over coffee in the morning.",

@@ -12,6 +12,10 @@ from fastapi.testclient import TestClient
 from lifecycle_support import feedback, record, rows, served, sync, verify_tenant
 from sqlalchemy import Engine, text
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 
 def confidences(engine: Engine, tenant: str) -> dict[uuid.UUID, float]:
     with engine.connect() as conn:

@@ -21,6 +21,10 @@ from domain.text import term_frequencies
 from eventstore.append import append
 from eventstore.read import COLUMNS, row_to_event
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 CONTENTS = [
     "Alice moved to Lisbon in May and works at a bakery near the river",
     "Bob's favourite food is ramen; he eats ramen every Friday with Alice",

@@ -20,6 +20,10 @@ from recall.document_log import document_at
 from services.append_events import EventInput, append_events
 from services.knowledge import DocumentInput, put_document, put_documents, retire_document
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 META = {"actor": "test", "source": "test"}
 DOC_V1 = "# Deploys\nhow we ship\n\n## Rollback\nrun `deploy --undo`\r\n\n## Canary\nship to 5% first\n"
 DOC_V2 = "# Deploys\nhow we ship\n\n## Rollback\nrun `deploy --undo` then page oncall\n\n## Canary\nship to 5% first\n"

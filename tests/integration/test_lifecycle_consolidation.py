@@ -12,6 +12,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from lifecycle_support import (
     events_of,
     feedback,
@@ -25,6 +26,10 @@ from lifecycle_support import (
     verify_tenant,
 )
 from sqlalchemy import text
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ["The deploy failed because the database migration ran twice on the replica.",

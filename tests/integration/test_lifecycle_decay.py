@@ -11,8 +11,13 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from lifecycle_support import events_of, record, rows, served, statuses, sync, verify_tenant
 from sqlalchemy import text
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 ROOT = Path(__file__).resolve().parents[2]
 

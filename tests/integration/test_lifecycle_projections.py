@@ -15,6 +15,10 @@ from sqlalchemy import text
 from domain.events import NewEvent, validate_payload
 from eventstore.append import append
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 
 def activity(engine, tenant: str) -> dict[uuid.UUID, dict]:
     with engine.connect() as conn:

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from sqlalchemy import text
 
 from domain.events import NewEvent, memory_stream
 from eventstore.append import append
 from projections.rebuild import rebuild, verify
 from projections.registry import get_projector
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 
 class Exploding:

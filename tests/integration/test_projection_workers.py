@@ -19,6 +19,10 @@ from projections.rebuild import verify
 from projections.registry import PROJECTORS, get_projector
 from projections.runner import catch_up, partitions_for
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 # Whose transaction holds a partition's lock (exclusive, one bigint key: hashtext of the partition's key).
 _HOLDERS = text("""
 SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid

@@ -26,6 +26,10 @@ from services.code import FileInput, write_files
 from services.sessions import append_messages
 from services.transcripts import put_transcript
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 META = {"actor": "test", "source": "test"}
 
 

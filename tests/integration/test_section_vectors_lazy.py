@@ -24,6 +24,10 @@ from recall.multi import MultiRequest, recall_multi
 from recall.scope import Scope
 from services.knowledge import DocumentInput, put_document
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 META = {"actor": "test", "source": "test"}
 RUNBOOK = ("# Runbook\nthe on-call handbook\n\n## Rollback\nrun deploy undo to roll back a bad release\n\n"
            "## Paging\nthe pager rotation and escalation ladder\n\n## Backups\nnightly snapshots of the database\n")

@@ -16,6 +16,10 @@ from recall.domains.sessions import SessionsDomain
 from recall.scope import Scope
 from services.sessions import append_messages, mark_sent
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 META = {"actor": "test", "source": "test"}
 NOW = datetime.now(UTC)
 

@@ -4,6 +4,7 @@ version exactly; the domain answers BM25 plus the lazily embedded vector leg; th
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import Engine, text
 
 from domain.events import TranscriptChunksPut
@@ -20,6 +21,10 @@ from recall.domains.transcripts import TranscriptsDomain, drill_chunk
 from recall.multi import MultiRequest, recall_multi
 from recall.scope import Scope
 from services.transcripts import put_transcript, transcript_lines, transcript_text
+
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
 
 META = {"actor": "test", "source": "test"}
 

@@ -13,6 +13,10 @@ import pytest
 from conftest import _STATE, wait_until
 from sqlalchemy import text
 
+# It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
+# own writes, not whatever ran before it on this xdist worker.
+pytestmark = pytest.mark.own_database
+
 
 def counts(engine, tenant: str) -> dict[str, int]:
     sql = """

@@ -13,6 +13,10 @@ from conftest import WorkerProcess
 
 from bench.fuzz import MODES, FuzzReport, fuzz_mode, load_schema, serve, wait_healthy
 
+# Its cases reach POST /v1/projections/{name}/rebuild and /v1/forget, which replay whole projections: on a database of
+# its own they replay this module's writes, not the whole session's.
+pytestmark = pytest.mark.own_database
+
 EXAMPLES = 2  # per operation and variant (bench/fuzz.py VARIANTS): ~20 operations x 3 x 2 per mode (make fuzz: 25)
 SEED = 7
 

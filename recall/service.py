@@ -9,7 +9,9 @@ explanation, so GET /v1/recalls/{id} can say why a recall answered what it did.
 
 Statuses: by default only active and dormant memories are recalled (dormant ones rank lower through
 activation), and staging ones when those do not answer (the staging fallback: the gate abstained or the best
-cosine is weak; the explanation's `staging_fallback` says why, and each result's `from_staging`); include_staging
+cosine is weak; the explanation's `staging_fallback` says why, and each result's `from_staging`; that second pass
+is skipped when no staging memory could enter its candidates, recall/funnel/candidates.py staging_could_enter,
+since it could then only rank the first pass's candidates again); include_staging
 adds staging always, include_history adds superseded (score × superseded_factor),
 include_archived adds archived. Discarded and merged memories are never recalled.
 """
@@ -116,14 +118,21 @@ class _Pass:
     abstained: dict[str, Any] | None
     trace: dict[str, list[str]]
     excluded: int = 0  # results the privacy gate dropped after the graph walk
+    skipped: str | None = None  # why this pass ranked nothing (the staging fallback's, when staging cannot answer)
 
     def best_cosine(self, k: int) -> float | None:
         return max((i.cosine for i in self.ranked[:k] if i.cosine is not None), default=None)
 
 
+NO_STAGING_CANDIDATE = "skipped: no staging memory reaches the first pass's BM25 or vector bar"
+
+
 def _run(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
          statuses: tuple[str, ...], now: datetime, vectors: dict[str, str], policy: PrivacyPolicy,
-         when: TimeTarget | None = None) -> _Pass:
+         when: TimeTarget | None = None, after: candidates.LegBars | None = None) -> _Pass:
+    """One pass of the funnel. `after`: the staging fallback's pass, after the pass whose legs those are; skipped,
+    ranking nothing, when no staging memory could enter its candidates: it would rank that pass's candidates
+    again, answering no staging memory, so it could not be used."""
     # The policy's agents, projects and sessions are filtered in every leg's SQL (recall/scope.py); the gate after
     # the graph walk checks every remaining item, tags included, whatever stage brought it in.
     scope, k = replace(request.scope, policy=policy), request.k
@@ -139,6 +148,9 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
                 vectors[query] = embedder.query_vector(scope.tenant, query)
             query_vector = vectors[query]
             r.config = {"model": embedder.model}
+        if (after is not None and request.frame.current and not request.frame.dated
+                and not candidates.staging_could_enter(conn, scope, query, query_vector, settings, after)):
+            return _Pass(statuses, query, {}, {}, [], reports, False, None, trace, skipped=NO_STAGING_CANDIDATE)
         with timed(reports["candidates"]) as r:
             items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r,
                                               request.frame)
@@ -216,12 +228,13 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
         why = _weak(engine, chosen, request, settings, policy)
     if why:
         second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors, policy,
-                      when)
+                      when, after=chosen.legs["bars"])
         staged = [str(i.memory_id) for i in second.ranked[:k] if i.status == "staging"]
         used = second.abstained is None and bool(staged)
         fallback = {"reason": why, "used": used, "staging_results": staged if used else [],
                     "first_pass": {"abstained": chosen.abstained, "best_cosine": chosen.best_cosine(k)},
-                    "floor": settings.staging_fallback_sim}
+                    "floor": settings.staging_fallback_sim,
+                    "second_pass": second.skipped or "run"}
         if used:
             chosen = second
     statuses, query, items, legs, ranked = chosen.statuses, chosen.query, chosen.items, chosen.legs, chosen.ranked

@@ -9,7 +9,7 @@ memories' rows (content, status, confidence, ...) are read once here for all lat
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -17,7 +17,7 @@ from sqlalchemy import Connection, text
 from domain.text import tokenize
 from infra.settings import Settings
 from recall.funnel.types import Item, StageReport
-from recall.keyword import MEMORY_KEYWORD, KeywordTables, bm25_top
+from recall.keyword import MEMORY_KEYWORD, WALK_OVER_POSTINGS, KeywordTables, bm25_top
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
 from recall.vector import MEMORY_VECTORS, VectorTable, cosines_for, nearest_vectors
@@ -65,7 +65,47 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
                      "candidates": len(items)}
     for item in items.values():
         item.stages["candidates"] = {"legs": item.legs, "bm25": item.bm25, "cosine": item.cosine}
-    return items, {"vector_method": method, "terms": sorted(set(terms))}
+    bars = LegBars(query, n, min(bm25.values()) if len(bm25) >= n else None,
+                   max(floor, min(raw_cosine.values())) if method == "exact" and len(raw_cosine) >= n else floor)
+    return items, {"vector_method": method, "terms": sorted(set(terms)), "bars": bars}
+
+
+@dataclass(frozen=True)
+class LegBars:
+    """What a memory must reach to enter a pass's candidates through each leg, read off that pass's legs: its full
+    BM25 top n's lowest score (None: the leg was short, any match enters) and, when the vector leg was exact and
+    full, its lowest cosine (else only the floor). The scores do not depend on statuses (idf and avgdl are the
+    tenant's), so a memory under both bars could not displace one of these candidates."""
+    query: str
+    n: int
+    bm25: float | None
+    cosine: float
+
+
+def staging_could_enter(conn: Connection, scope: Scope, query: str, query_vector: str, settings: Settings,
+                        bars: LegBars) -> bool:
+    """Whether a staging memory of `scope` could be a candidate of the query in the current frame, were staging
+    added to the statuses of the pass `bars` describes: its BM25 reaches the bar (any match when the query's terms
+    have more than WALK_OVER_POSTINGS postings, where the walk's candidates depend on the statuses) or its cosine
+    reaches the vector bar. When none can, a pass with staging added has the same candidates and answers no staging
+    memory (the staging fallback, recall/service.py, skips it). A resolved query other than `bars.query`: True."""
+    if query != bars.query:
+        return True
+    terms = sorted(set(tokenize(query)))
+    where, params = scope.where("v")
+    row = conn.execute(text(f"""
+        SELECT (SELECT coalesce(sum(df), 0) FROM {MEMORY_KEYWORD.terms}
+                WHERE tenant = :tenant AND term = ANY(:terms)) AS postings,
+               (SELECT max(1 - (v.embedding <=> CAST(:q AS vector))) FROM memories m
+                JOIN {MEMORY_VECTORS.table} v ON v.tenant = m.tenant AND v.memory_id = m.memory_id
+                WHERE m.tenant = :tenant AND m.status = 'staging' AND {where} AND v.model = :model) AS best_cosine"""),
+        {**params, "terms": terms, "q": query_vector, "model": settings.embedding_model}).one()
+    if row.best_cosine is not None and float(row.best_cosine) >= bars.cosine:
+        return True
+    staged = bm25_top(conn, scope, terms, 1, settings.bm25_k1, settings.bm25_b, ("staging",), MEMORY_KEYWORD)
+    if not staged:
+        return False
+    return row.postings > WALK_OVER_POSTINGS or bars.bm25 is None or max(staged.values()) >= bars.bm25
 
 
 def memory_tables(frame: TimeFrame) -> tuple[KeywordTables, VectorTable]:

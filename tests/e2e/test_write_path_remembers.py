@@ -95,6 +95,7 @@ def test_staging_answers_when_nothing_active_does_and_used_promotes_it(client, e
     assert top["memory_id"] == staged["memory_id"] and top["explanation"]["from_staging"] is True
     fallback = answer["explanation"]["staging_fallback"]
     assert fallback["used"] is True and fallback["staging_results"][0] == staged["memory_id"], fallback
+    assert fallback["second_pass"] == "run"
     # Without the safety net it stays hidden; include_staging still shows every staging memory.
     hidden = client.post("/v1/recall", json={"query": "VPN gateway certificates", "agent_id": "ops",
                                              "include_staging": True}).json()
@@ -191,3 +192,19 @@ def test_positions_route_says_when_a_write_is_recallable(client):
                                                                                                    "keyword"]
     beyond = client.get(f"/v1/positions/{w['position'] + 10**9}")
     assert beyond.status_code == 422, beyond.text
+
+
+def test_the_staging_pass_is_skipped_when_no_staging_memory_could_be_a_candidate(client, governance_settings):
+    governance_settings(gate_active=0.99)
+    staged = write(client, "The VPN gateway rotates its certificates every 45 days", agent_id="ops",
+                   signals=ZERO_SIGNALS)
+    governance_settings()
+    active = write(client, "The office printer is on the second floor", agent_id="ops")
+    assert staged["disposition"] == "staging"
+    # Weak for the active memory, and nothing the staging one holds: the second pass could only rank the first
+    # pass's candidates again, so it is skipped, and the answer is the first pass's.
+    lunch = recall(client, "lunch menu tomorrow", active["position"], agent_id="ops")
+    fallback = lunch["explanation"]["staging_fallback"]
+    assert fallback is not None and fallback["used"] is False, lunch["explanation"]
+    assert fallback["second_pass"].startswith("skipped: no staging memory"), fallback
+    assert staged["memory_id"] not in [r["memory_id"] for r in lunch["results"]]

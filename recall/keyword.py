@@ -21,6 +21,9 @@ query terms (looked up by document). A term with at most PER_TERM postings in sc
 document holding any rarer query term is always a candidate, and on a corpus where no query term is that common
 the answer is what scoring every posting gives; only documents that match nothing but common terms, beyond
 each one's PER_TERM best, are left out.
+
+Both plans are one statement: the count of the terms' postings picks one inside PostgreSQL (each branch gated by
+a one-time filter on it, so the other is never run), one round trip per keyword leg.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     module's docstring)."""
     if not terms:
         return {}
-    t, key = tables, tables.id_column
+    t = tables
     where, params = scope.where("d")
     if statuses is not None:
         where += f" AND {t.status_filter}"
@@ -100,12 +103,20 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     # where_params bind where_sql's parameters, or a status_filter's (a recall's time frame: recall/timeframe.py)
     params = {**params, **(where_params or {})}
     distinct = sorted(set(terms))
-    postings = conn.execute(text(f"SELECT coalesce(sum(df), 0) FROM {t.terms} WHERE tenant = :tenant"
-                                 " AND term = ANY(:terms)"), {"tenant": scope.tenant, "terms": distinct}).scalar_one()
-    if postings <= walk_over:
-        return _every_posting(conn, t, where, params, distinct, n, k1, b)
-    sql = f"""
-    WITH stats AS (
+    rows = conn.execute(text(_sql(t, where)), {**params, "terms": distinct, "k1": k1, "b": b, "n": n,
+                                               "per_term": per_term, "walk_over": walk_over})
+    return {r.id: float(r.score) for r in rows}
+
+
+def _sql(t: KeywordTables, where: str) -> str:
+    """One statement for both plans: the query terms' postings in the tenant (their df summed) pick one in
+    PostgreSQL, each plan's branch gated by a one-time filter on that count, so the other is never run."""
+    key = t.id_column
+    weight = "p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))"
+    return f"""
+    WITH total AS MATERIALIZED (
+        SELECT coalesce(sum(df), 0) AS postings FROM {t.terms} WHERE tenant = :tenant AND term = ANY(:terms)
+    ), stats AS (
         SELECT n_docs, total_length::float8 / greatest(n_docs, 1) AS avgdl FROM {t.stats} WHERE tenant = :tenant
     ), idf AS MATERIALIZED (
         SELECT t.term, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
@@ -118,41 +129,27 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
             ORDER BY {IMPACT_ORDER}, p.{key}
             LIMIT :per_term) c
     )
-    SELECT p.{key} AS id,
-           sum(i.idf * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))) AS score
-    FROM candidates c
-    JOIN {t.postings} p ON p.tenant = :tenant AND p.{key} = c.id AND p.term = ANY(:terms)
-    JOIN idf i ON i.term = p.term
-    CROSS JOIN stats s
-    GROUP BY p.{key}
-    ORDER BY score DESC, p.{key}
-    LIMIT :n
+    -- Few enough postings to read them all: every posting of the terms, the idf looked up per posting.
+    (SELECT p.{key} AS id, sum(coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0) * {weight}) AS score
+     FROM {t.postings} p
+     CROSS JOIN stats s
+     JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
+     WHERE (SELECT postings FROM total) <= :walk_over AND p.tenant = :tenant AND p.term = ANY(:terms) AND {where}
+     GROUP BY p.{key}
+     ORDER BY score DESC, p.{key}
+     LIMIT :n)
+    UNION ALL
+    -- Past WALK_OVER_POSTINGS: each term's best postings bring the candidates, scored over all their postings.
+    (SELECT p.{key} AS id, sum(i.idf * {weight}) AS score
+     FROM candidates c
+     JOIN {t.postings} p ON p.tenant = :tenant AND p.{key} = c.id AND p.term = ANY(:terms)
+     JOIN idf i ON i.term = p.term
+     CROSS JOIN stats s
+     WHERE (SELECT postings FROM total) > :walk_over
+     GROUP BY p.{key}
+     ORDER BY score DESC, p.{key}
+     LIMIT :n)
+    ORDER BY score DESC, id
     """
-    rows = conn.execute(text(sql), {**params, "terms": distinct, "k1": k1, "b": b, "n": n, "per_term": per_term})
-    return {r.id: float(r.score) for r in rows}
 
 
-def _every_posting(conn: Connection, t: KeywordTables, where: str, params: dict[str, object], terms: list[str],
-                   n: int, k1: float, b: float) -> dict[uuid.UUID, float]:
-    """Okapi BM25 over every posting of the terms (few enough to read them all)."""
-    key = t.id_column
-    sql = f"""
-    WITH stats AS (
-        SELECT n_docs, total_length::float8 / greatest(n_docs, 1) AS avgdl FROM {t.stats} WHERE tenant = :tenant
-    ), idf AS MATERIALIZED (
-        SELECT t.term, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
-        FROM {t.terms} t CROSS JOIN stats s WHERE t.tenant = :tenant AND t.term = ANY(:terms)
-    )
-    SELECT p.{key} AS id,
-           sum(coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)
-               * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))) AS score
-    FROM {t.postings} p
-    CROSS JOIN stats s
-    JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
-    WHERE p.tenant = :tenant AND p.term = ANY(:terms) AND {where}
-    GROUP BY p.{key}
-    ORDER BY score DESC, p.{key}
-    LIMIT :n
-    """
-    rows = conn.execute(text(sql), {**params, "terms": terms, "k1": k1, "b": b, "n": n})
-    return {r.id: float(r.score) for r in rows}

@@ -110,3 +110,34 @@ def test_a_common_term_brings_only_its_best_postings_and_every_score_stays_exact
     assert walked.keys() == everything.keys()  # the default cut holds every posting here
     for uid, score in walked.items():
         assert math.isclose(score, everything[uid], rel_tol=1e-9)
+
+
+def test_one_statement_picks_the_plan_and_never_runs_the_other(engine, tenant: str) -> None:
+    """The query terms' postings count picks the plan inside the statement (a one-time filter per branch): one
+    round trip, and the plan not picked is never executed."""
+    _load(engine, tenant)
+    captured: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        captured.append((statement, params))
+
+    plans = {}
+    with engine.connect() as conn:
+        for walk_over in (0, 10_000):
+            captured.clear()
+            event.listen(engine, "before_cursor_execute", capture)
+            try:
+                bm25_top(conn, Scope(tenant), tokenize("herring soup"), 10, K1, B, None, SESSION_KEYWORD, "d.sent",
+                         walk_over=walk_over)
+            finally:
+                event.remove(engine, "before_cursor_execute", capture)
+            [(statement, params)] = captured
+            cursor = conn.connection.dbapi_connection.cursor()
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params)
+            raw = cursor.fetchone()[0]
+            nodes = _plan_nodes((raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"])
+            gates = {"every" if "<=" in n["One-Time Filter"] else "walk": n for n in nodes if "One-Time Filter" in n}
+            plans[walk_over] = {plan: any(c.get("Actual Loops", 0) > 0 for c in n.get("Plans", []))
+                                for plan, n in gates.items()}
+    assert plans[0] == {"every": False, "walk": True}  # past walk_over: only the walk runs
+    assert plans[10_000] == {"every": True, "walk": False}  # under it: only the read of every posting

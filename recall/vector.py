@@ -108,15 +108,14 @@ def nearest_vectors(conn: Connection, scope: Scope, query_vectors: Sequence[str]
         return []
     model = settings.embedding_model
     search = _Search(table, model, statuses, where_sql, where_params)
-    size = scope_size(conn, scope, settings.exact_scan_max_rows + 1, model, table)
+    later = len(query_vectors) == 1 and _status_later(search)
+    size, exact = _exact_unless_large(conn, scope, query_vectors, k, search, settings.exact_scan_max_rows, later)
     if size == 0:
         return [Nearest([], "exact") for _ in query_vectors]
     if size <= settings.exact_scan_max_rows:
-        if len(query_vectors) == 1 and _status_later(search):
-            [hits] = _exact_status_later(conn, scope, query_vectors, k, search)
-            if len(hits) == k or size <= _later_width(k):  # else too many of the nearest are filtered out
-                return [Nearest(hits, "exact")]
-        return [Nearest(hits, "exact") for hits in _exact(conn, scope, query_vectors, k, search)]
+        if later and len(exact[0]) < k and size > _later_width(k):  # too many of the nearest are filtered out
+            exact = _exact(conn, scope, query_vectors, k, search)
+        return [Nearest(hits, "exact") for hits in exact]
     found = [Nearest(hits, "hnsw_iterative") for hits in
              _hnsw_iterative(conn, scope, query_vectors, k, settings.hnsw_ef_search, search)]
     # An iterative scan gives up at hnsw.max_scan_tuples / its memory limit: a query that brought back fewer rows
@@ -142,11 +141,11 @@ def _per_query(conn: Connection, sql: str, params: dict[str, object],
 _QUERIES = "unnest(CAST(:qs AS vector[])) WITH ORDINALITY AS q(vec, ord)"
 
 
-def _exact(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int,
-           s: _Search) -> list[list[tuple[uuid.UUID, float]]]:
+def _exact_sql(scope: Scope, n_queries: int, s: _Search) -> tuple[str, str, dict[str, object]]:
+    """The exact search as (its CTEs, its SELECT of (ord, id, cosine), its parameters but :qs and :k)."""
     where, params = _where(scope, s)
     table, key = s.table.table, s.table.id_column
-    if len(query_vectors) == 1:
+    if n_queries == 1:
         # "+ 0" makes the sort key an expression the HNSW index cannot serve, so the plan reads the scope's rows
         # through the btree and sorts them: exact, and faster than materialising the scope first (one query).
         scoped, source = "", f"{table} v"
@@ -154,15 +153,44 @@ def _exact(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int,
         # Several queries: the scope is read (and filtered) once, then sorted per query (measured on a 2,000-row
         # scope: 8 queries in 28 ms materialised against 62 ms reading the scope per query; one query in 9 ms
         # read per query against 15 ms materialised).
-        scoped = f"WITH scoped AS MATERIALIZED (SELECT v.{key}, v.embedding FROM {table} v WHERE {where})"
+        scoped = f"scoped AS MATERIALIZED (SELECT v.{key}, v.embedding FROM {table} v WHERE {where})"
         source, where = "scoped v", "true"
-    sql = f"""{scoped}
+    select = f"""
     SELECT q.ord, c.id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
         SELECT v.{key} AS id, 1 - (v.embedding <=> q.vec) AS cosine FROM {source}
-        WHERE {where} ORDER BY (v.embedding <=> q.vec) + 0, v.{key} LIMIT :k) c
-    ORDER BY q.ord, c.cosine DESC, c.id
-    """
+        WHERE {where} ORDER BY (v.embedding <=> q.vec) + 0, v.{key} LIMIT :k) c"""
+    return scoped, select, params
+
+
+_BY_QUERY = "ORDER BY ord, cosine DESC, id"
+
+
+def _exact(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int,
+           s: _Search) -> list[list[tuple[uuid.UUID, float]]]:
+    scoped, select, params = _exact_sql(scope, len(query_vectors), s)
+    sql = f"{'WITH ' + scoped if scoped else ''} {select} {_BY_QUERY}"
     return _per_query(conn, sql, {**params, "k": k}, query_vectors)
+
+
+def _exact_unless_large(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int, s: _Search,
+                        max_rows: int, later: bool) -> tuple[int, list[list[tuple[uuid.UUID, float]]]]:
+    """The scope's vector count (counted to max_rows + 1) and, when it is at most max_rows, the exact search (with
+    the status looked up later when `later`), in one statement: a first row (ord 0) carries the count, and the
+    search's branch is gated by a one-time filter on it, so a large scope is only counted."""
+    ctes, select, params = (_status_later_sql(scope, s) if later else _exact_sql(scope, len(query_vectors), s))
+    where, unfiltered = _where(scope, s, filtered=False)
+    size = (f"size AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM {s.table.table} v WHERE {where}"
+            f" LIMIT :cap) c)")
+    sql = f"""WITH {', '.join(c for c in (size, ctes) if c)}
+    SELECT 0::bigint AS ord, NULL AS id, (SELECT n FROM size)::float8 AS cosine
+    UNION ALL ({select} WHERE (SELECT n FROM size) <= :max_rows)
+    {_BY_QUERY}"""
+    rows = conn.execute(text(sql), {**unfiltered, **params, "k": k, "width": _later_width(k), "cap": max_rows + 1,
+                                    "max_rows": max_rows, "qs": list(query_vectors)}).all()
+    out: list[list[tuple[uuid.UUID, float]]] = [[] for _ in query_vectors]
+    for r in rows[1:]:
+        out[r.ord - 1].append((r.id, float(r.cosine)))
+    return int(rows[0].cosine), out
 
 
 def _status_later(s: _Search) -> bool:
@@ -175,32 +203,30 @@ def _later_width(k: int) -> int:
     return 2 * k + 20
 
 
-def _exact_status_later(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int,
-                        s: _Search) -> list[list[tuple[uuid.UUID, float]]]:
-    """The exact search with the status looked up for the nearest _later_width(k) rows of the scope only, not for
-    every row of it (a lookup per row was most of an exact scan's cost: 10k memories, ~390 ms of a loaded 2-core
-    machine's time). Exact whenever k rows pass: every row outside those nearest is farther than all of them. The
-    caller searches with the filter first when fewer pass and the scope holds more."""
+def _status_later_sql(scope: Scope, s: _Search) -> tuple[str, str, dict[str, object]]:
+    """The exact search of one query vector with the status looked up for the nearest _later_width(k) rows of the
+    scope only, not for every row of it (a lookup per row was most of an exact scan's cost: 10k memories, ~390 ms of
+    a loaded 2-core machine's time). Exact whenever k rows pass: every row outside those nearest is farther than all
+    of them. The caller searches with the filter first when fewer pass and the scope holds more. As (no CTE, its
+    SELECT of (ord, id, cosine), its parameters but :qs, :k and :width)."""
     where, params = _where(scope, replace(s, statuses=None))
     table, key = s.table.table, s.table.id_column
     params["statuses"] = list(s.statuses or ())
-    sql = f"""
+    select = f"""
     SELECT q.ord, c.id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
         SELECT v.{key} AS id, v.cosine FROM (
             SELECT v.tenant, v.{key}, 1 - (v.embedding <=> q.vec) AS cosine FROM {table} v
             WHERE {where} ORDER BY (v.embedding <=> q.vec) + 0, v.{key} LIMIT :width) v
-        WHERE {s.table.status_filter} ORDER BY v.cosine DESC, v.{key} LIMIT :k) c
-    ORDER BY q.ord, c.cosine DESC, c.id
-    """
-    return _per_query(conn, sql, {**params, "k": k, "width": _later_width(k)}, query_vectors)
+        WHERE {s.table.status_filter} ORDER BY v.cosine DESC, v.{key} LIMIT :k) c"""
+    return "", select, params
 
 
 def _hnsw_iterative(conn: Connection, scope: Scope, query_vectors: Sequence[str], k: int, ef_search: int,
                     s: _Search) -> list[list[tuple[uuid.UUID, float]]]:
     where, params = _where(scope, s)
     table, key = s.table.table, s.table.id_column
-    conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-    conn.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+    conn.execute(text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                      " set_config('hnsw.ef_search', :ef, true)"), {"ef": str(int(ef_search))})
     sql = f"""
     SELECT q.ord, c.id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
         SELECT v.{key} AS id, 1 - (v.embedding <=> q.vec) AS cosine FROM {table} v

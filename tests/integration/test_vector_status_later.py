@@ -65,3 +65,32 @@ def test_exact_top_k_of_the_asked_statuses(engine, tenant, memories, k) -> None:
         truth = sorted((i for i, (s, _) in made.items() if s in statuses), key=lambda i: -made[i][1])[:k]
         assert found.method == "exact"
         assert [i for i, _ in found.hits] == truth
+
+
+def test_a_scope_small_enough_is_counted_and_searched_in_one_statement(engine, tenant, memories) -> None:
+    """The count that picks exact or HNSW rides in the exact search's statement (recall/vector.py
+    _exact_unless_large); past exact_scan_max_rows that statement only counts, and the HNSW search follows."""
+    from sqlalchemy import event
+
+    from infra.settings import get_settings
+    from recall.scope import Scope
+    from recall.vector import nearest_vectors
+
+    made, query = memories
+    statements: list[str] = []
+
+    def capture(conn, cursor, statement, params, context, many) -> None:
+        statements.append(statement)
+
+    for max_rows, method, issued in ((100, "exact", 1), (10, "hnsw_iterative", 3)):
+        settings = replace(get_settings(), embedding_model=MODEL, exact_scan_max_rows=max_rows)
+        statements.clear()
+        event.listen(engine, "before_cursor_execute", capture)
+        try:
+            with engine.connect() as conn:
+                [found] = nearest_vectors(conn, Scope(tenant), [query], 5, settings, ("superseded",))
+        finally:
+            event.remove(engine, "before_cursor_execute", capture)
+        truth = sorted((i for i, (s, _) in made.items() if s == "superseded"), key=lambda i: -made[i][1])[:5]
+        assert found.method == method and [i for i, _ in found.hits] == truth
+        assert len(statements) == issued, statements  # HNSW: the count, its settings, its search

@@ -25,13 +25,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from domain.errors import InvalidPayload
 from domain.memory_status import RECALLABLE
 from domain.privacy import NO_POLICY, PrivacyPolicy
 from domain.temporal import TimeTarget, resolve
 from domain.text import has_nul, tokenize
+from infra.db import read_only
 from infra.embedding import Embedder
 from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
@@ -139,8 +140,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
     reports = {name: StageReport(name) for name in
                ("embed", "coref", "candidates", "composite", "prf", "graph", "rerank", "abstain")}
     trace: dict[str, list[str]] = {}
-    with engine.connect() as conn, conn.begin():
-        conn.execute(text("SET TRANSACTION READ ONLY"))
+    with read_only(engine) as conn:
         with timed(reports["coref"]) as r:
             query = coref.resolve(conn, scope, request.query, statuses, settings.coref_recent, r, request.frame)
         with timed(reports["embed"]) as r:

@@ -20,12 +20,16 @@ from recall.funnel.types import Item, StageReport
 from recall.keyword import MEMORY_KEYWORD, WALK_OVER_POSTINGS, KeywordTables, bm25_top
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
-from recall.vector import MEMORY_VECTORS, VectorTable, cosines_for, nearest_vectors
+from recall.vector import MEMORY_VECTORS, VectorTable, nearest_vectors
 
 
 def _rows_sql(frame: TimeFrame) -> str:
+    """The candidates' rows, each with its cosine to the query when it has a vector of the model (the vector leg's
+    own for its hits, the same expression; a BM25 candidate's vector leg for the others)."""
     return (f"SELECT m.memory_id, m.content, m.kind, m.status, m.metadata, m.occurred_at, m.recorded_at,"
-            f" m.confidence FROM {frame.memories()} m"
+            f" m.confidence, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine FROM {frame.memories()} m"
+            f" LEFT JOIN {MEMORY_VECTORS.table} v ON v.tenant = m.tenant AND v.memory_id = m.memory_id"
+            f" AND v.model = :model"
             f" WHERE m.tenant = :tenant AND m.memory_id = ANY(:ids) AND m.status = ANY(:statuses)"
             f"{frame.valid_sql('m.occurred_at')}")
 
@@ -44,16 +48,15 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
                                        where_params=frame.params())
     raw_cosine = dict(hits)
     floor = settings.sim_candidate_floor
-    cosine = {i: c for i, c in raw_cosine.items() if c >= floor}
-    # BM25 candidates outside the vector leg's top n (or under its floor) still get their cosine.
-    cosine.update(cosines_for(conn, scope.tenant, [i for i in bm25 if i not in cosine], query_vector,
-                              settings.embedding_model))
     ids = sorted({*bm25, *(i for i in raw_cosine if raw_cosine[i] >= floor)}, key=str)
     items: dict[uuid.UUID, Item] = {}
+    # BM25 candidates outside the vector leg's top n (or under its floor) get their cosine with their rows.
     for row in conn.execute(text(_rows_sql(frame)), {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses),
+                                                     "q": query_vector, "model": settings.embedding_model,
                                                      **frame.params()}):
         items[row.memory_id] = Item(
-            memory_id=row.memory_id, bm25=bm25.get(row.memory_id), cosine=cosine.get(row.memory_id),
+            memory_id=row.memory_id, bm25=bm25.get(row.memory_id),
+            cosine=None if row.cosine is None else float(row.cosine),
             content=row.content, kind=row.kind, status=row.status, metadata=row.metadata,
             occurred_at=row.occurred_at, recorded_at=row.recorded_at, confidence=float(row.confidence))
     below = sum(1 for c in raw_cosine.values() if c < floor)

@@ -155,7 +155,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
             items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r,
                                               request.frame)
         with timed(reports["composite"]) as r:
-            ranked = composite.score(conn, scope.tenant, items, k, now, settings, r, when, request.frame)
+            ranked = composite.score(conn, scope.tenant, items, k, now, settings, r, when)
         if request.trace:
             trace["candidates"] = [str(i) for i in sorted(items, key=lambda i: (-items[i].score, str(i)))]
         with timed(reports["prf"]) as r:

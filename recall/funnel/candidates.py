@@ -16,7 +16,7 @@ from sqlalchemy import Connection, text
 
 from domain.text import tokenize
 from infra.settings import Settings
-from recall.funnel.types import Item, StageReport
+from recall.funnel.types import Activity, Item, StageReport
 from recall.keyword import MEMORY_KEYWORD, WALK_OVER_POSTINGS, KeywordTables, bm25_top
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
@@ -25,11 +25,14 @@ from recall.vector import MEMORY_VECTORS, VectorTable, nearest_vectors
 
 def _rows_sql(frame: TimeFrame) -> str:
     """The candidates' rows, each with its cosine to the query when it has a vector of the model (the vector leg's
-    own for its hits, the same expression; a BM25 candidate's vector leg for the others)."""
+    own for its hits, the same expression; a BM25 candidate's vector leg for the others) and its activity as of
+    the frame (the composite's ACT-R and feedback inputs)."""
     return (f"SELECT m.memory_id, m.content, m.kind, m.status, m.metadata, m.occurred_at, m.recorded_at,"
-            f" m.confidence, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine FROM {frame.memories()} m"
+            f" m.confidence, 1 - (v.embedding <=> CAST(:q AS vector)) AS cosine, a.memory_id AS active,"
+            f" a.access_count, a.last_access_at, a.used_count, a.not_useful_count FROM {frame.memories()} m"
             f" LEFT JOIN {MEMORY_VECTORS.table} v ON v.tenant = m.tenant AND v.memory_id = m.memory_id"
             f" AND v.model = :model"
+            f" LEFT JOIN {frame.activity()} a ON a.tenant = m.tenant AND a.memory_id = m.memory_id"
             f" WHERE m.tenant = :tenant AND m.memory_id = ANY(:ids) AND m.status = ANY(:statuses)"
             f"{frame.valid_sql('m.occurred_at')}")
 
@@ -58,7 +61,9 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
             memory_id=row.memory_id, bm25=bm25.get(row.memory_id),
             cosine=None if row.cosine is None else float(row.cosine),
             content=row.content, kind=row.kind, status=row.status, metadata=row.metadata,
-            occurred_at=row.occurred_at, recorded_at=row.recorded_at, confidence=float(row.confidence))
+            occurred_at=row.occurred_at, recorded_at=row.recorded_at, confidence=float(row.confidence),
+            activity=None if row.active is None else Activity(row.access_count, row.last_access_at, row.used_count,
+                                                              row.not_useful_count))
     below = sum(1 for c in raw_cosine.values() if c < floor)
     report.config = {"per_leg": n, "sim_candidate_floor": floor, "statuses": list(statuses)}
     if frame.explain():

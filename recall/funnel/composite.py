@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from domain.activation import age_hours, normalised_activation
 from domain.hebbian import HEBBIAN_CAP
@@ -38,16 +38,9 @@ from infra.settings import Settings
 from recall.edges import neighbours
 from recall.funnel.rerank import pool_size
 from recall.funnel.types import Item, StageReport, rank
-from recall.timeframe import NOW, TimeFrame
 
 CENTRALITY_HALF = 3.0  # weighted degree at which centrality is 0.5
 
-
-
-def _activity_sql(frame: TimeFrame) -> str:
-    """The candidates' activity rows, as of the frame (recall/timeframe.py: current, or the versions at as_of)."""
-    return (f"SELECT a.memory_id, a.access_count, a.last_access_at, a.used_count, a.not_useful_count"
-            f" FROM {frame.activity()} a WHERE a.tenant = :tenant AND a.memory_id = ANY(:ids)")
 
 
 def weights(settings: Settings, timed: bool = False) -> dict[str, float]:
@@ -93,15 +86,13 @@ def rescore(item: Item, settings: Settings) -> float:
 
 
 def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, now: datetime,
-          settings: Settings, report: StageReport, when: TimeTarget | None = None,
-          frame: TimeFrame = NOW) -> list[Item]:
-    """Score every candidate; answer the top k · topn_mult, best first. `when`: the span the query names. Under
-    the frame's as_of the activity is the memories' as of then, and `now` is that position's recorded time."""
+          settings: Settings, report: StageReport, when: TimeTarget | None = None) -> list[Item]:
+    """Score every candidate; answer the top k · topn_mult, best first. `when`: the span the query names. Each
+    item's activity was read with its row, as of the frame (candidates.py); under as_of, `now` is that position's
+    recorded time."""
     pool = list(items.values())
     relevance(pool, settings)
     ids = list(items)
-    activity = {r.memory_id: r for r in conn.execute(text(_activity_sql(frame)),
-                                                     {"tenant": tenant, "ids": ids, **frame.params()})}
     degree: dict[uuid.UUID, float] = {}
     hebbian: dict[uuid.UUID, float] = {}
     for edge in neighbours(conn, tenant, ids, now):
@@ -110,7 +101,7 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
             hebbian[edge.memory_id] = hebbian.get(edge.memory_id, 0.0) + edge.weight
     w = weights(settings, when is not None)
     for item in pool:
-        act = activity.get(item.memory_id)
+        act = item.activity  # read with the candidates' rows, as of the frame
         n = act.access_count if act else 0
         recorded = item.recorded_at or now
         age = age_hours(now, act.last_access_at if act else None, recorded)
@@ -142,5 +133,5 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
     if when is not None:
         report.config["time"] = {**when.as_dict(), "days": settings.time_boost_days}
     report.counts = {"scored": len(pool), "kept": len(kept), "cut": len(pool) - len(kept),
-                     "with_activity": len(activity), "with_edges": len(degree)}
+                     "with_activity": sum(1 for i in pool if i.activity is not None), "with_edges": len(degree)}
     return kept

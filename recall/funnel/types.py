@@ -8,7 +8,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class Activity(NamedTuple):
+    """A memory's recorded use (memory_activity, or its version under as_of): the ACT-R and feedback inputs."""
+    access_count: int
+    last_access_at: datetime | None
+    used_count: int
+    not_useful_count: int
 
 
 @dataclass
@@ -26,6 +34,7 @@ class Item:
     occurred_at: datetime | None = None
     recorded_at: datetime | None = None
     confidence: float = 0.5
+    activity: Activity | None = None  # None: never accessed nor given feedback
     relevance: float = 0.0  # the fused relevance (domain/ranking.fuse) the composite gates on
     calibrated: float = 0.0  # the calibrated chance it answers the query (recall/relevance.py), set before the gate
     score: float = 0.0

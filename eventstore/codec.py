@@ -69,13 +69,20 @@ _SEALED: dict[type[EventSchema], tuple[str, ...]] = {
 SEALED: dict[str, tuple[str, ...]] = {cls.type_name(): fields for cls, fields in _SEALED.items()}
 FORGOTTEN = ContentForgotten.type_name()
 
-# Get or create each stream's key in force in one statement; a stream whose key a concurrent append created
-# first is read back after (the statement's snapshot does not see it).
+# Get or create each stream's key in force in one statement: the keys it made, and those that were there before it
+# (its snapshot does not see its own inserts, so none is answered twice). A stream whose key a concurrent append
+# created first is in neither (that snapshot did not see it either): it is read back after.
 _ENSURE_KEYS = text("""
-INSERT INTO subject_keys (key_id, tenant, stream_id, key)
-SELECT w.key_id, :tenant, w.stream_id, w.key
-FROM unnest(CAST(:key_ids AS uuid[]), CAST(:streams AS text[]), CAST(:keys AS bytea[])) AS w(key_id, stream_id, key)
-ON CONFLICT (tenant, stream_id) DO NOTHING
+WITH made AS (
+    INSERT INTO subject_keys (key_id, tenant, stream_id, key)
+    SELECT w.key_id, :tenant, w.stream_id, w.key
+    FROM unnest(CAST(:key_ids AS uuid[]), CAST(:streams AS text[]), CAST(:keys AS bytea[])) AS w(key_id, stream_id, key)
+    ON CONFLICT (tenant, stream_id) DO NOTHING
+    RETURNING stream_id, key_id, key
+)
+SELECT stream_id, key_id, key FROM made
+UNION ALL
+SELECT stream_id, key_id, key FROM subject_keys WHERE tenant = :tenant AND stream_id = ANY(:streams)
 """)
 _KEYS_OF_STREAMS = text("""
 SELECT stream_id, key_id, key FROM subject_keys WHERE tenant = :tenant AND stream_id = ANY(:streams)
@@ -95,12 +102,10 @@ def _stream_keys(conn: Connection, tenant: str, streams: set[str]) -> dict[str, 
         return {}
     asked = sorted(streams)
     found = {r.stream_id: (r.key_id, bytes(r.key)) for r in conn.execute(
-        _KEYS_OF_STREAMS, {"tenant": tenant, "streams": asked})}
+        _ENSURE_KEYS, {"tenant": tenant, "streams": asked, "key_ids": [uuid.uuid4() for _ in asked],
+                       "keys": [AESGCM.generate_key(bit_length=256) for _ in asked]})}
     missing = [s for s in asked if s not in found]
-    if missing:
-        conn.execute(_ENSURE_KEYS, {"tenant": tenant, "streams": missing,
-                                    "key_ids": [uuid.uuid4() for _ in missing],
-                                    "keys": [AESGCM.generate_key(bit_length=256) for _ in missing]})
+    if missing:  # created by a concurrent append since this statement's snapshot
         found.update({r.stream_id: (r.key_id, bytes(r.key)) for r in conn.execute(
             _KEYS_OF_STREAMS, {"tenant": tenant, "streams": missing})})
     return found

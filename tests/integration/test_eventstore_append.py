@@ -308,3 +308,32 @@ def test_positions_are_answered_for_direct_appends(engine, tenant):
         assert append(conn, tenant, [], {}) == []
         positions = append(conn, tenant, [new_event(f"s-{uuid.uuid4()}") for _ in range(3)], {"k": 1})
     assert [r.position for r in rows(engine, tenant)] == positions
+
+
+def test_a_stream_key_made_by_a_concurrent_append_is_read_back_and_used(engine, tenant):
+    """Two appends open one new stream at once: the second waits on the first's key (ON CONFLICT), whose row its
+    statement's snapshot cannot see, reads it back, and both seal under the one key."""
+    from eventstore.codec import _stream_keys
+
+    stream = f"recall-{uuid.uuid4()}"
+    first = engine.connect()
+    tx = first.begin()
+    [(key_id, _)] = _stream_keys(first, tenant, {stream}).values()
+    got: dict[str, object] = {}
+
+    def second() -> None:
+        with engine.begin() as conn:
+            got.update(_stream_keys(conn, tenant, {stream}))
+
+    waiting = threading.Thread(target=second)
+    waiting.start()
+    waiting.join(timeout=1.0)
+    assert waiting.is_alive()  # held on the first append's uncommitted key
+    tx.commit()
+    first.close()
+    waiting.join(timeout=10)
+    assert not waiting.is_alive()
+    assert got[stream][0] == key_id
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM subject_keys WHERE tenant = :t AND stream_id = :s"),
+                            {"t": tenant, "s": stream}).scalar_one() == 1

@@ -103,7 +103,10 @@ def append(conn: Connection, tenant: str, events: Sequence[NewEvent], metadata: 
         "keys": [e.idempotency_key for e in events],
     }
     try:
-        with conn.begin_nested():
+        if keys:  # a savepoint, so that a concurrent producer's same keys can be looked up after the conflict
+            with conn.begin_nested():
+                rows = conn.execute(_INSERT, params).all()
+        else:  # nothing to look up after a conflict: the caller's transaction is given up (two round trips fewer)
             rows = conn.execute(_INSERT, params).all()
     except IntegrityError as exc:
         constraint = getattr(getattr(exc.orig, "diag", None), "constraint_name", "")

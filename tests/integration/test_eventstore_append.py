@@ -337,3 +337,39 @@ def test_a_stream_key_made_by_a_concurrent_append_is_read_back_and_used(engine, 
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM subject_keys WHERE tenant = :t AND stream_id = :s"),
                             {"t": tenant, "s": stream}).scalar_one() == 1
+
+
+def test_a_keyless_append_that_loses_a_race_for_the_stream_version_is_retryable_and_writes_nothing(engine, tenant):
+    """Without idempotency keys there is nothing to look up after the conflict, so no savepoint is taken: the
+    loser's transaction is given up with RetryableConflict (its caller retries in a new one)."""
+    from domain.errors import RetryableConflict
+
+    stream = f"probe-{uuid.uuid4()}"
+
+    def event() -> NewEvent:
+        return NewEvent("RecallServed", stream, {"recall_id": str(uuid.uuid4()), "query": "q", "k": 1,
+                                                 "results": []})
+
+    first = engine.connect()
+    tx = first.begin()
+    append(first, tenant, [event()], {"source": "test"})
+    failed: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            with engine.begin() as conn:
+                append(conn, tenant, [event()], {"source": "test"})
+        except BaseException as exc:  # noqa: BLE001 (the thread's outcome is asserted below)
+            failed.append(exc)
+
+    racer = threading.Thread(target=second)
+    racer.start()
+    racer.join(timeout=1.0)
+    assert racer.is_alive()  # waits on the first append's uncommitted version 1
+    tx.commit()
+    first.close()
+    racer.join(timeout=10)
+    assert len(failed) == 1 and isinstance(failed[0], RetryableConflict), failed
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM events WHERE tenant = :t AND stream_id = :s"),
+                            {"t": tenant, "s": stream}).scalar_one() == 1

@@ -4,11 +4,12 @@ the read-time decay at the recall's clock (domain/hebbian.py `decayed`)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Row, text
 
 from domain.hebbian import decayed
 
@@ -22,23 +23,22 @@ class Neighbour:
     outgoing: bool  # for directed kinds: memory_id → neighbour_id (causal: memory_id supersedes neighbour_id)
 
 
-_NEIGHBOURS = text("""
+# The edges touching :ids (of :kinds; NULL: every kind), as stored. recall/funnel/graph.py reads these rows in
+# the graph walk's one statement per depth; `seen_from` turns them into neighbours either way.
+EDGES_SQL = """
 SELECT source_id, target_id, kind, weight, updated_at FROM memory_edges
 WHERE tenant = :tenant AND (source_id = ANY(:ids) OR target_id = ANY(:ids))
   AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
-""")
+"""
+_NEIGHBOURS = text(EDGES_SQL)
 
 
-def neighbours(conn: Connection, tenant: str, ids: Sequence[uuid.UUID], now: datetime,
-               kinds: Sequence[str] | None = None, min_weight: float = 0.0) -> list[Neighbour]:
-    """Edges touching `ids`, seen from each of them, with read-time decay at `now` (for the graph walk).
+def seen_from(rows: Iterable[Row[Any]], ids: Iterable[uuid.UUID], now: datetime,
+              min_weight: float = 0.0) -> list[Neighbour]:
+    """`EDGES_SQL` rows as neighbours of `ids`, with read-time decay at `now`, weaker than `min_weight` left out.
     An edge between two of `ids` appears once from each end. Ordered by weight, strongest first."""
-    if not ids:
-        return []
     wanted = set(ids)
     out: list[Neighbour] = []
-    rows = conn.execute(_NEIGHBOURS, {"tenant": tenant, "ids": list(wanted),
-                                      "kinds": list(kinds) if kinds is not None else None})
     for r in rows:
         weight = decayed(r.weight, r.updated_at, now, r.kind)
         if weight <= min_weight:
@@ -51,4 +51,15 @@ def neighbours(conn: Connection, tenant: str, ids: Sequence[uuid.UUID], now: dat
     return out
 
 
-__all__ = ["Neighbour", "neighbours"]
+def neighbours(conn: Connection, tenant: str, ids: Sequence[uuid.UUID], now: datetime,
+               kinds: Sequence[str] | None = None, min_weight: float = 0.0) -> list[Neighbour]:
+    """Edges touching `ids`, seen from each of them (`seen_from`)."""
+    if not ids:
+        return []
+    wanted = set(ids)
+    rows = conn.execute(_NEIGHBOURS, {"tenant": tenant, "ids": list(wanted),
+                                      "kinds": list(kinds) if kinds is not None else None})
+    return seen_from(rows, wanted, now, min_weight)
+
+
+__all__ = ["EDGES_SQL", "Neighbour", "neighbours", "seen_from"]

@@ -14,24 +14,30 @@ a name on every other utterance links nothing.
 
 Seeds: the top `graph_beam` memories of the pool, each with its score as activation. At each depth every
 frontier node spreads activation × min(edge weight, 1) to its neighbours (edge weights decayed at the recall's
-clock, recall/edges.py neighbours); the `graph_beam` most activated newly reached nodes form the next
+clock, recall/edges.py seen_from); the `graph_beam` most activated newly reached nodes form the next
 frontier (they may lie outside the pool: a path can pass through them). A pool memory reached with
-activation a gets score ← score + gain · min(a, 1) · (1 − score), which stays in [0, 1].
+activation a gets score ← score + gain · min(a, 1) · (1 − score), which stays in [0, 1]. A depth reads the
+frontier's three kinds of neighbour (memory_edges, timeline, entity) in one statement (`neighbourhood`).
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from domain.memory_status import RECALLABLE
 from infra.settings import Settings
-from recall.edges import neighbours
+from recall.edges import EDGES_SQL, Neighbour, seen_from
 from recall.funnel.types import Item, StageReport, rank
 
-_TIMELINE = text("""
+# Timeline neighbours: the :span recallable memories just before and after each frontier memory on its agent's
+# timeline, within :window seconds.
+_TIMELINE_SQL = """
 SELECT f.memory_id AS source, n.memory_id AS target FROM memories f
 CROSS JOIN LATERAL (
     (SELECT m.memory_id FROM memories m
@@ -47,7 +53,7 @@ CROSS JOIN LATERAL (
      ORDER BY m.occurred_at, m.position LIMIT :span)
 ) n
 WHERE f.tenant = :tenant AND f.memory_id = ANY(:ids)
-""")
+"""
 
 
 # Entity neighbours: the other recallable memories of the same agent that talk about an entity a frontier memory
@@ -58,9 +64,9 @@ WHERE f.tenant = :tenant AND f.memory_id = ANY(:ids)
 # not all read); a specific entity's other memories are read by its index, at most :max_df of them (the LIMIT
 # keeps that a lookup per frontier row: a plain join was planned as a scan of the tenant's memories against the
 # frontier's rows). A memory without an agent has no entity neighbours (its NULL agent equals none), so those
-# rows are left out before anything is counted.
-_ENTITY = text("""
-WITH src AS MATERIALIZED (
+# rows are left out before anything is counted. The CTEs open the statement's WITH; `_ENTITY_SQL` reads them.
+_ENTITY_CTES = """
+src AS MATERIALIZED (
     SELECT memory_id, entity, agent_id FROM memory_entities
     WHERE tenant = :tenant AND memory_id = ANY(:ids) AND agent_id IS NOT NULL
 ), specific AS MATERIALIZED (
@@ -78,27 +84,63 @@ WITH src AS MATERIALIZED (
         WHERE e.tenant = :tenant AND e.entity = s.entity AND e.agent_id = s.agent_id AND e.memory_id <> s.memory_id
         LIMIT :max_df) o
 )
+"""
+_ENTITY_SQL = """
 SELECT p.source, p.target FROM pairs p
 WHERE EXISTS (SELECT 1 FROM memories m WHERE m.tenant = :tenant AND m.memory_id = p.target
                                          AND m.status = ANY(:statuses))
-""")
+"""
 
 
-def entity_neighbours(conn: Connection, tenant: str, ids: list[uuid.UUID], statuses: tuple[str, ...],
-                      max_df: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
-    """(memory, neighbour) pairs: recallable memories of the same agent talking about a specific entity that
-    one of `ids` talks about (projections/entities.py)."""
-    rows = conn.execute(_ENTITY, {"tenant": tenant, "ids": ids, "statuses": list(statuses), "max_df": max_df})
-    return sorted(((r.source, r.target) for r in rows), key=lambda p: (str(p[0]), str(p[1])))
+@functools.cache
+def neighbourhood_statement(timeline: bool, entity: bool) -> TextClause:
+    """One round trip per depth: the frontier's memory_edges rows (recall/edges.py EDGES_SQL), then, when asked
+    for, its timeline and entity pairs, told apart by `branch` (the pairs leave the edge columns NULL)."""
+    branches = [f"SELECT 'edge' AS branch, e.source_id, e.target_id, e.kind, e.weight, e.updated_at"
+                f" FROM ({EDGES_SQL}) e"]
+    if timeline:
+        branches.append(f"SELECT 'timeline', t.source, t.target, NULL, NULL, NULL FROM ({_TIMELINE_SQL}) t")
+    if entity:
+        branches.append(f"SELECT 'entity', p.source, p.target, NULL, NULL, NULL FROM ({_ENTITY_SQL}) p")
+    return text(("WITH " + _ENTITY_CTES if entity else "") + "\nUNION ALL\n".join(branches))
 
 
-def timeline_neighbours(conn: Connection, tenant: str, ids: list[uuid.UUID], statuses: tuple[str, ...], span: int,
-                        window_s: float) -> list[tuple[uuid.UUID, uuid.UUID]]:
-    """(memory, neighbour) pairs: the `span` recallable memories just before and after each of `ids` on its
-    agent's timeline, within `window_s` seconds."""
-    rows = conn.execute(_TIMELINE, {"tenant": tenant, "ids": ids, "statuses": list(statuses), "span": span,
-                                    "window": window_s})
-    return sorted(((r.source, r.target) for r in rows), key=lambda p: (str(p[0]), str(p[1])))
+Pair = tuple[uuid.UUID, uuid.UUID]  # (frontier memory, neighbour)
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """A frontier's neighbours at one depth (`neighbourhood`)."""
+    edges: list[Neighbour]  # memory_edges, decayed at the recall's clock, strongest first (recall/edges.py)
+    timeline: list[Pair] | None  # None: the walk follows no timeline neighbours under these settings
+    entity: list[Pair] | None  # None: the walk follows no entity neighbours under these settings
+
+
+def _pairs(rows: list[Any]) -> list[Pair]:
+    return sorted(((r.source_id, r.target_id) for r in rows), key=lambda p: (str(p[0]), str(p[1])))
+
+
+def neighbourhood(conn: Connection, tenant: str, ids: list[uuid.UUID], now: datetime, settings: Settings,
+                  statuses: tuple[str, ...] = RECALLABLE) -> Neighbourhood:
+    """The memory_edges neighbours of `ids` (of settings.graph_kinds), their timeline neighbours and their entity
+    neighbours (the rules in the module's docstring), in one statement. Timeline neighbours are read when
+    "temporal" is walked with a span and a weight, entity neighbours when "entity" is walked with a weight and a
+    max_df of at least 2; otherwise their branch is not in the statement."""
+    kinds = settings.graph_kinds
+    timeline = "temporal" in kinds and settings.graph_temporal_span > 0 and settings.graph_temporal_weight > 0
+    entity = "entity" in kinds and settings.graph_entity_weight > 0 and settings.graph_entity_max_df >= 2
+    params: dict[str, Any] = {"tenant": tenant, "ids": ids, "kinds": list(kinds)}
+    if timeline or entity:
+        params["statuses"] = list(statuses)
+    if timeline:
+        params |= {"span": settings.graph_temporal_span, "window": settings.graph_temporal_window_s}
+    if entity:
+        params["max_df"] = settings.graph_entity_max_df
+    rows: dict[str, list[Any]] = {"edge": [], "timeline": [], "entity": []}
+    for r in conn.execute(neighbourhood_statement(timeline, entity), params):
+        rows[r.branch].append(r)
+    return Neighbourhood(seen_from(rows["edge"], ids, now), _pairs(rows["timeline"]) if timeline else None,
+                         _pairs(rows["entity"]) if entity else None)
 
 
 def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, settings: Settings,
@@ -119,16 +161,14 @@ def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, setting
     reached: dict[uuid.UUID, float] = {}
     for _ in range(depth):
         spread: dict[uuid.UUID, float] = {}
-        edges = [(e.memory_id, e.neighbour_id, e.weight) for e in neighbours(conn, tenant, list(frontier), now, kinds)]
-        if "temporal" in kinds and settings.graph_temporal_span > 0 and settings.graph_temporal_weight > 0:
-            adjacent = timeline_neighbours(conn, tenant, list(frontier), statuses, settings.graph_temporal_span,
-                                           settings.graph_temporal_window_s)
-            edges += [(src, dst, settings.graph_temporal_weight) for src, dst in adjacent]
-            report.counts["temporal_adjacent"] = report.counts.get("temporal_adjacent", 0) + len(adjacent)
-        if "entity" in kinds and settings.graph_entity_weight > 0 and settings.graph_entity_max_df >= 2:
-            shared = entity_neighbours(conn, tenant, list(frontier), statuses, settings.graph_entity_max_df)
-            edges += [(src, dst, settings.graph_entity_weight) for src, dst in shared]
-            report.counts["entity_shared"] = report.counts.get("entity_shared", 0) + len(shared)
+        near = neighbourhood(conn, tenant, list(frontier), now, settings, statuses)
+        edges = [(e.memory_id, e.neighbour_id, e.weight) for e in near.edges]
+        if near.timeline is not None:
+            edges += [(src, dst, settings.graph_temporal_weight) for src, dst in near.timeline]
+            report.counts["temporal_adjacent"] = report.counts.get("temporal_adjacent", 0) + len(near.timeline)
+        if near.entity is not None:
+            edges += [(src, dst, settings.graph_entity_weight) for src, dst in near.entity]
+            report.counts["entity_shared"] = report.counts.get("entity_shared", 0) + len(near.entity)
         report.counts["edges_followed"] += len(edges)
         for source, target, weight in edges:
             a = frontier[source] * min(weight, 1.0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from funnel_support import ask, remember_all, settings, stage
@@ -41,6 +42,12 @@ def _scans_of(plan: dict[str, Any], relation: str) -> int:
     return own + sum(_scans_of(child, relation) for child in plan.get("Plans", []))
 
 
+def _entity_neighbours(conn: Any, tenant: str, frontier: list[uuid.UUID], max_df: int) -> list[Any]:
+    """The walk's entity neighbours of `frontier` (the neighbourhood statement with only the entity kind)."""
+    walked = settings(graph_kinds=("entity",), graph_entity_max_df=max_df)
+    return graph.neighbourhood(conn, tenant, frontier, datetime.now(UTC), walked, STATUSES).entity or []
+
+
 def test_entity_neighbours_follow_the_rule_and_scale_with_distinct_entities(engine, tenant) -> None:
     texts = messages(24, seed=5)
     mine = remember_all(engine, tenant, texts[:18], agent_id="dev")
@@ -51,15 +58,17 @@ def test_entity_neighbours_follow_the_rule_and_scale_with_distinct_entities(engi
         assert len(rows) > 10 * len(texts)  # long texts: tens of entities each
         ids = [d.memory_id for d in mine]
         for frontier, max_df in ((ids[:5], 8), (ids[5:10], 3), (ids, 18), (ids[:1], 2)):
-            got = graph.entity_neighbours(conn, tenant, frontier, STATUSES, max_df)
+            got = _entity_neighbours(conn, tenant, frontier, max_df)
             assert got == _reference(rows, set(frontier), max_df)
-        assert graph.entity_neighbours(conn, tenant, ids[:5], STATUSES, 8)  # the corpus does link memories
+        assert _entity_neighbours(conn, tenant, ids[:5], 8)  # the corpus does link memories
 
         frontier = ids[:5]
         named = [r for r in rows if r.memory_id in set(frontier)]
         distinct = {(r.entity, r.agent_id) for r in named}
-        [[plan]] = conn.execute(text("EXPLAIN (ANALYZE, FORMAT JSON) " + str(graph._ENTITY)),
-                                {"tenant": tenant, "ids": frontier, "statuses": list(STATUSES), "max_df": 8}).one()
+        [[plan]] = conn.execute(text("EXPLAIN (ANALYZE, FORMAT JSON) "
+                                     + str(graph.neighbourhood_statement(False, True))),
+                                {"tenant": tenant, "ids": frontier, "statuses": list(STATUSES), "max_df": 8,
+                                 "kinds": ["entity"]}).one()
         plan = json.loads(plan) if isinstance(plan, str) else plan
         scans = _scans_of(plan["Plan"], "memory_entities")
         # One scan for the frontier's rows, one count per distinct (entity, agent), at most one lookup per

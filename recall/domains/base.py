@@ -12,12 +12,14 @@ Domains read read models only and never embed on the read path: the query is emb
 
 from __future__ import annotations
 
+import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Boolean, Connection, Engine, ScalarSelect, bindparam, column, select, text
 
 from domain.events.hitlog import HitLayer
 from domain.privacy import PrivacyPolicy
@@ -36,6 +38,9 @@ class DomainQuery:
     include_history: bool = False  # replaced and retired items too (scored ×0.1)
     options: dict[str, Any] = field(default_factory=dict)  # domain-specific knobs from the request
     frame: TimeFrame = NOW  # since / until (valid time) and as_of (recorded time): recall/timeframe.py
+    # The caller found the domain's data in the scope at the current recorded time (the aggregator's one check):
+    # a search under no as_of need not ask again.
+    held: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,8 +81,13 @@ class RecallDomain(Protocol):
         time it does not keep, it answers nothing (the aggregator says why), never something out of range."""
         ...
 
+    def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
+        """Whether the scope holds anything this domain could answer, as a `data_check` test (the default fan-out
+        asks only the domains that do, all in one statement: `held`)."""
+        ...
+
     def has_data(self, conn: Connection, scope: Scope) -> bool:
-        """Whether the scope holds anything this domain could answer (the default fan-out asks only these)."""
+        """The data_check asked alone."""
         ...
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
@@ -89,4 +99,21 @@ class RecallDomain(Protocol):
         ...
 
 
-__all__ = ["DomainAnswer", "DomainHit", "DomainQuery", "RecallDomain"]
+def data_check(sql: str, params: Mapping[str, object]) -> ScalarSelect[Any]:
+    """A domain's has-data test (`sql`: a SELECT of one boolean) as a scalar subquery whose parameters are bound
+    under names of their own, so that several domains' tests share one statement without their names meeting."""
+    named = set(re.findall(r"(?<!:):(\w+)", sql))  # a frame's parameters the test does not use are left out
+    bound = text(sql).bindparams(*(bindparam(name, value, unique=True) for name, value in params.items()
+                                   if name in named))
+    return bound.columns(column("held", Boolean)).scalar_subquery()
+
+
+def held(conn: Connection, checks: Mapping[str, ScalarSelect[Any]]) -> dict[str, bool]:
+    """Each named data_check's answer, all asked in one statement."""
+    if not checks:
+        return {}
+    row = conn.execute(select(*(check.label(name) for name, check in checks.items()))).one()
+    return {name: bool(value) for name, value in row._mapping.items()}
+
+
+__all__ = ["DomainAnswer", "DomainHit", "DomainQuery", "RecallDomain", "data_check", "held"]

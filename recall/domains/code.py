@@ -32,16 +32,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, ScalarSelect, text
 
 from domain.code.status import held_sql
 from domain.code.symbols import line_slice
 from domain.code.terms import query_terms
 from domain.memory_status import RECALLABLE
 from domain.privacy import PrivacyPolicy, code_file_excluded
+from infra.db import read_only
 from infra.settings import get_settings
 from readmodels.item_domains import SYMBOLS
-from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery, data_check, held
 from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
 from recall.relevance import scale
@@ -223,8 +224,8 @@ HISTORY = ("archived",)  # answered only when history is asked for, scored ×rec
 CODE_LEG = HybridLeg(CODE_KEYWORD, None, RECALLED, HISTORY, versions=SYMBOLS.versions)  # keyword only
 
 
-def _has_data(frame: TimeFrame) -> Any:
-    return text(f"SELECT EXISTS (SELECT 1 FROM {frame.units(SYMBOLS.versions)} s WHERE s.tenant = :tenant"
+def _has_data(frame: TimeFrame) -> str:
+    return (f"SELECT EXISTS (SELECT 1 FROM {frame.units(SYMBOLS.versions)} s WHERE s.tenant = :tenant"
                 " AND s.status = ANY(:statuses))")
 
 
@@ -233,9 +234,11 @@ class CodeDomain:
     times: tuple[str, ...] = ("recorded",)  # no valid time; code_symbol_versions (as_of)
     read_models = (SYMBOLS.projection,)  # what a read of it waits for (min_position)
 
+    def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
+        return data_check(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED), **frame.params()})
+
     def has_data(self, conn: Connection, scope: Scope, frame: TimeFrame = NOW) -> bool:
-        return bool(conn.execute(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),
-                                                    **frame.params()}).scalar_one())
+        return held(conn, {self.name: self.data_check(scope, frame)})[self.name]
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = get_settings()
@@ -244,9 +247,8 @@ class CodeDomain:
         params: dict[str, object] = {"repo": repo} if isinstance(repo, str) else {}
         where = "d.repo = :repo" if params else ""
         n = pool_size(settings, q, gated_per_item=True)
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            if not self.has_data(conn, scope, q.frame) and not q.include_history:
+        with read_only(engine) as conn:
+            if not q.held and not self.has_data(conn, scope, q.frame) and not q.include_history:
                 return DomainAnswer([], "no data")
             legs = gather(conn, scope, CODE_LEG.framed(q.frame), query_terms(q.query), None, n, settings,
                           CODE_LEG.statuses(q.include_history), where, {**params, **q.frame.params()})

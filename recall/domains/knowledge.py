@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, ScalarSelect, text
 
 from domain.errors import NotFound
 from domain.events import RecallServed, document_stream, recall_stream
@@ -33,10 +33,11 @@ from domain.knowledge.sections import has_body, split_sections
 from domain.privacy import PrivacyPolicy, document_excluded
 from domain.text import tokenize
 from eventstore.stream import first_of_type
+from infra.db import read_only
 from infra.settings import get_settings
 from readmodels.item_domains import SECTIONS
 from recall.document_log import document_at, unknown_document
-from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery, data_check, held
 from recall.hitlog import append_drilled
 from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
@@ -60,8 +61,8 @@ def _rows(frame: TimeFrame) -> Any:
                 " WHERE s.tenant = :tenant AND s.section_id = ANY(:ids)")
 
 
-def _has_data(frame: TimeFrame) -> Any:
-    return text(f"""
+def _has_data(frame: TimeFrame) -> str:
+    return (f"""
     SELECT EXISTS (SELECT 1 FROM {frame.units(SECTIONS.versions)} s WHERE s.tenant = :tenant
                    AND s.status = ANY(:statuses) AND (CAST(:project AS text) IS NULL OR s.project = :project))
     """)
@@ -116,9 +117,12 @@ class KnowledgeDomain:
     times: tuple[str, ...] = ("recorded",)  # no valid time; knowledge_section_versions (as_of)
     read_models = (SECTIONS.projection,)  # what a read of it waits for (min_position); section vectors come lazily
 
+    def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
+        return data_check(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),
+                                             "project": scope.project, **frame.params()})
+
     def has_data(self, conn: Connection, scope: Scope, frame: TimeFrame = NOW) -> bool:
-        return bool(conn.execute(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),
-                                                    "project": scope.project, **frame.params()}).scalar_one())
+        return held(conn, {self.name: self.data_check(scope, frame)})[self.name]
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = get_settings()
@@ -126,9 +130,8 @@ class KnowledgeDomain:
         statuses = SECTION_LEG.statuses(q.include_history)
         # Paths are gated per item after the query: ask for more when some may be dropped.
         n = pool_size(settings, q, gated_per_item=True)
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            if not self.has_data(conn, scope, q.frame) and not q.include_history:
+        with read_only(engine) as conn:
+            if not q.held and not self.has_data(conn, scope, q.frame) and not q.include_history:
                 return DomainAnswer([], "no data")
             gate, gate_params = _gate_sql(q.policy)
             legs = gather(conn, scope, SECTION_LEG.framed(q.frame), tokenize(q.query), q.query_vector, n, settings,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, ScalarSelect
 
 from domain.errors import NotFound
 from domain.memory_status import RECALLABLE
@@ -14,9 +14,10 @@ from infra.embedding import Embedder, get_embedder
 from infra.settings import Settings, get_settings
 from recall import queries
 from recall.consistency import READ_MODELS
-from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery, data_check, held
 from recall.scope import Scope
 from recall.service import RecallRequest, RecallResult, search
+from recall.timeframe import NOW, TimeFrame
 
 
 def hit(r: RecallResult) -> DomainHit:
@@ -40,10 +41,13 @@ class MemoryDomain:
     def settings(self) -> Settings:
         return self._settings or get_settings()
 
-    def has_data(self, conn: Connection, scope: Scope) -> bool:
+    def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
         where, params = scope.where("m")
-        sql = f"SELECT 1 FROM memories m WHERE {where} AND m.status = ANY(:statuses) LIMIT 1"
-        return conn.execute(text(sql), {**params, "statuses": list(RECALLABLE)}).first() is not None
+        return data_check(f"SELECT EXISTS (SELECT 1 FROM memories m WHERE {where} AND m.status = ANY(:statuses))",
+                          {**params, "statuses": list(RECALLABLE)})
+
+    def has_data(self, conn: Connection, scope: Scope) -> bool:
+        return held(conn, {self.name: self.data_check(scope)})[self.name]
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = self.settings

@@ -35,16 +35,17 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, ScalarSelect, text
 
 from domain.errors import InvalidPayload
 from domain.memory_status import RECALLABLE
 from domain.privacy import PrivacyPolicy, session_excluded
 from domain.sessions.ranking import MixCandidate, MixRanked, MixWeights, Window, merge_windows, mix_rank
 from domain.text import tokenize
+from infra.db import read_only
 from infra.settings import get_settings
 from readmodels.item_domains import MESSAGES
-from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery, data_check, held
 from recall.hybrid import HISTORY_FACTOR
 from recall.keyword import KeywordTables, bm25_top
 from recall.relevance import scale
@@ -217,17 +218,18 @@ class SessionsDomain:
     read_models = (MESSAGES.projection,)  # what a read of it waits for (min_position)
     times = ("valid", "recorded")  # a message's created_at; session_message_versions (as_of)
 
-    def has_data(self, conn: Connection, scope: Scope) -> bool:
+    def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
         where, params = _scope(scope, scope.policy).where("s")
-        return bool(conn.execute(text(f"SELECT EXISTS (SELECT 1 FROM sessions s WHERE {where}"
-                                      " AND s.sent_messages > 0)"), params).scalar_one())
+        return data_check(f"SELECT EXISTS (SELECT 1 FROM sessions s WHERE {where} AND s.sent_messages > 0)", params)
+
+    def has_data(self, conn: Connection, scope: Scope) -> bool:
+        return held(conn, {self.name: self.data_check(scope)})[self.name]
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         s = get_settings()
         scope = _scope(q.scope, q.policy)
         n = max(s.session_candidates, q.k * 10)
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+        with read_only(engine) as conn:
             if not self.has_data(conn, scope):
                 return DomainAnswer([], "no data")
             statuses = RECALLED + HISTORY if q.include_history else RECALLED

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, ScalarSelect, text
 
 from domain.errors import NotFound
 from domain.events import RecallServed, recall_stream
@@ -34,9 +34,10 @@ from domain.privacy import PrivacyPolicy, transcript_excluded
 from domain.text import tokenize
 from domain.transcripts.ids import handle_chunk
 from eventstore.stream import first_of_type
+from infra.db import read_only
 from infra.settings import get_settings
 from readmodels.item_domains import CHUNKS
-from recall.domains.base import DomainAnswer, DomainHit, DomainQuery
+from recall.domains.base import DomainAnswer, DomainHit, DomainQuery, data_check, held
 from recall.hitlog import append_drilled
 from recall.hybrid import HybridLeg, answer, gather, graded, pool_size, scored
 from recall.keyword import KeywordTables
@@ -64,8 +65,8 @@ def _rows(frame: TimeFrame) -> Any:
                 " WHERE c.tenant = :tenant AND c.chunk_id = ANY(:ids)")
 
 
-def _has_data(frame: TimeFrame) -> Any:
-    return text(f"SELECT EXISTS (SELECT 1 FROM {frame.units(CHUNKS.versions)} c WHERE c.tenant = :tenant"
+def _has_data(frame: TimeFrame) -> str:
+    return (f"SELECT EXISTS (SELECT 1 FROM {frame.units(CHUNKS.versions)} c WHERE c.tenant = :tenant"
                 " AND c.status = ANY(:statuses))")
 
 
@@ -102,18 +103,19 @@ class TranscriptsDomain:
     # transcript_chunk_versions (as_of)
     times = ("valid", "recorded")
 
+    def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
+        return data_check(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED), **frame.params()})
+
     def has_data(self, conn: Connection, scope: Scope, frame: TimeFrame = NOW) -> bool:
-        return bool(conn.execute(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),
-                                                    **frame.params()}).scalar_one())
+        return held(conn, {self.name: self.data_check(scope, frame)})[self.name]
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = get_settings()
         scope = Scope(q.scope.tenant)  # transcripts belong to the tenant, not to an agent, project or session
         statuses = CHUNK_LEG.statuses(q.include_history)
         n = pool_size(settings, q, gated_per_item=False)
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            if not self.has_data(conn, scope, q.frame) and not q.include_history:
+        with read_only(engine) as conn:
+            if not q.held and not self.has_data(conn, scope, q.frame) and not q.include_history:
                 return DomainAnswer([], "no data")
             legs = gather(conn, scope, CHUNK_LEG.framed(q.frame), tokenize(q.query), q.query_vector, n, settings,
                           statuses, *_gate_sql(q.policy, q.frame))

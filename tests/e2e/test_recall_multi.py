@@ -38,6 +38,11 @@ class Notes:
     def __init__(self, notes: dict[str, list[str]]) -> None:
         self.notes = notes  # tenant -> texts
 
+    def data_check(self, scope: Scope, frame: object = None) -> Any:
+        from recall.domains.base import data_check
+
+        return data_check("SELECT CAST(:has AS boolean)", {"has": bool(self.notes.get(scope.tenant))})
+
     def has_data(self, conn: Connection, scope: Scope) -> bool:
         return bool(self.notes.get(scope.tenant))
 

@@ -230,7 +230,8 @@ class SessionsDomain:
         scope = _scope(q.scope, q.policy)
         n = max(s.session_candidates, q.k * 10)
         with read_only(engine) as conn:
-            if not self.has_data(conn, scope):
+            # The aggregator's check (DomainQuery.held) is this one when no policy narrows the scope.
+            if not (q.held and q.policy.empty) and not self.has_data(conn, scope):
                 return DomainAnswer([], "no data")
             statuses = RECALLED + HISTORY if q.include_history else RECALLED
             tables, sent = _keyword(q.frame)

@@ -103,16 +103,25 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     # where_params bind where_sql's parameters, or a status_filter's (a recall's time frame: recall/timeframe.py)
     params = {**params, **(where_params or {})}
     distinct = sorted(set(terms))
-    rows = conn.execute(text(_sql(t, where)), {**params, "terms": distinct, "k1": k1, "b": b, "n": n,
-                                               "per_term": per_term, "walk_over": walk_over})
+    rows = conn.execute(text(_sql(t, where, scope.whole_tenant)),
+                        {**params, "terms": distinct, "k1": k1, "b": b, "n": n, "per_term": per_term,
+                         "walk_over": walk_over, "width": later_width(n)})
     return {r.id: float(r.score) for r in rows}
 
 
-def _sql(t: KeywordTables, where: str) -> str:
+def later_width(n: int) -> int:
+    """How many of the best-scored documents the filter-later plan looks the filters up for, to keep n."""
+    return 2 * n + 20
+
+
+def _sql(t: KeywordTables, where: str, later: bool) -> str:
     """One statement for both plans: the query terms' postings in the tenant (their df summed) pick one in
-    PostgreSQL, each plan's branch gated by a one-time filter on that count, so the other is never run."""
+    PostgreSQL, each plan's branch gated by a one-time filter on that count, so the other is never run. `later`
+    (a whole-tenant scope): reading every posting, the filters are looked up after scoring (_FILTER_LATER)."""
     key = t.id_column
     weight = "p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))"
+    idf_of = "coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)"
+    settled = "(SELECT ok FROM settled)"
     return f"""
     WITH total AS MATERIALIZED (
         SELECT coalesce(sum(df), 0) AS postings FROM {t.terms} WHERE tenant = :tenant AND term = ANY(:terms)
@@ -128,13 +137,14 @@ def _sql(t: KeywordTables, where: str) -> str:
             WHERE p.tenant = :tenant AND p.term = i.term AND {where}
             ORDER BY {IMPACT_ORDER}, p.{key}
             LIMIT :per_term) c
-    )
+    ){_filter_later(t, where, weight, idf_of) if later else ""}
     -- Few enough postings to read them all: every posting of the terms, the idf looked up per posting.
-    (SELECT p.{key} AS id, sum(coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0) * {weight}) AS score
+    (SELECT p.{key} AS id, sum({idf_of} * {weight}) AS score
      FROM {t.postings} p
      CROSS JOIN stats s
      JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
      WHERE (SELECT postings FROM total) <= :walk_over AND p.tenant = :tenant AND p.term = ANY(:terms) AND {where}
+       {f"AND NOT {settled}" if later else ""}
      GROUP BY p.{key}
      ORDER BY score DESC, p.{key}
      LIMIT :n)
@@ -151,5 +161,30 @@ def _sql(t: KeywordTables, where: str) -> str:
      LIMIT :n)
     ORDER BY score DESC, id
     """
+
+
+def _filter_later(t: KeywordTables, where: str, weight: str, idf_of: str) -> str:
+    """The filter-later plan's CTEs and its branch (then UNION ALL), for a whole-tenant scope reading every posting:
+    the documents are scored from the postings alone (which hold each one's length), and the scope, status and
+    other filters are looked up for the best `width` only, not joined for every document of the tenant (a hash of
+    every document's row was most of the leg's cost, and grew with the tenant, not the query). Exact whenever n of
+    them pass, or all scored documents were looked at: every document outside them scores lower than all of them,
+    in the same (score, id) order. Otherwise `settled` is false and the read-all branch answers."""
+    key = t.id_column
+    return f""", scored AS MATERIALIZED (
+        SELECT p.{key} AS id, sum({idf_of} * {weight}) AS score
+        FROM {t.postings} p CROSS JOIN stats s
+        WHERE (SELECT postings FROM total) <= :walk_over AND p.tenant = :tenant AND p.term = ANY(:terms)
+        GROUP BY p.{key}
+    ), best AS MATERIALIZED (
+        SELECT id, score FROM scored ORDER BY score DESC, id LIMIT :width
+    ), passed AS MATERIALIZED (
+        SELECT c.id, c.score FROM best c JOIN {t.docs} d ON d.tenant = :tenant AND d.{key} = c.id
+        WHERE {where} ORDER BY c.score DESC, c.id LIMIT :n
+    ), settled AS MATERIALIZED (
+        SELECT (SELECT count(*) FROM passed) >= :n OR (SELECT count(*) FROM best) < :width AS ok
+    )
+    (SELECT id, score FROM passed WHERE (SELECT ok FROM settled))
+    UNION ALL"""
 
 

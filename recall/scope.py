@@ -27,6 +27,13 @@ class Scope:
         """The governor's scope: this agent and this project, None included (IS NULL); any session and kind."""
         return cls(tenant, agent_id, project, none_is_null=frozenset({"agent_id", "project"}))
 
+    @property
+    def whole_tenant(self) -> bool:
+        """Whether the scope is the tenant's every row but what a privacy policy excludes (no agent, project, session
+        or kind named, no IS NULL): a leg may then filter after ranking, most rows passing."""
+        return (self.agent_id is None and self.project is None and self.session_id is None and not self.kinds
+                and not self.none_is_null)
+
     def where(self, alias: str) -> tuple[str, dict[str, object]]:
         clauses = [f"{alias}.tenant = :tenant"]
         params: dict[str, object] = {"tenant": self.tenant}

@@ -114,7 +114,8 @@ def test_a_common_term_brings_only_its_best_postings_and_every_score_stays_exact
 
 def test_one_statement_picks_the_plan_and_never_runs_the_other(engine, tenant: str) -> None:
     """The query terms' postings count picks the plan inside the statement (a one-time filter per branch): one
-    round trip, and the plan not picked is never executed."""
+    round trip, and the plan not picked is never executed (a narrowed scope: a whole tenant's has a third plan, the
+    next test's)."""
     _load(engine, tenant)
     captured: list[tuple[str, Any]] = []
 
@@ -127,8 +128,8 @@ def test_one_statement_picks_the_plan_and_never_runs_the_other(engine, tenant: s
             captured.clear()
             event.listen(engine, "before_cursor_execute", capture)
             try:
-                bm25_top(conn, Scope(tenant), tokenize("herring soup"), 10, K1, B, None, SESSION_KEYWORD, "d.sent",
-                         walk_over=walk_over)
+                bm25_top(conn, Scope(tenant, session_id="s1"), tokenize("herring soup"), 10, K1, B, None,
+                         SESSION_KEYWORD, "d.sent", walk_over=walk_over)
             finally:
                 event.remove(engine, "before_cursor_execute", capture)
             [(statement, params)] = captured
@@ -141,3 +142,41 @@ def test_one_statement_picks_the_plan_and_never_runs_the_other(engine, tenant: s
                                 for plan, n in gates.items()}
     assert plans[0] == {"every": False, "walk": True}  # past walk_over: only the walk runs
     assert plans[10_000] == {"every": True, "walk": False}  # under it: only the read of every posting
+
+
+def _okapi_over(contents: list[str], query: str) -> dict[int, float]:
+    """Okapi BM25 by hand over `contents`, by index."""
+    docs = [term_frequencies(c) for c in contents]
+    n, avgdl = len(docs), sum(sum(d.values()) for d in docs) / len(docs)
+    scores: dict[int, float] = {}
+    for i, tfs in enumerate(docs):
+        length, score = sum(tfs.values()), 0.0
+        for term in set(tokenize(query)) & tfs.keys():
+            df = sum(term in d for d in docs)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            score += idf * tfs[term] * (K1 + 1) / (tfs[term] + K1 * (1 - B + B * length / avgdl))
+        if score:
+            scores[i] = score
+    return scores
+
+
+def test_a_whole_tenant_read_filters_after_scoring_and_answers_what_filtering_first_does(engine, tenant: str) -> None:
+    """A whole-tenant scope scores the postings alone and looks the filters up for the best 2n + 20 only; when
+    fewer than n of those pass (here: only the longest, lowest-scored messages are kept), the read of every
+    posting with the filters joined answers instead. Either way: the filtered top n by Okapi BM25."""
+    contents = ["walrus " + " ".join(f"filler{j}" for j in range(i)) for i in range(40)]
+    messages = [{"message_id": f"w{i}", "role": "user", "content": c} for i, c in enumerate(contents)]
+    append_messages(engine, tenant, "s1", messages, META)
+    catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
+    uid_of = {message_uid(tenant, "s1", f"w{i}"): i for i in range(len(contents))}
+    expected = _okapi_over(contents, "walrus")
+    best_first = sorted(expected, key=lambda i: (-expected[i], str(message_uid(tenant, "s1", f"w{i}"))))
+    with engine.connect() as conn:
+        for keep, n in ((range(40), 3), (range(40), 30), (range(34, 40), 2), (range(34, 40), 10)):
+            kept = [f"w{i}" for i in keep]
+            got = bm25_top(conn, Scope(tenant), tokenize("walrus"), n, K1, B, None, SESSION_KEYWORD,
+                           "d.sent AND d.message_id = ANY(:kept)", {"kept": kept})
+            want = [i for i in best_first if f"w{i}" in kept][:n]
+            assert [uid_of[u] for u in got] == want, (keep, n)
+            for uid, score in got.items():
+                assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9)

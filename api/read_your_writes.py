@@ -2,9 +2,9 @@
 bounded by ENGRAMLOG_MIN_POSITION_WAIT_S, until the read models of the domains it reads have applied the caller's
 tenant's events up to it (here, the one mechanism: each read model's checkpoint, projections/runner.py
 has_reached; each domain names its read models in recall/domains/, recall waits for recall/consistency.py's
-READ_MODELS). A route declares what it reads: `dependencies=[reads("sessions")]` (`waits_for(name)` for a read
-model outside the domains); a body-carried min_position (the recall and deep recall routes) calls
-`await_read_models` itself.
+READ_MODELS). A route declares what it reads by the domain's class: `dependencies=[reads(SessionsDomain)]`
+(`waits_for(name)` for a read model outside the domains); a body-carried min_position (the recall and deep
+recall routes) calls `await_read_models` itself.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from projections.registry import PROJECTORS
 from projections.runner import has_reached
 from recall.consistency import READ_MODELS, refuse_beyond_head
 from recall.domains import registry
+from recall.domains.base import RecallDomain
 
 _POLL_S = 0.05
 
@@ -108,10 +109,11 @@ async def await_read_models(db: Engine, tenant: str, min_position: int | None, n
                                names, tenant)
 
 
-def reads(*domains: str) -> Any:
-    """The route dependency for a read of `domains`: its `min_position` query parameter, awaited before the
-    route runs (a sync route then runs in the threadpool as before)."""
-    return waits_for(*read_models_of(domains))
+def reads(*domains: type[RecallDomain]) -> Any:
+    """The route dependency for a read of `domains`, named by their classes (none: every domain): its
+    `min_position` query parameter, awaited before the route runs (a sync route then runs in the threadpool as
+    before)."""
+    return waits_for(*read_models_of(registry.domain_of(d).name for d in domains))
 
 
 def waits_for(*names: str) -> Any:

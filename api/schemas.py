@@ -15,6 +15,7 @@ from domain.events import (
     MAX_REASON_CHARS,
     MAX_STREAM_ID_CHARS,
     MAX_TAGS,
+    MEMORIES,
     ScopeText,
     Tag,
     check_metadata,
@@ -187,7 +188,7 @@ class RecallOut(BaseModel):
 
 
 class RecalledOut(BaseModel):
-    domain: str = "memories"
+    domain: str = MEMORIES  # the hit-log's name of the memories domain (domain/events/hitlog.py)
     memory_id: uuid.UUID | None = None  # a memory's result; any other domain's is named by its handle
     handle: dict[str, Any] | None = None
     rank: int  # within its domain's bucket
@@ -206,7 +207,7 @@ class RecallRecordOut(BaseModel):
     query: str
     k: int
     scope: dict[str, Any]
-    domains: list[str] = Field(default_factory=lambda: ["memories"])
+    domains: list[str] = Field(default_factory=lambda: [MEMORIES])
     results: list[RecalledOut]
     latency_ms: float | None
     position: int

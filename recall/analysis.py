@@ -24,11 +24,11 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from domain.events import RecallFeedbackGiven, RecallServed, ResultDrilled
+from domain.events import MEMORIES, RecallFeedbackGiven, RecallServed, ResultDrilled
 from eventstore.query import recall_stream_events
 from readmodels.item_domains import SECTIONS
 
-MEMORIES, KNOWLEDGE = "memories", SECTIONS.name
+KNOWLEDGE = SECTIONS.name
 KEYWORD_FALSE_NEGATIVE_GATE = 0.20  # SwarmAI: at least this share of keyword false negatives ...
 HYBRID_FALSE_POSITIVE_GATE = 0.10  # ... with less than this share of hybrid false positives
 NOT_USEFUL_SIGNAL = frozenset({MEMORIES})  # domains whose results can be marked not useful

@@ -193,14 +193,14 @@ def post_files(repo: str, body: FilesIn, who: Annotated[Caller, Depends(caller)]
                            position=max((d.position for d in done if d.position is not None), default=None))
 
 
-@router.get("", response_model=ReposOut, dependencies=[reads("code")])
+@router.get("", response_model=ReposOut, dependencies=[reads(CodeDomain)])
 def get_repos(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)]) -> ReposOut:
     with db.connect() as conn:
         repos = list_repos(conn, who.tenant, policy_of(conn, who.tenant))
     return ReposOut(repos=[RepoOut(**r) for r in repos])
 
 
-@router.get("/{repo}/files", response_model=CodeFilesOut, dependencies=[reads("code")])
+@router.get("/{repo}/files", response_model=CodeFilesOut, dependencies=[reads(CodeDomain)])
 def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
               after: Annotated[str, Query(max_length=MAX_PATH_CHARS)] = "",
               limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> dict[str, Any]:
@@ -212,7 +212,7 @@ def get_files(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[
 
 # exclude_unset: a search answers callees only when asked (absent, not an empty list, otherwise)
 @router.get("/{repo}/symbols", response_model=SymbolSearchOut, response_model_exclude_unset=True,
-            dependencies=[reads("code")])
+            dependencies=[reads(CodeDomain)])
 def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                    q: Annotated[str, Query(min_length=1, max_length=2000)],
                    k: Annotated[int, Query(ge=1, le=100)] = 10, callees: bool = False,
@@ -229,7 +229,7 @@ def search_symbols(repo: str, who: Annotated[Caller, Depends(caller)], db: Annot
                         for h in answer.results]}
 
 
-@router.get("/{repo}/symbols/{qualified_name:path}", response_model=SymbolOut, dependencies=[reads("code")])
+@router.get("/{repo}/symbols/{qualified_name:path}", response_model=SymbolOut, dependencies=[reads(CodeDomain)])
 def get_symbol(repo: str, qualified_name: str, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)],
                file: Annotated[str | None, Query(max_length=MAX_PATH_CHARS)] = None,

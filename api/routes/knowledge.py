@@ -45,7 +45,7 @@ from api.schemas import AsOf
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import PrivacyPolicy, document_excluded
 from recall.document_log import document_at, unknown_document
-from recall.domains.knowledge import drill, list_documents
+from recall.domains.knowledge import KnowledgeDomain, drill, list_documents
 from recall.privacy import policy_of
 from recall.timeframe import TimeFrame, resolve_as_of
 from services.knowledge import (
@@ -97,7 +97,7 @@ async def _document(request: Request, path: str, project: str | None, title: str
     return DocumentInput(path, body.content, body.title, list(body.tags), body.metadata, body.project)
 
 
-@router.get("/knowledge", response_model=DocumentsListOut, dependencies=[reads("knowledge")])
+@router.get("/knowledge", response_model=DocumentsListOut, dependencies=[reads(KnowledgeDomain)])
 def get_documents(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                   project: str | None = None, prefix: Annotated[str | None, Query(max_length=512)] = None,
                   after: Annotated[str, Query(max_length=512)] = "",
@@ -133,7 +133,7 @@ async def put_knowledge(path: str, request: Request, who: Annotated[Caller, Depe
     return DocumentWrittenOut(**done.__dict__)
 
 
-@router.get("/knowledge/{path:path}", response_model=DocumentOut, dependencies=[reads("knowledge")])
+@router.get("/knowledge/{path:path}", response_model=DocumentOut, dependencies=[reads(KnowledgeDomain)])
 def get_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                   project: str | None = None, version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
                   as_of: Annotated[AsOf, Query()] = None) -> DocumentOut:
@@ -161,7 +161,7 @@ def delete_knowledge(path: str, who: Annotated[Caller, Depends(caller)], db: Ann
     return DocumentWrittenOut(**retire_document(db, who.tenant, path, project, who.metadata()).__dict__)
 
 
-@router.get("/knowledge-sections", response_model=DrillOut, dependencies=[reads("knowledge")])
+@router.get("/knowledge-sections", response_model=DrillOut, dependencies=[reads(KnowledgeDomain)])
 def get_section(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                 path: DrillPath, heading_path: HeadingPath, project: str | None = None,
                 content_hash: ContentHash = None, version: SectionVersion = None,

@@ -28,7 +28,9 @@ from domain.errors import NotFound
 from eventstore.append import existing_positions
 from eventstore.read import event_at
 from infra.settings import get_settings
+from projections.memories import MemoriesProjector
 from recall import queries
+from recall.domains.memories import MemoryDomain
 from recall.privacy import hidden_memories, memory_hidden, policy_of, visible_history, visible_memory
 from recall.timeframe import resolve_as_of
 from services.neighbours import old_memory
@@ -75,14 +77,15 @@ def post_memories(body: MemoriesIn, who: Annotated[Caller, Depends(caller)],
     return RememberedManyOut(memories=[_out(d) for d in done])
 
 
-@router.get("/{memory_id}", response_model=GovernedMemoryOut, dependencies=[reads("memories")])
+@router.get("/{memory_id}", response_model=GovernedMemoryOut, dependencies=[reads(MemoryDomain)])
 def get_memory(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                db: Annotated[Engine, Depends(engine)], as_of: Annotated[AsOf, Query()] = None) -> GovernedMemoryOut:
     """The memory now, or `as_of` a log position or timestamp (recorded time): as it stood then, 404 if it was
     not recorded yet (recall/timeframe.py)."""
     position = resolve_as_of(db, who.tenant, as_of)
     if position is not None:  # the versions must have been projected up to it
-        wait_for_position(db, position, get_settings().min_position_wait_s, ("memories",), who.tenant)
+        wait_for_position(db, position, get_settings().min_position_wait_s, (MemoriesProjector.name,),
+                          who.tenant)
     with db.connect() as conn:
         found = visible_memory(conn, who.tenant, policy_of(conn, who.tenant),
                                queries.memory(conn, who.tenant, memory_id, position))
@@ -129,7 +132,7 @@ def post_supersede(memory_id: uuid.UUID, body: SupersedeIn, who: Annotated[Calle
     return SupersededOut(memory_id=done.memory_id, position=done.position, supersedes=memory_id)
 
 
-@router.get("/{memory_id}/history", response_model=HistoryOut, dependencies=[reads("memories")])
+@router.get("/{memory_id}/history", response_model=HistoryOut, dependencies=[reads(MemoryDomain)])
 def get_history(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
                 db: Annotated[Engine, Depends(engine)]) -> HistoryOut:
     """The whole supersede chain through this memory, oldest → newest: when, why and by whom each step."""

@@ -32,7 +32,7 @@ from api.read_your_writes import reads
 from api.schemas import AsOf
 from api.sessions_schemas import BatchIn, BudgetTokens, MessageIn
 from domain.errors import InvalidPayload, NotFound
-from recall.domains.sessions import list_sessions, session_messages
+from recall.domains.sessions import SessionsDomain, list_sessions, session_messages
 from recall.privacy import policy_of
 from recall.timeframe import TimeFrame, resolve_as_of
 from services.sessions import append_messages, mark_sent, resume_context
@@ -156,7 +156,7 @@ def post_sent(session_id: str, message_id: str, who: Annotated[Caller, Depends(c
             "position": done.position}
 
 
-@router.get("/sessions", response_model=SessionsPageOut, dependencies=[reads("sessions")])
+@router.get("/sessions", response_model=SessionsPageOut, dependencies=[reads(SessionsDomain)])
 def get_sessions(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                  agent_id: Annotated[str | None, Query(max_length=128)] = None,
                  project: Annotated[str | None, Query(max_length=128)] = None,
@@ -168,7 +168,7 @@ def get_sessions(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, 
     return {"sessions": sessions, "next_cursor": next_cursor}
 
 
-@router.get("/sessions/{session_id}/messages", response_model=MessagesPageOut, dependencies=[reads("sessions")])
+@router.get("/sessions/{session_id}/messages", response_model=MessagesPageOut, dependencies=[reads(SessionsDomain)])
 def get_messages(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
                  after_seq: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
                  limit: Annotated[int, Query(ge=1, le=1000)] = 100, include_unsent: bool = False,
@@ -185,7 +185,7 @@ def get_messages(session_id: str, who: Annotated[Caller, Depends(caller)], db: A
     return {"session_id": session_id, "messages": messages, "next_after_seq": next_after}
 
 
-@router.get("/sessions/{session_id}/resume", response_model=ResumeOut, dependencies=[reads("sessions")],
+@router.get("/sessions/{session_id}/resume", response_model=ResumeOut, dependencies=[reads(SessionsDomain)],
             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
                              "description": "the resume context (?format=text: its text alone)"}})
 def get_resume(session_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],

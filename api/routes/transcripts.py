@@ -35,7 +35,7 @@ from api.read_your_writes import reads
 from api.schemas import AsOf
 from domain.errors import InvalidPayload, NotFound
 from domain.privacy import transcript_excluded
-from recall.domains.transcripts import drill_chunk, list_transcripts
+from recall.domains.transcripts import TranscriptsDomain, drill_chunk, list_transcripts
 from recall.privacy import policy_of
 from recall.timeframe import TimeFrame, resolve_as_of
 from services.transcripts import check_id, decode, put_transcript, transcript_lines, transcript_text
@@ -131,7 +131,7 @@ async def put(transcript_id: str, request: Request, who: Annotated[Caller, Depen
     return TranscriptWrittenOut(**done.__dict__)
 
 
-@router.get("/transcripts", response_model=TranscriptsListOut, dependencies=[reads("transcripts")])
+@router.get("/transcripts", response_model=TranscriptsListOut, dependencies=[reads(TranscriptsDomain)])
 def get_list(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
              after: Annotated[str, Query(max_length=256)] = "",
              limit: Annotated[int, Query(ge=1, le=10_000)] = 1000) -> TranscriptsListOut:
@@ -140,7 +140,7 @@ def get_list(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depe
     return TranscriptsListOut(transcripts=[TranscriptListedOut(**r) for r in rows], next_after=next_after)
 
 
-@router.get("/transcripts/{transcript_id}", response_class=Response, dependencies=[reads("transcripts")])
+@router.get("/transcripts/{transcript_id}", response_class=Response, dependencies=[reads(TranscriptsDomain)])
 def get_text(transcript_id: str, who: Annotated[Caller, Depends(caller)],
              db: Annotated[Engine, Depends(engine)], as_of: Annotated[AsOf, Query()] = None) -> Response:
     """The transcript's text now, or `as_of` a log position or timestamp (the version it had then; none yet: 404)."""
@@ -153,7 +153,7 @@ def get_text(transcript_id: str, who: Annotated[Caller, Depends(caller)],
                              "X-Transcript-Format": t.format})
 
 
-@router.get("/transcripts/{transcript_id}/lines", response_model=LinesOut, dependencies=[reads("transcripts")])
+@router.get("/transcripts/{transcript_id}/lines", response_model=LinesOut, dependencies=[reads(TranscriptsDomain)])
 def get_lines(transcript_id: str, who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, Depends(engine)],
               first: Annotated[int, Query(alias="from", ge=1, le=2**31 - 1)] = 1,
               last: Annotated[int | None, Query(alias="to", ge=1, le=2**31 - 1)] = None,
@@ -166,7 +166,7 @@ def get_lines(transcript_id: str, who: Annotated[Caller, Depends(caller)], db: A
 
 
 @router.get("/transcripts/{transcript_id}/chunks/{ord_}", response_model=ChunkDrillOut,
-            dependencies=[reads("transcripts")])
+            dependencies=[reads(TranscriptsDomain)])
 def get_chunk(transcript_id: str, ord_: int, who: Annotated[Caller, Depends(caller)],
               db: Annotated[Engine, Depends(engine)],
               content_hash: Annotated[str | None, Query(max_length=64)] = None,

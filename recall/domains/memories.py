@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, ScalarSelect
 
 from domain.errors import NotFound
+from domain.events import MEMORIES
 from domain.memory_status import RECALLABLE
 from domain.privacy import PrivacyPolicy
 from infra.embedding import Embedder, get_embedder
@@ -30,7 +31,7 @@ def hit(r: RecallResult) -> DomainHit:
 
 
 class MemoryDomain:
-    name = "memories"
+    name = MEMORIES  # the hit-log's name of its results' domain (domain/events/hitlog.py)
     read_models = READ_MODELS  # what a read of it waits for (min_position); a vector may follow
     times = ("valid", "recorded")  # occurred_at; memory_versions
 

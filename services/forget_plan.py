@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sqlalchemy import Connection, text
 
 from domain.events import (
+    MEMORIES,
     BlindSpotRegistered,
     CodeFilePut,
     DeepRecallServed,
     DeepRecallStored,
     DocumentPut,
+    EventSchema,
     ForgetKind,
     MemoryRecorded,
     RecallFeedbackGiven,
@@ -40,24 +43,84 @@ from eventstore import subjects
 from eventstore.codec import FORGOTTEN
 from eventstore.query import EventFilter, query_page
 from eventstore.read import Checkpoint
+from readmodels.item_domains import CHUNKS, MESSAGES, SECTIONS, SYMBOLS
 
 _HIT_LOG = [t.type_name() for t in (RecallFeedbackGiven, DeepRecallServed, DeepRecallStored, BlindSpotRegistered)]
 _SEALED_HIT_LOG = (RecallServed.type_name(), ResultDrilled.type_name())  # results sealed: searched opened
-# Where an entity's name is found: the read models that hold text, each answering the stream of its item.
-_NAMED_IN = (
-    ("memories", "SELECT DISTINCT 'memory-' || memory_id FROM memories WHERE tenant = :tenant AND content ~* :word"),
-    # a memory's earlier texts (before a reinforcement or merge rewrote it) live on in its versions (as_of reads)
-    ("memories", "SELECT DISTINCT 'memory-' || memory_id FROM memory_versions WHERE tenant = :tenant"
-                 " AND content ~* :word"),
-    ("memories", "SELECT DISTINCT 'memory-' || memory_id FROM memory_entities WHERE tenant = :tenant"
-                 " AND lower(entity) = lower(:name)"),
-    ("sessions", "SELECT DISTINCT 'session-' || session_id FROM session_messages WHERE tenant = :tenant"
-                 " AND content ~* :word"),
-    ("transcripts", "SELECT DISTINCT transcript_id FROM transcript_chunks WHERE tenant = :tenant AND text ~* :word"),
-    ("documents", "SELECT DISTINCT document_id FROM knowledge_sections WHERE tenant = :tenant AND text ~* :word"),
-    ("code", "SELECT DISTINCT json_build_array(repo, path)::text FROM code_files WHERE tenant = :tenant"
-             " AND content ~* :word"),
-)
+Row = Any  # a read-model row, its columns by name
+
+
+@dataclass(frozen=True)
+class OwnStreams:
+    """One kind of a subject's own streams, described once: what finds them, and what the hit-log names them by
+    (its records name a memory or a session by its id, a document by its path, a transcript by its id, a code
+    file by its repository)."""
+
+    label: str  # the plan's key (Plan.streams, the receipt's counts)
+    put: type[EventSchema]  # the event whose plain fields (never sealed) find its streams by a subject's value
+    # SQL on the read models that hold its text (the log's is sealed): the rows whose text names an entity (:word,
+    # :name), one for each stream, which `stream_of` reads from the row
+    named_in: tuple[str, ...]
+    stream_of: Callable[[Row], str]
+    # The hit-log names it by its id (`id_stream`: the stream of an id, read backwards from a stream by
+    # `id_in`), or by a field of `put` that named_in's rows hold as a column (`named_by`): one of the two.
+    id_stream: Callable[[str], str] | None = None
+    named_by: str | None = None
+
+
+def id_in(stream: str, id_stream: Callable[[str], str]) -> str:
+    """The id a stream of `id_stream` (an id behind a fixed prefix: memory_stream, session_stream) is named by."""
+    return stream.removeprefix(id_stream(""))
+
+
+def _memory_stream(memory_id: str) -> str:
+    return memory_stream(memory_id)  # type: ignore[arg-type]  # validated as a UUID by the route
+
+
+MEMORY_STREAMS = OwnStreams(
+    MEMORIES, MemoryRecorded,
+    ("SELECT DISTINCT memory_id FROM memories WHERE tenant = :tenant AND content ~* :word",
+     # a memory's earlier texts (before a reinforcement or merge rewrote it) live on in its versions (as_of reads)
+     "SELECT DISTINCT memory_id FROM memory_versions WHERE tenant = :tenant AND content ~* :word",
+     "SELECT DISTINCT memory_id FROM memory_entities WHERE tenant = :tenant AND lower(entity) = lower(:name)"),
+    lambda r: memory_stream(r.memory_id), id_stream=_memory_stream)
+SESSION_STREAMS = OwnStreams(
+    MESSAGES.name, SessionMessagesAppended,
+    (f"SELECT DISTINCT session_id FROM {MESSAGES.table} WHERE tenant = :tenant AND content ~* :word",),
+    lambda r: session_stream(r.session_id), id_stream=session_stream)
+TRANSCRIPT_STREAMS = OwnStreams(
+    CHUNKS.name, TranscriptChunksPut,
+    (f"SELECT DISTINCT transcript_id FROM {CHUNKS.table} WHERE tenant = :tenant AND text ~* :word",),
+    lambda r: transcript_stream(r.transcript_id), named_by="transcript_id")
+DOCUMENT_STREAMS = OwnStreams(  # a section's document_id is its document's stream
+    "documents", DocumentPut,
+    (f"SELECT DISTINCT document_id, path FROM {SECTIONS.table} WHERE tenant = :tenant AND text ~* :word",),
+    lambda r: r.document_id, named_by="path")
+CODE_STREAMS = OwnStreams(
+    SYMBOLS.name, CodeFilePut,
+    ("SELECT DISTINCT repo, path FROM code_files WHERE tenant = :tenant AND content ~* :word",),
+    lambda r: code_file_stream(r.repo, r.path), named_by="repo")
+OWN_STREAMS = (MEMORY_STREAMS, SESSION_STREAMS, TRANSCRIPT_STREAMS, DOCUMENT_STREAMS, CODE_STREAMS)  # plan order
+
+
+@dataclass(frozen=True)
+class Find:
+    """A subject's value finds streams of `kind`: those whose `put` event holds it in `field` (None: the value is
+    the stream's own id, kind.id_stream)."""
+
+    kind: OwnStreams
+    field: str | None
+
+
+ENTITY: ForgetKind = "entity"  # searched in every kind's named_in instead
+FINDS: dict[ForgetKind, tuple[Find, ...]] = {
+    "memory_id": (Find(MEMORY_STREAMS, None),),
+    "agent_id": (Find(MEMORY_STREAMS, "agent_id"), Find(SESSION_STREAMS, "agent_id")),
+    "session_id": (Find(MEMORY_STREAMS, "session_id"), Find(SESSION_STREAMS, None)),
+    "path": (Find(DOCUMENT_STREAMS, "path"),),
+    "transcript_id": (Find(TRANSCRIPT_STREAMS, "transcript_id"),),
+    "repo": (Find(CODE_STREAMS, "repo"),),
+}
 
 
 @dataclass(frozen=True)
@@ -92,60 +155,39 @@ class Plan:
         return bool(self.own)
 
 
-def _by_field(conn: Connection, tenant: str, types: list[str], field_: str, value: str) -> list[str]:
-    return subjects.streams_with(conn, tenant, types, field_, value)
+def _find(conn: Connection, tenant: str, find: Find, value: str, plan: Plan) -> None:
+    kind = find.kind
+    if find.field is None:
+        assert kind.id_stream is not None, kind.label  # a Find by id names a kind with one (tests/unit)
+        stream = kind.id_stream(value)
+        plan.streams[kind.label] = [stream] if subjects.stream_exists(conn, tenant, stream) else []
+        return
+    plan.streams[kind.label] = subjects.streams_with(conn, tenant, [kind.put.type_name()], find.field, value)
+    if find.field == kind.named_by:
+        plan.values.append(value)  # the hit-log names these streams by the value that found them
 
 
 def _entity(conn: Connection, tenant: str, name: str, plan: Plan) -> None:
     word = r"\m" + re.escape(name).replace(r"\ ", r"\s+") + r"\M"  # the whole name, any spacing, any case
-    for kind, sql in _NAMED_IN:
-        found = [str(v) for v in conn.execute(text(sql), {"tenant": tenant, "word": word, "name": name}).scalars()]
-        if kind == "transcripts":
-            plan.values += found
-            found = [transcript_stream(t) for t in found]
-        elif kind == "code":
-            pairs = [json.loads(f) for f in found]
-            plan.values += sorted({repo for repo, _ in pairs})
-            found = [code_file_stream(repo, path) for repo, path in pairs]
-        elif kind == "documents":
-            plan.values += list(conn.execute(text(
-                "SELECT DISTINCT path FROM knowledge_documents WHERE tenant = :tenant AND document_id = ANY(:ids)"),
-                {"tenant": tenant, "ids": found}).scalars())
-        plan.streams[kind] = sorted(set(plan.streams.get(kind, [])) | set(found))
+    params = {"tenant": tenant, "word": word, "name": name}
+    for kind in OWN_STREAMS:
+        rows = [row for sql in kind.named_in for row in conn.execute(text(sql), params)]
+        plan.streams[kind.label] = sorted({kind.stream_of(r) for r in rows})
+        if kind.named_by is not None:
+            plan.values += sorted({str(getattr(r, kind.named_by)) for r in rows})
 
 
 def resolve(conn: Connection, tenant: str, subject: Subject) -> Plan:
     """The plan of a forget: nothing is changed."""
     plan = Plan(subject)
-    kind, value = subject.kind, subject.value
-    recorded, sessions = [MemoryRecorded.type_name()], [SessionMessagesAppended.type_name()]
-    if kind == "memory_id":
-        stream = memory_stream(value)  # type: ignore[arg-type]  # validated as a UUID by the route
-        if subjects.stream_exists(conn, tenant, stream):
-            plan.streams["memories"] = [stream]
-    elif kind == "agent_id":
-        plan.streams["memories"] = _by_field(conn, tenant, recorded, "agent_id", value)
-        plan.streams["sessions"] = _by_field(conn, tenant, sessions, "agent_id", value)
-    elif kind == "session_id":
-        plan.streams["memories"] = _by_field(conn, tenant, recorded, "session_id", value)
-        stream = session_stream(value)
-        plan.streams["sessions"] = [stream] if subjects.stream_exists(conn, tenant, stream) else []
-    elif kind == "path":
-        plan.streams["documents"] = _by_field(conn, tenant, [DocumentPut.type_name()], "path", value)
-        plan.values.append(value)
-    elif kind == "transcript_id":
-        plan.streams["transcripts"] = _by_field(conn, tenant, [TranscriptChunksPut.type_name()], "transcript_id",
-                                                value)
-        plan.values.append(value)
-    elif kind == "repo":
-        plan.streams["code"] = _by_field(conn, tenant, [CodeFilePut.type_name()], "repo", value)
-        plan.values.append(value)
-    elif kind == "entity":
-        _entity(conn, tenant, value, plan)
-    for stream in plan.streams.get("memories", []):
-        plan.values.append(stream.removeprefix("memory-"))
-    for stream in plan.streams.get("sessions", []):
-        plan.values.append(stream.removeprefix("session-"))
+    if subject.kind == ENTITY:
+        _entity(conn, tenant, subject.value, plan)
+    else:
+        for find in FINDS[subject.kind]:
+            _find(conn, tenant, find, subject.value, plan)
+    for kind in OWN_STREAMS:  # the kinds the hit-log names by their ids: read from their streams
+        if kind.id_stream is not None:
+            plan.values += [id_in(s, kind.id_stream) for s in plan.streams.get(kind.label, [])]
     if plan.found:
         _dependents(conn, tenant, plan)
         _count(conn, tenant, plan)
@@ -188,4 +230,4 @@ def _count(conn: Connection, tenant: str, plan: Plan) -> None:
     plan.keys = subjects.count_keys(conn, tenant, streams)
 
 
-__all__ = ["Plan", "Subject", "resolve"]
+__all__ = ["ENTITY", "FINDS", "OWN_STREAMS", "Find", "OwnStreams", "Plan", "Subject", "id_in", "resolve"]

@@ -4,7 +4,7 @@ per partition of its work, each the place of its tenants' events)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -61,6 +61,34 @@ SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
 # A tenant's read waits for its own events only: another tenant's backlog is not what it reads.
 _CAUGHT_UP_ANY = text(_CAUGHT_UP.format(rows=_ROWS, ahead=_AHEAD, tenant=""))
 _CAUGHT_UP_TENANT = text(_CAUGHT_UP.format(rows=_TENANT_ROW, ahead=_AHEAD, tenant=" AND e.tenant = :tenant"))
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one reader stands, in a glance: whether the log holds events of its types after a checkpoint of its,
+    and the partition counts its checkpoint rows hold (one count, unless a repartitioning is under way)."""
+    ahead: bool
+    partitions: frozenset[int]
+
+
+def standings(conn: Connection, readers: Mapping[str, Sequence[str]]) -> dict[str, Standing]:
+    """Each reader's Standing (by name, from the types it reads), in one statement: an index probe per checkpoint
+    row and type (each type's own range of events_type_tx_position), whatever the log's length. Events of a
+    transaction still running are not seen, as no reader reads them yet; their commit wakes the readers again
+    (infra/wake.py)."""
+    names = list(readers)
+    values = ", ".join(f"(CAST(:name_{i} AS text), CAST(:types_{i} AS text[]))" for i in range(len(names)))
+    rows = _ROWS.replace(":name", "w.name")
+    sql = f"""
+    SELECT w.name, bool_or(EXISTS (SELECT 1 FROM unnest(w.types) t(type) CROSS JOIN LATERAL (
+               SELECT 1 {_AHEAD.replace('= ANY(:types)', '= t.type')} LIMIT 1) a)) AS ahead,
+           array_agg(DISTINCT c.partitions) AS partitions
+    FROM (VALUES {values}) w(name, types) CROSS JOIN LATERAL ({rows}) c
+    GROUP BY w.name"""
+    params: dict[str, object] = {}
+    for i, name in enumerate(names):
+        params[f"name_{i}"], params[f"types_{i}"] = name, list(readers[name])
+    return {r.name: Standing(bool(r.ahead), frozenset(r.partitions)) for r in conn.execute(text(sql), params)}
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,26 @@ MAX_ERROR_RETRIES = 5
 def catch_up_all() -> int:
     """Catch every projector up, each on its own: one that fails stops only itself (logged), never the others.
     Each in the partitions this worker is configured with (settings.projection_partitions), shared with the other
-    workers batch by batch (projections/partitions.py)."""
+    workers batch by batch (projections/partitions.py). One statement first tells which have anything to do: a
+    wake-up follows every append, and most appends concern a few of the projectors (a recall's hit-log event, six of
+    fifteen); the others are passed over, unless their partitions are to be split anew."""
+    from eventstore.progress import standings
     from projections.registry import PROJECTORS
     from projections.runner import catch_up
 
     settings = get_settings()
-    engine, batch = get_engine(), settings.projection_batch_size
+    engine, batch, wanted = get_engine(), settings.projection_batch_size, settings.projection_partitions
+    try:
+        with engine.connect() as conn:
+            standing = standings(conn, {name: p.types for name, p in PROJECTORS.items()})
+    except Exception as exc:  # each projector is then tried, and fails (or not) on its own
+        log.warning("projection.standings_failed", error=str(exc)[:500], unavailable=is_unavailable(exc))
+        standing = {}
     applied = 0
     for projector in PROJECTORS.values():
+        found = standing.get(projector.name)
+        if found is not None and not found.ahead and found.partitions == {wanted}:
+            continue
         try:
             applied += catch_up(engine, projector, batch, partitions=settings.projection_partitions)
         except Exception as exc:

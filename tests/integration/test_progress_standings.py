@@ -1,0 +1,83 @@
+"""Where each reader stands in one statement (eventstore/progress.py standings), and the worker's catch-up passing
+over the projectors that have nothing to do (workers/actors.py catch_up_all): a wake-up follows every append, and
+most appends concern a few of the projectors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection
+
+from domain.events import RecordedEvent
+from eventstore.progress import standings
+from projections.registry import PROJECTORS
+from projections.runner import catch_up
+from services.remember import MemoryInput, remember
+
+pytestmark = pytest.mark.own_database
+META = {"actor": "test", "correlation_id": "standings"}
+
+
+class CountingProjector:
+    """Applies nothing; counts the MemoryRecorded events it is given."""
+
+    types = ("MemoryRecorded",)
+    tables: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.name = "test_counting"
+        self.applied = 0
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        self.applied += len(events)
+
+
+def _write(engine: Any, tenant: str, text_: str) -> None:
+    remember(engine, tenant, [MemoryInput(text_, must_keep=True)], META)
+
+
+def test_a_reader_is_ahead_until_it_has_applied_every_event_of_its_types(engine, tenant) -> None:
+    counting = CountingProjector()
+    readers = {counting.name: counting.types, "never_read": ("SectionStatusChanged",)}
+    _write(engine, tenant, "the Porto warehouse door code is 7370")
+    with engine.connect() as conn:
+        before = standings(conn, readers)
+    assert before[counting.name].ahead  # no checkpoint yet: everything is ahead
+    assert before[counting.name].partitions == {1}
+    assert not before["never_read"].ahead  # no event of its type in the log
+    catch_up(engine, counting, 100)
+    with engine.connect() as conn:
+        assert not standings(conn, readers)[counting.name].ahead
+    _write(engine, tenant, "the Porto warehouse door code is 7320")
+    with engine.connect() as conn:
+        assert standings(conn, readers)[counting.name].ahead
+    catch_up(engine, counting, 100)
+    assert counting.applied == 2
+
+
+def test_catch_up_all_runs_only_the_projectors_with_events_ahead(engine, tenant, monkeypatch) -> None:
+    import projections.runner
+    from workers.actors import catch_up_all
+
+    counting = CountingProjector()
+    monkeypatch.setitem(PROJECTORS, counting.name, counting)
+    ran: list[str] = []
+
+    def recording(engine_: Any, projector: Any, *args: Any, **kwargs: Any) -> int:
+        ran.append(projector.name)
+        return catch_up(engine_, projector, *args, **kwargs)
+
+    monkeypatch.setattr(projections.runner, "catch_up", recording)
+    _write(engine, tenant, "Bob's phone is 555-1234")
+    catch_up_all()
+    assert {counting.name, "memories", "keyword"} <= set(ran)
+    ran.clear()
+    catch_up_all()
+    assert ran == []  # every projector has applied everything: none is run
+    _write(engine, tenant, "Bob's badge is 5521")
+    catch_up_all()
+    assert counting.name in ran and "memories" in ran
+    assert "sessions" not in ran and "transcripts" not in ran  # nothing of theirs was appended
+    assert counting.applied == 2

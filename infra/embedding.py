@@ -61,6 +61,7 @@ class Embedder:
         self.cache_root = cache_root
         self._encode: Callable[[list[str]], np.ndarray] | None = None
         self.active_backend: str | None = None
+        self._warm = False
 
     def _resolve(self) -> Callable[[list[str]], np.ndarray]:
         if self._encode is None:
@@ -95,7 +96,12 @@ class Embedder:
         return _QUERY_VECTORS.get((tenant, self.model, text_), lambda: to_pgvector(self.encode_one(text_)))
 
     def warm(self) -> None:
-        self.encode_one("warm up")
+        """Load the model and run it once, so the first real request pays neither. Once per embedder: the vector
+        projectors call it before every batch, and a forward pass each time cost a recall's hit-log event more
+        worker time than applying it."""
+        if not self._warm:
+            self.encode_one("warm up")
+            self._warm = True
 
 
 def to_pgvector(vector: np.ndarray) -> str:

@@ -197,21 +197,23 @@ def partitions_for(engine: Engine, projector: Projector, wanted: int) -> list[Pa
 
 
 def catch_up(engine: Engine, projector: Projector, batch_size: int, max_seconds: float = 60.0,
-             partitions: int | None = None) -> int:
+             partitions: int | None = None, max_batches: int | None = None) -> int:
     """Apply batches until every partition is caught up or held by another runner, or time is up; `partitions`:
-    the count a worker is configured with (split anew to it, `partitions_for`). The partitions are tried from a
-    random one on, so runners that start together take different ones."""
+    the count a worker is configured with (split anew to it, `partitions_for`); `max_batches`: at most this many
+    per partition (the caller then asks whether more are due). The partitions are tried from a random one on, so
+    runners that start together take different ones."""
     applied = 0
     deadline = time.monotonic() + max_seconds
     layout = (parts.layout(engine, projector.name) if partitions is None
               else partitions_for(engine, projector, partitions))
     first = random.randrange(len(layout))
     for partition in layout[first:] + layout[:first]:
-        while time.monotonic() < deadline:
+        batches = 0
+        while time.monotonic() < deadline and (max_batches is None or batches < max_batches):
             n = run_batch(engine, projector, batch_size, partition)
             if not n:
                 break
-            applied += n
+            applied, batches = applied + n, batches + 1
     return applied
 
 

@@ -8,17 +8,21 @@ database is unavailable the message is retried without a limit (it stays queued 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import dramatiq
 import structlog
+from sqlalchemy import Engine
 
 from domain.errors import ConcurrencyConflict, DomainError
+from eventstore.progress import Standing, standings
 from infra.broker import broker  # noqa: F401 - binds the actors below to the configured broker
 from infra.db import get_engine
 from infra.db_errors import is_unavailable
 from infra.settings import get_settings
 from infra.wake import PROJECTIONS_QUEUE, RUN_PROJECTIONS_ACTOR
+from projections.base import Projector
 from workers.ingest_dead_letters import append_message, park
 
 log = structlog.get_logger(__name__)
@@ -27,35 +31,56 @@ MAX_CONFLICT_RETRIES = 20
 MAX_ERROR_RETRIES = 5
 
 
-def catch_up_all() -> int:
+def catch_up_all(max_seconds: float = 60.0) -> int:
     """Catch every projector up, each on its own: one that fails stops only itself (logged), never the others.
     Each in the partitions this worker is configured with (settings.projection_partitions), shared with the other
-    workers batch by batch (projections/partitions.py). One statement first tells which have anything to do: a
-    wake-up follows every append, and most appends concern a few of the projectors (a recall's hit-log event, six of
-    fifteen); the others are passed over, unless their partitions are to be split anew."""
-    from eventstore.progress import standings
+    workers batch by batch (projections/partitions.py).
+
+    In rounds, one batch per partition each, with one statement before every round telling which projectors have
+    events of their types after a checkpoint (eventstore/progress.py standings): a wake-up follows every append,
+    and most appends concern a few of the projectors (a recall's hit-log event, six of fifteen), so the others are
+    passed over (unless their partitions are to be split anew), and a projector that applied its events is not
+    run again only to find nothing. A projector whose batch applied nothing (its first event failing, or another
+    runner holding it) waits for the next wake-up, as it did."""
     from projections.registry import PROJECTORS
     from projections.runner import catch_up
 
     settings = get_settings()
     engine, batch, wanted = get_engine(), settings.projection_batch_size, settings.projection_partitions
+    deadline = time.monotonic() + max_seconds
+    applied = 0
+    due = list(PROJECTORS.values())
+    while due:
+        standing = _standings(engine, due)
+        progressed = []
+        for projector in due:
+            found = standing.get(projector.name)
+            if found is not None and not found.ahead and found.partitions == {wanted}:
+                continue
+            try:
+                n = catch_up(engine, projector, batch, deadline - time.monotonic(), wanted, max_batches=1)
+            except Exception as exc:
+                log.warning("projection.catch_up_failed", projection=projector.name, error=str(exc)[:500],
+                            unavailable=is_unavailable(exc))
+                continue
+            applied += n
+            if n:
+                progressed.append(projector)
+        if time.monotonic() >= deadline:
+            break
+        due = progressed
+    return applied
+
+
+def _standings(engine: Engine, projectors: list[Projector]) -> dict[str, Standing]:
+    """Where each of `projectors` stands; none known when the statement fails (each is then tried, and fails or
+    not on its own)."""
     try:
         with engine.connect() as conn:
-            standing = standings(conn, {name: p.types for name, p in PROJECTORS.items()})
-    except Exception as exc:  # each projector is then tried, and fails (or not) on its own
+            return standings(conn, {p.name: p.types for p in projectors})
+    except Exception as exc:
         log.warning("projection.standings_failed", error=str(exc)[:500], unavailable=is_unavailable(exc))
-        standing = {}
-    applied = 0
-    for projector in PROJECTORS.values():
-        found = standing.get(projector.name)
-        if found is not None and not found.ahead and found.partitions == {wanted}:
-            continue
-        try:
-            applied += catch_up(engine, projector, batch, partitions=settings.projection_partitions)
-        except Exception as exc:
-            log.warning("projection.catch_up_failed", projection=projector.name, error=str(exc)[:500],
-                        unavailable=is_unavailable(exc))
-    return applied
+        return {}
 
 
 @dramatiq.actor(queue_name=PROJECTIONS_QUEUE, actor_name=RUN_PROJECTIONS_ACTOR, max_retries=0,

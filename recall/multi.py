@@ -6,8 +6,9 @@ Per-domain scores are not comparable, so buckets never mix them: each domain tha
 bucket with its reason. Beside the buckets, one fused list: the buckets' results by their calibrated relevance
 (the chance each answers the query, one scale across domains: recall/relevance.py), top k.
 
-Read-only: the query is embedded once here (no item is embedded on the read path: workers embed them lazily,
-from the hit-log), and the one write is a single RecallServed for the whole fan-out.
+Read-only: the query is embedded once here, while the keyword-only domains search (no item is embedded on the
+read path: workers embed them lazily, from the hit-log), and the one write is a single RecallServed for the whole
+fan-out.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -104,11 +105,10 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
     asked = list(request.domains) or with_data  # asked for by name: answered, if only with "no data"
     ceiling = request.k or settings.recall_multi_ceiling
     quota = max(1, ceiling // max(1, len(with_data)))
-    query_vector = embedder.query_vector(scope.tenant, request.query) if with_data else None
-    q = DomainQuery(scope, request.query, quota, now, policy, query_vector, request.include_history, request.options,
-                    request.frame, held=request.frame.as_of is None)
+    keyword_q = DomainQuery(scope, request.query, quota, now, policy, None, request.include_history, request.options,
+                            request.frame, held=request.frame.as_of is None)
 
-    def answer(name: str) -> DomainAnswer:
+    def answer(name: str, q: DomainQuery) -> DomainAnswer:
         if name not in with_data:
             return DomainAnswer([], "no data")
         unkept = [t for t in request.frame.times() if t not in DOMAINS[name].times]
@@ -123,8 +123,16 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
             log.exception("recall_multi.domain_failed", domain=name)
             return DomainAnswer([], f"failed: {type(exc).__name__}")
 
-    with ThreadPoolExecutor(max_workers=max(1, len(with_data))) as pool:
-        answers = list(pool.map(answer, asked))
+    # The query is embedded once, in the pool: the keyword-only domains are asked meanwhile (the model runs
+    # outside the GIL), the others once the vector is there.
+    keyword_only = [d for d in asked if not DOMAINS[d].vector_leg or d not in with_data]
+    with ThreadPoolExecutor(max_workers=max(1, len(with_data)) + 1) as pool:
+        embedding = (pool.submit(embedder.query_vector, scope.tenant, request.query)
+                     if any(DOMAINS[d].vector_leg for d in with_data) else None)
+        asking = {d: pool.submit(answer, d, keyword_q) for d in keyword_only}
+        q = keyword_q if embedding is None else replace(keyword_q, query_vector=embedding.result())
+        asking.update({d: pool.submit(answer, d, q) for d in asked if d not in asking})
+        answers = [asking[d].result() for d in asked]
     buckets = [Bucket(name, quota if name in with_data else 0, a.results[:quota], a.reason, a.explanation)
                for name, a in zip(asked, answers, strict=True)]
     latency_ms = (time.perf_counter() - started) * 1000

@@ -81,6 +81,12 @@ class RecallDomain(Protocol):
         time it does not keep, it answers nothing (the aggregator says why), never something out of range."""
         ...
 
+    @property
+    def vector_leg(self) -> bool:
+        """Whether its search reads the query's vector (`DomainQuery.query_vector`); a keyword-only domain is asked
+        while the query is being embedded."""
+        ...
+
     def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
         """Whether the scope holds anything this domain could answer, as a `data_check` test (the default fan-out
         asks only the domains that do, all in one statement: `held`)."""

@@ -233,6 +233,7 @@ class CodeDomain:
     name = CODE
     times: tuple[str, ...] = ("recorded",)  # no valid time; code_symbol_versions (as_of)
     read_models = (SYMBOLS.projection,)  # what a read of it waits for (min_position)
+    vector_leg = SYMBOLS.vectors is not None  # a vectors table declared: the query's vector is read
 
     def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
         return data_check(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED), **frame.params()})

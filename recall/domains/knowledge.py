@@ -116,6 +116,7 @@ class KnowledgeDomain:
     name = KNOWLEDGE
     times: tuple[str, ...] = ("recorded",)  # no valid time; knowledge_section_versions (as_of)
     read_models = (SECTIONS.projection,)  # what a read of it waits for (min_position); section vectors come lazily
+    vector_leg = SECTIONS.vectors is not None  # a vectors table declared: the query's vector is read
 
     def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:
         return data_check(_has_data(frame), {"tenant": scope.tenant, "statuses": list(RECALLED),

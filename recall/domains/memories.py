@@ -33,6 +33,7 @@ def hit(r: RecallResult) -> DomainHit:
 class MemoryDomain:
     name = MEMORIES  # the hit-log's name of its results' domain (domain/events/hitlog.py)
     read_models = READ_MODELS  # what a read of it waits for (min_position); a vector may follow
+    vector_leg = True  # the funnel's vector leg
     times = ("valid", "recorded")  # occurred_at; memory_versions
 
     def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:

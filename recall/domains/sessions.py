@@ -216,6 +216,7 @@ def _history_scored(ranked: list[MixRanked], status: dict[tuple[str, int], str])
 class SessionsDomain:
     name = SESSIONS
     read_models = (MESSAGES.projection,)  # what a read of it waits for (min_position)
+    vector_leg = MESSAGES.vectors is not None  # a vectors table declared: the query's vector is read
     times = ("valid", "recorded")  # a message's created_at; session_message_versions (as_of)
 
     def data_check(self, scope: Scope, frame: TimeFrame = NOW) -> ScalarSelect[Any]:

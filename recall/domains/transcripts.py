@@ -99,6 +99,7 @@ def chunk_out(row: Any) -> dict[str, Any]:
 class TranscriptsDomain:
     name = TRANSCRIPTS
     read_models = (CHUNKS.projection,)  # what a read of it waits for (min_position); chunk vectors lazily
+    vector_leg = CHUNKS.vectors is not None  # a vectors table declared: the query's vector is read
     # valid: a chunk's [started_at, ended_at] (one with no start answers no dated recall); recorded:
     # transcript_chunk_versions (as_of)
     times = ("valid", "recorded")

@@ -33,6 +33,7 @@ class Notes:
 
     name = "notes"
     read_models: tuple[str, ...] = ()  # no projection of its own: a min_position waits for nothing here
+    vector_leg = True  # handed the query's vector, as the vector domains are
     seen: list[DomainQuery] = []
 
     def __init__(self, notes: dict[str, list[str]]) -> None:
@@ -156,3 +157,27 @@ def test_memories_and_knowledge_answer_their_own_buckets(client, engine, tenant)
     record = client.get(f"/v1/recalls/{body['recall_id']}").json()
     assert {r["domain"] for r in record["results"]} == {"memories", "knowledge"}
     assert all(r["handle"] for r in record["results"] if r["domain"] == "knowledge")
+
+
+def test_a_keyword_only_domain_is_asked_without_the_query_vector_and_the_others_with_it(client, engine, tenant,
+                                                                                        notes, monkeypatch):
+    """The query is embedded once, while the keyword-only domains search; a domain with a vector leg gets it."""
+    import recall.domains.registry
+    import recall.multi
+
+    class KeywordNotes(Notes):
+        name = "keyword_notes"
+        vector_leg = False
+        seen: list[DomainQuery] = []
+
+    keyword = KeywordNotes({tenant: ["a deploy note about the rollback window"]})
+    domains = {**recall.multi.DOMAINS, "keyword_notes": keyword}
+    monkeypatch.setattr(recall.domains.registry, "DOMAINS", domains)
+    monkeypatch.setattr(recall.multi, "DOMAINS", domains)
+    notes.seen.clear()
+    out = client.post("/v1/recall/multi", json={"query": "rollback window", "domains": ["notes", "keyword_notes"]})
+    assert out.status_code == 200, out.text
+    assert [len(b["results"]) > 0 for b in out.json()["buckets"]] == [True, True]
+    [with_vector], [without] = notes.seen, keyword.seen
+    assert with_vector.query_vector and with_vector.query_vector.startswith("[")
+    assert without.query_vector is None

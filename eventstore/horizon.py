@@ -27,7 +27,9 @@ HORIZON = f"""(
   FROM pg_snapshot_xip(pg_current_snapshot()) AS r
   WHERE mod(r::text::bigint, 4294967296) NOT IN (SELECT xid32 FROM quiet))"""
 
-_NOT_APPENDING = text(f"SELECT pg_advisory_xact_lock_shared({_CLASS}, {_OBJECT})")
+# The declaration as an SQL expression, for a statement that also does other things first in its transaction.
+NOT_APPENDING = f"pg_advisory_xact_lock_shared({_CLASS}, {_OBJECT})"
+_NOT_APPENDING = text(f"SELECT {NOT_APPENDING}")
 
 
 # The horizon now, and the log's last position under it: a reader that finds nothing of its own below the horizon
@@ -49,4 +51,4 @@ def declare_not_appending(conn: Connection) -> None:
     conn.execute(_NOT_APPENDING)
 
 
-__all__ = ["HORIZON", "declare_not_appending", "horizon_and_head"]
+__all__ = ["HORIZON", "NOT_APPENDING", "declare_not_appending", "horizon_and_head"]

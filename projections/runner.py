@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass
 
 import structlog
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 
 from domain.events import RecordedEvent
-from eventstore.horizon import declare_not_appending, horizon_and_head
+from eventstore.horizon import NOT_APPENDING, declare_not_appending, horizon_and_head
 from eventstore.progress import has_reached as log_reached
 from eventstore.progress import progress
 from eventstore.read import Checkpoint, read_after
@@ -154,10 +154,17 @@ def apply_next(conn: Connection, projector: Projector, partition: Partition, bat
     return len(done)
 
 
+# A batch's first statement, one round trip: this transaction appends nothing (however long it runs, readers of the
+# log need not wait for it), then the projection's lock shared and, only when that is had, the partition's.
+_TRY_CLAIM = text(f"""SELECT {NOT_APPENDING} AS quiet,
+                             CASE WHEN pg_try_advisory_xact_lock_shared(hashtext(:projection))
+                                  THEN pg_try_advisory_xact_lock(hashtext(:partition)) ELSE false END AS claimed""")
+
+
 def _run_batch(engine: Engine, projector: Projector, batch_size: int, partition: Partition) -> int | None:
     with engine.begin() as conn:
-        declare_not_appending(conn)  # first: however long this batch runs, readers of the log need not wait for it
-        if not _claim(conn, projector.name, partition, wait=False):
+        if not conn.execute(_TRY_CLAIM, {"projection": lock_key(projector.name),
+                                         "partition": parts.partition_key(projector.name, partition)}).one().claimed:
             return None
         return apply_next(conn, projector, partition, batch_size)
 

@@ -1,0 +1,107 @@
+"""What the worker spends on one recall: each recall/multi appends a RecallServed that six projectors apply (hits,
+activity, edges, references, lazy vectors), and on the real stack that work shares the cores with the next recall.
+
+In process, sequential, on a store that bench/recall_multi.py loaded (DATABASE_URL and REDIS_URL of it; run that
+first, e.g. against a PostgreSQL you keep): per query of its mix, recall/multi with the default fan-out, then
+`workers.actors.catch_up_all` as a wake-up runs it, timed alone: the worker's Python CPU, PostgreSQL's CPU (every
+backend of the server's postmaster, from /proc: the server must run on this machine), and the statements it sent.
+
+    DATABASE_URL=... REDIS_URL=... python -m bench.hitlog_projection [--queries 60] [--output FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import machine, machine_line, save_result
+
+WARMUP = 10
+
+
+def _postgres_cpu_s(postmaster: int) -> float:
+    """CPU seconds of the postmaster's children (the backends) so far."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _postmaster(engine: Any) -> int:
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        backend = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from sqlalchemy import event
+
+    from bench.recall_multi import _material, _queries
+    from infra.db import get_engine
+    from infra.embedding import get_embedder
+    from infra.logging import configure_logging
+    from infra.settings import get_settings
+    from recall.multi import MultiRequest, recall_multi
+    from recall.scope import Scope
+    from workers.actors import catch_up_all
+
+    configure_logging("warning")
+    settings, engine = get_settings(), get_engine()
+    embedder = get_embedder(settings.embedding_model)
+    session_texts, sections = _material(argparse.Namespace(messages=10_000, sections=1000))
+    queries = _queries(args.queries, 3000, session_texts, sections)
+    for q in queries:
+        embedder.query_vector("default", q)  # the recall's own cost is not what is measured here
+    postmaster = _postmaster(engine)
+    sent = [0]
+
+    def count(*_: Any) -> None:
+        sent[0] += 1
+
+    catch_up_all()
+    for q in queries[:WARMUP]:
+        recall_multi(engine, embedder, settings, MultiRequest(Scope("default"), q), {})
+        catch_up_all()
+    event.listen(engine, "before_cursor_execute", count)
+    python_s = postgres_s = 0.0
+    statements = 0
+    for q in queries:
+        recall_multi(engine, embedder, settings, MultiRequest(Scope("default"), q), {})
+        cpu, pg, before = time.process_time(), _postgres_cpu_s(postmaster), sent[0]
+        catch_up_all()
+        python_s += time.process_time() - cpu
+        postgres_s += _postgres_cpu_s(postmaster) - pg
+        statements += sent[0] - before
+    event.remove(engine, "before_cursor_execute", count)
+    n = len(queries)
+    per = {"python_cpu_ms": round(python_s / n * 1000, 1), "postgres_cpu_ms": round(postgres_s / n * 1000, 1),
+           "statements": round(statements / n, 1)}
+    print(f"per recall/multi's hit-log event, catch_up_all: Python CPU {per['python_cpu_ms']} ms, PostgreSQL CPU "
+          f"{per['postgres_cpu_ms']} ms, {per['statements']} statements ({n} queries)", flush=True)
+    return {"bench": "hitlog_projection", "machine": machine(), "queries": n, "per_recall": per,
+            "path": "in process: recall.multi.recall_multi (default fan-out) then workers.actors.catch_up_all"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args()
+    if not os.environ.get("DATABASE_URL"):
+        raise SystemExit("set DATABASE_URL (and REDIS_URL) to a store bench.recall_multi loaded")
+    print(machine_line(), flush=True)
+    print(f"saved {save_result('hitlog-projection', run(args), args.output)}")
+
+
+if __name__ == "__main__":
+    main()

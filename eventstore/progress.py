@@ -69,6 +69,7 @@ class Standing:
     and the partition counts its checkpoint rows hold (one count, unless a repartitioning is under way)."""
     ahead: bool
     partitions: frozenset[int]
+    stored: bool  # it has checkpoint rows (else it never ran: one partition, at the log's start)
 
 
 def standings(conn: Connection, readers: Mapping[str, Sequence[str]]) -> dict[str, Standing]:
@@ -82,13 +83,15 @@ def standings(conn: Connection, readers: Mapping[str, Sequence[str]]) -> dict[st
     sql = f"""
     SELECT w.name, bool_or(EXISTS (SELECT 1 FROM unnest(w.types) t(type) CROSS JOIN LATERAL (
                SELECT 1 {_AHEAD.replace('= ANY(:types)', '= t.type')} LIMIT 1) a)) AS ahead,
-           array_agg(DISTINCT c.partitions) AS partitions
+           array_agg(DISTINCT c.partitions) AS partitions,
+           EXISTS (SELECT 1 FROM projection_checkpoints p WHERE p.name = w.name) AS stored
     FROM (VALUES {values}) w(name, types) CROSS JOIN LATERAL ({rows}) c
     GROUP BY w.name"""
     params: dict[str, object] = {}
     for i, name in enumerate(names):
         params[f"name_{i}"], params[f"types_{i}"] = name, list(readers[name])
-    return {r.name: Standing(bool(r.ahead), frozenset(r.partitions)) for r in conn.execute(text(sql), params)}
+    return {r.name: Standing(bool(r.ahead), frozenset(r.partitions), bool(r.stored))
+            for r in conn.execute(text(sql), params)}
 
 
 @dataclass(frozen=True)

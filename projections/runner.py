@@ -204,15 +204,18 @@ def partitions_for(engine: Engine, projector: Projector, wanted: int) -> list[Pa
 
 
 def catch_up(engine: Engine, projector: Projector, batch_size: int, max_seconds: float = 60.0,
-             partitions: int | None = None, max_batches: int | None = None) -> int:
+             partitions: int | None = None, max_batches: int | None = None,
+             layout: list[Partition] | None = None) -> int:
     """Apply batches until every partition is caught up or held by another runner, or time is up; `partitions`:
     the count a worker is configured with (split anew to it, `partitions_for`); `max_batches`: at most this many
-    per partition (the caller then asks whether more are due). The partitions are tried from a random one on, so
-    runners that start together take different ones."""
+    per partition (the caller then asks whether more are due); `layout`: the partitions in force, when the caller
+    has just read them (a partition split anew since applies nothing: its checkpoint row is gone). The partitions
+    are tried from a random one on, so runners that start together take different ones."""
     applied = 0
     deadline = time.monotonic() + max_seconds
-    layout = (parts.layout(engine, projector.name) if partitions is None
-              else partitions_for(engine, projector, partitions))
+    if layout is None:
+        layout = (parts.layout(engine, projector.name) if partitions is None
+                  else partitions_for(engine, projector, partitions))
     first = random.randrange(len(layout))
     for partition in layout[first:] + layout[:first]:
         batches = 0

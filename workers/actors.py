@@ -23,6 +23,7 @@ from infra.db_errors import is_unavailable
 from infra.settings import get_settings
 from infra.wake import PROJECTIONS_QUEUE, RUN_PROJECTIONS_ACTOR
 from projections.base import Projector
+from projections.partitions import Partition
 from workers.ingest_dead_letters import append_message, park
 
 log = structlog.get_logger(__name__)
@@ -57,8 +58,12 @@ def catch_up_all(max_seconds: float = 60.0) -> int:
             found = standing.get(projector.name)
             if found is not None and not found.ahead and found.partitions == {wanted}:
                 continue
+            # the rows in force, read with the standings: the layout is not read again
+            layout = ([Partition(i, wanted) for i in range(wanted)]
+                      if found is not None and found.stored and found.partitions == {wanted} else None)
             try:
-                n = catch_up(engine, projector, batch, deadline - time.monotonic(), wanted, max_batches=1)
+                n = catch_up(engine, projector, batch, deadline - time.monotonic(), wanted, max_batches=1,
+                             layout=layout)
             except Exception as exc:
                 log.warning("projection.catch_up_failed", projection=projector.name, error=str(exc)[:500],
                             unavailable=is_unavailable(exc))

@@ -32,7 +32,7 @@ from infra.settings import get_settings
 from projections import partitions as parts
 from projections.base import Projector
 from projections.dead_letters import OverTime, apply_guarded, open_counts, over_time_in, record_failure
-from projections.partitions import EXCLUSIVE, SHARED, TRY_EXCLUSIVE, TRY_SHARED, Partition, lock_key
+from projections.partitions import EXCLUSIVE, SHARED, TRY_EXCLUSIVE, Partition, lock_key
 from projections.time_limit import ActorTimeLimitExceeded
 
 log = structlog.get_logger(__name__)
@@ -86,12 +86,11 @@ def run_batch(engine: Engine, projector: Projector, batch_size: int, partition: 
     return n
 
 
-def _claim(conn: Connection, name: str, partition: Partition, wait: bool) -> bool:
-    """The projection's lock shared and the partition's exclusive, for this transaction."""
-    shared, exclusive = (SHARED, EXCLUSIVE) if wait else (TRY_SHARED, TRY_EXCLUSIVE)
-    if conn.execute(shared, {"key": lock_key(name)}).scalar() is False:
-        return False
-    return conn.execute(exclusive, {"key": parts.partition_key(name, partition)}).scalar() is not False
+def _claim(conn: Connection, name: str, partition: Partition) -> None:
+    """The projection's lock shared and the partition's exclusive, for this transaction, waiting for both (a batch
+    tries them instead, in its first statement: _TRY_CLAIM)."""
+    conn.execute(SHARED, {"key": lock_key(name)})
+    conn.execute(EXCLUSIVE, {"key": parts.partition_key(name, partition)})
 
 
 def _next(conn: Connection, projector: Projector, partition: Partition, checkpoint: Checkpoint, limit: int,
@@ -115,7 +114,7 @@ def _count_over_time(engine: Engine, projector: Projector, over: OverTime, parti
     event = over.events[0]
     with engine.begin() as conn:
         declare_not_appending(conn)
-        _claim(conn, projector.name, partition, wait=True)
+        _claim(conn, projector.name, partition)
         checkpoint = parts.load(conn, projector.name, partition)
         if checkpoint is None:
             return 0  # the projection was partitioned anew meanwhile
@@ -155,7 +154,8 @@ def apply_next(conn: Connection, projector: Projector, partition: Partition, bat
 
 
 # A batch's first statement, one round trip: this transaction appends nothing (however long it runs, readers of the
-# log need not wait for it), then the projection's lock shared and, only when that is had, the partition's.
+# log need not wait for it), then the projection's lock shared and, only when that is had, the partition's
+# (partitions.py's TRY_SHARED and TRY_EXCLUSIVE, in one statement).
 _TRY_CLAIM = text(f"""SELECT {NOT_APPENDING} AS quiet,
                              CASE WHEN pg_try_advisory_xact_lock_shared(hashtext(:projection))
                                   THEN pg_try_advisory_xact_lock(hashtext(:partition)) ELSE false END AS claimed""")

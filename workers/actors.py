@@ -56,11 +56,12 @@ def catch_up_all(max_seconds: float = 60.0) -> int:
         progressed = []
         for projector in due:
             found = standing.get(projector.name)
-            if found is not None and not found.ahead and found.partitions == {wanted}:
+            laid_out = found is not None and found.partitions == {wanted}  # nothing to split anew
+            if found is not None and laid_out and not found.ahead:
                 continue
             # the rows in force, read with the standings: the layout is not read again
-            layout = ([Partition(i, wanted) for i in range(wanted)]
-                      if found is not None and found.stored and found.partitions == {wanted} else None)
+            in_force = found is not None and laid_out and found.stored
+            layout = [Partition(i, wanted) for i in range(wanted)] if in_force else None
             try:
                 n = catch_up(engine, projector, batch, deadline - time.monotonic(), wanted, max_batches=1,
                              layout=layout)

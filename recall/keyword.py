@@ -36,7 +36,7 @@ from sqlalchemy import Connection, text
 from readmodels.item_domains import UNIT_STATUS, ItemDomain
 from readmodels.memories import MEMORY_POSTINGS
 from readmodels.postings import Postings
-from recall.scope import Scope
+from recall.scope import Scope, later_width
 
 PER_TERM = 1000  # each query term's postings that may bring in a candidate
 # Up to this many postings of the query's terms in the tenant (their df summed), every posting is read: walking
@@ -109,15 +109,10 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     return {r.id: float(r.score) for r in rows}
 
 
-def later_width(n: int) -> int:
-    """How many of the best-scored documents the filter-later plan looks the filters up for, to keep n."""
-    return 2 * n + 20
-
-
 def _sql(t: KeywordTables, where: str, later: bool) -> str:
     """One statement for both plans: the query terms' postings in the tenant (their df summed) pick one in
     PostgreSQL, each plan's branch gated by a one-time filter on that count, so the other is never run. `later`
-    (a whole-tenant scope): reading every posting, the filters are looked up after scoring (_FILTER_LATER)."""
+    (a whole-tenant scope): reading every posting, the filters are looked up after scoring (_filter_later)."""
     key = t.id_column
     weight = "p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))"
     idf_of = "coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)"

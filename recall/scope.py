@@ -57,3 +57,9 @@ class Scope:
     def as_dict(self) -> dict[str, object]:
         return {"agent_id": self.agent_id, "project": self.project, "session_id": self.session_id,
                 "kinds": list(self.kinds)}
+
+
+def later_width(n: int) -> int:
+    """How many of a leg's best-ranked rows its filters are looked up for when it filters after ranking, to keep n
+    (the vector leg's status-later search, the keyword leg's filter-later plan)."""
+    return 2 * n + 20

@@ -24,7 +24,7 @@ from sqlalchemy import Connection, text
 
 from infra.settings import Settings
 from readmodels.item_domains import UNIT_STATUS, ItemDomain
-from recall.scope import Scope
+from recall.scope import Scope, later_width
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def nearest_vectors(conn: Connection, scope: Scope, query_vectors: Sequence[str]
     if size == 0:
         return [Nearest([], "exact") for _ in query_vectors]
     if size <= settings.exact_scan_max_rows:
-        if later and len(exact[0]) < k and size > _later_width(k):  # too many of the nearest are filtered out
+        if later and len(exact[0]) < k and size > later_width(k):  # too many of the nearest are filtered out
             exact = _exact(conn, scope, query_vectors, k, search)
         return [Nearest(hits, "exact") for hits in exact]
     found = [Nearest(hits, "hnsw_iterative") for hits in
@@ -185,7 +185,7 @@ def _exact_unless_large(conn: Connection, scope: Scope, query_vectors: Sequence[
     SELECT 0::bigint AS ord, NULL AS id, (SELECT n FROM size)::float8 AS cosine
     UNION ALL ({select} WHERE (SELECT n FROM size) <= :max_rows)
     {_BY_QUERY}"""
-    rows = conn.execute(text(sql), {**unfiltered, **params, "k": k, "width": _later_width(k), "cap": max_rows + 1,
+    rows = conn.execute(text(sql), {**unfiltered, **params, "k": k, "width": later_width(k), "cap": max_rows + 1,
                                     "max_rows": max_rows, "qs": list(query_vectors)}).all()
     out: list[list[tuple[uuid.UUID, float]]] = [[] for _ in query_vectors]
     for r in rows[1:]:
@@ -199,12 +199,8 @@ def _status_later(s: _Search) -> bool:
     return s.statuses is not None and s.table.scoped_by is None and not s.where_sql
 
 
-def _later_width(k: int) -> int:
-    return 2 * k + 20
-
-
 def _status_later_sql(scope: Scope, s: _Search) -> tuple[str, str, dict[str, object]]:
-    """The exact search of one query vector with the status looked up for the nearest _later_width(k) rows of the
+    """The exact search of one query vector with the status looked up for the nearest later_width(k) rows of the
     scope only, not for every row of it (a lookup per row was most of an exact scan's cost: 10k memories, ~390 ms of
     a loaded 2-core machine's time). Exact whenever k rows pass: every row outside those nearest is farther than all
     of them. The caller searches with the filter first when fewer pass and the scope holds more. As (no CTE, its

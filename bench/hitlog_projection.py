@@ -3,8 +3,8 @@ activity, edges, references, lazy vectors), and on the real stack that work shar
 
 In process, sequential, on a store that bench/recall_multi.py loaded (DATABASE_URL and REDIS_URL of it; run that
 first, e.g. against a PostgreSQL you keep): per query of its mix, recall/multi with the default fan-out, then
-`workers.actors.catch_up_all` as a wake-up runs it, timed alone: the worker's Python CPU, PostgreSQL's CPU (every
-backend of the server's postmaster, from /proc: the server must run on this machine), and the statements it sent.
+`workers.actors.catch_up_all` as a wake-up runs it, timed alone: the worker's Python CPU, PostgreSQL's CPU
+(bench/common.py server_cpu_seconds: the server must run on this machine), and the statements it sent.
 
     DATABASE_URL=... REDIS_URL=... python -m bench.hitlog_projection [--queries 60] [--output FILE]
 """
@@ -17,30 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine, machine_line, save_result
+from bench.common import machine, machine_line, save_result, server_cpu_seconds
 
 WARMUP = 10
-
-
-def _postgres_cpu_s(postmaster: int) -> float:
-    """CPU seconds of the postmaster's children (the backends) so far."""
-    total = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == postmaster:
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def _postmaster(engine: Any) -> int:
-    from sqlalchemy import text
-
-    with engine.connect() as conn:
-        backend = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
-    return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -62,7 +41,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     queries = _queries(args.queries, 3000, session_texts, sections)
     for q in queries:
         embedder.query_vector("default", q)  # the recall's own cost is not what is measured here
-    postmaster = _postmaster(engine)
+    if server_cpu_seconds(engine) is None:
+        raise SystemExit("the PostgreSQL server is not on this machine: its CPU cannot be read")
     sent = [0]
 
     def count(*_: Any) -> None:
@@ -77,11 +57,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     statements = 0
     for q in queries:
         recall_multi(engine, embedder, settings, MultiRequest(Scope("default"), q), {})
-        cpu, pg, before = time.process_time(), _postgres_cpu_s(postmaster), sent[0]
+        pg = server_cpu_seconds(engine) or 0.0
+        cpu, before = time.process_time(), sent[0]
         catch_up_all()
         python_s += time.process_time() - cpu
-        postgres_s += _postgres_cpu_s(postmaster) - pg
         statements += sent[0] - before
+        postgres_s += (server_cpu_seconds(engine) or 0.0) - pg
     event.remove(engine, "before_cursor_execute", count)
     n = len(queries)
     per = {"python_cpu_ms": round(python_s / n * 1000, 1), "postgres_cpu_ms": round(postgres_s / n * 1000, 1),

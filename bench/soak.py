@@ -10,8 +10,9 @@ Writes are `POST /v1/memories` (governed: no must_keep), each a distinct generat
 lock per scope).
 
 Every few seconds it looks at the projections' lag (GET /v1/projections), the RSS of every process of the stack
-(PostgreSQL as the sum of its processes' PSS: each backend's RSS counts the shared buffers it touched again) and
-pg_database_size. At the end, once the projections have caught up, every acknowledged write is read back by id
+(PostgreSQL as the sum of its processes' PSS: each backend's RSS counts the shared buffers it touched again),
+pg_database_size and the projections' wake-up queue in Redis (LLEN of `dramatiq:projections`: messages sent and not
+yet taken by a worker). At the end, once the projections have caught up, every acknowledged write is read back by id
 (GET /v1/memories/{id}: a lost write is one that is not there) and a sample is recalled by its own text.
 
     python -m bench.soak [--minutes 30] [--writes-per-s 100] [--recalls-per-s 20] [--in-flight 16] [--agents 10]
@@ -39,6 +40,7 @@ from typing import Any
 
 import httpx
 import psutil
+import redis
 
 from bench.common import RESULTS_DIR, latency_stats, machine, machine_line, save_result, stamp
 from bench.corpus import sentences
@@ -48,6 +50,9 @@ AGENT = "soak"
 SAMPLE_EVERY_S = 5.0
 TIMEOUT_S = 60.0
 CATCH_UP_S = 900.0
+# The projections' wake-up queue as Dramatiq's RedisBroker keeps it (namespace "dramatiq", infra/wake.py's queue):
+# named here, not imported, since importing infra.wake would build a broker in this process.
+WAKE_QUEUE_KEY = "dramatiq:projections"
 
 
 def _free_port() -> int:
@@ -214,6 +219,13 @@ def _db_mib(engine: Any) -> float:
         return round(int(conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()) / 2**20, 1)
 
 
+def _wake_queue(client: redis.Redis) -> int:
+    try:
+        return int(client.llen(WAKE_QUEUE_KEY))
+    except redis.RedisError:
+        return -1
+
+
 def _catch_up(http: httpx.Client) -> float:
     """Seconds until no projection has an event left to apply."""
     t0 = time.perf_counter()
@@ -260,6 +272,7 @@ def run(minutes_: float, writes_per_s: float, recalls_per_s: float, in_flight: i
         started_s = time.perf_counter() - t_start
         print(f"stack up in {started_s:.0f}s at {stack.api_url} (data dir {stack.data_dir})", flush=True)
         engine = create_engine(stack.database_url, pool_size=1)
+        queue = redis.Redis.from_url(stack.redis_url, socket_timeout=5)
         limits = httpx.Limits(max_connections=2 * in_flight + 8, max_keepalive_connections=2 * in_flight + 8)
         with httpx.Client(base_url=stack.api_url, timeout=TIMEOUT_S, limits=limits) as http:
             http.post("/v1/recall/multi", json={"query": "warming up", "agent_id": AGENT}).raise_for_status()
@@ -273,18 +286,21 @@ def run(minutes_: float, writes_per_s: float, recalls_per_s: float, in_flight: i
                     lag_events, lag_s = _lag(http)
                 except (httpx.HTTPError, ValueError, KeyError):
                     lag_events, lag_s = -1, -1.0
-                samples.append(Sample(round(t, 1), lag_events, lag_s, memory_mib(), _db_mib(engine)))
+                samples.append(Sample(round(t, 1), lag_events, lag_s, memory_mib(), _db_mib(engine),
+                                      _wake_queue(queue)))
                 if int(t) % 60 < SAMPLE_EVERY_S and t >= 60:
                     row = minutes(load.calls, samples, t)[int(t // 60) - 1]
                     print(_row_line(row), flush=True)
 
             ran = load.run(seconds, writes_per_s, recalls_per_s, on_sample)
-            samples.append(Sample(round(ran, 1), *_lag(http), memory_mib(), _db_mib(engine)))
+            samples.append(Sample(round(ran, 1), *_lag(http), memory_mib(), _db_mib(engine), _wake_queue(queue)))
             catch_up_s = _catch_up(http)
+            wake_queue_caught_up = _wake_queue(queue)
             print(f"load stopped after {ran:.0f}s; projections caught up {catch_up_s:.1f}s later", flush=True)
             check = check_writes(http, load.acked, recall_sample)
             db_end = _db_mib(engine)
         engine.dispose()
+        queue.close()
         restarts = {name: r.crashes for name, r in stack._restarts.items()}
     rows = minutes(load.calls, samples, ran)
     return {"machine": machine(), "stack": "stack.up.Stack (engramlog up): embedded PostgreSQL + pgvector, "
@@ -297,6 +313,8 @@ def run(minutes_: float, writes_per_s: float, recalls_per_s: float, in_flight: i
             "rss_slope_mib_per_min_after_warmup": rss_slopes(samples, warmup_s), "warmup_s": warmup_s,
             "lag_events_max": max(s.lag_events for s in samples), "lag_s_max": max(s.lag_s for s in samples),
             "catch_up_s": round(catch_up_s, 1), "db_mib_end": db_end, "writes": check,
+            "wake_queue_max": max(s.wake_queue for s in samples), "wake_queue_end": samples[-1].wake_queue,
+            "wake_queue_caught_up": wake_queue_caught_up,
             "child_restarts": restarts}
 
 
@@ -313,7 +331,7 @@ def _row_line(row: dict[str, Any]) -> str:
     return (f"min {row['minute']:2d}: writes {w['rate_per_s']:6.1f}/s p50 {w['p50_ms']:7.1f} p95 {w['p95_ms']:7.1f}"
             f" err {w['errors']} | recalls {r['rate_per_s']:5.1f}/s p50 {r['p50_ms']:7.1f} p95 {r['p95_ms']:7.1f}"
             f" err {r['errors']} | lag {row['lag_events_max']} ev / {row['lag_s_max']} s | db {row['db_mib']} MiB"
-            f" | rss {row['rss_mib']}")
+            f" | wake-ups queued {row['wake_queue_last']} | rss {row['rss_mib']}")
 
 
 def main() -> None:
@@ -342,6 +360,8 @@ def main() -> None:
           f"{a['recall']['p95']} ms; statuses {result['statuses']}")
     print(f"lag max {result['lag_events_max']} events / {result['lag_s_max']} s; caught up {result['catch_up_s']} s "
           f"after the load; database {result['db_mib_end']} MiB")
+    print(f"wake-ups queued (LLEN {WAKE_QUEUE_KEY}): max {result['wake_queue_max']}, at the load's end "
+          f"{result['wake_queue_end']}, once caught up {result['wake_queue_caught_up']}")
     print(f"RSS slope after {args.warmup_s:.0f}s (MiB/min): {result['rss_slope_mib_per_min_after_warmup']}")
     print(f"writes: {w['acknowledged']} acknowledged, {w['found_by_id']} found by id, {w['lost']} lost; "
           f"recalled by their text: {w['recall_sample'] - w['recall_sample_missed']}/{w['recall_sample']}; "

@@ -29,13 +29,15 @@ class Call:
 
 @dataclass(frozen=True)
 class Sample:
-    """One look at the stack (every few seconds): projection lag, RSS per process label (MiB), database size."""
+    """One look at the stack (every few seconds): projection lag, RSS per process label (MiB), database size, and
+    the projections' wake-up messages queued in Redis, not yet taken by a worker (LLEN; -1: not read)."""
 
     at_s: float
     lag_events: int  # the most events any projection still had to apply
     lag_s: float  # its age, as GET /v1/projections reports it
     rss_mib: dict[str, float]
     db_mib: float
+    wake_queue: int = -1  # default: results written before it was recorded still load
 
 
 def slope_per_min(points: Sequence[tuple[float, float]]) -> float:
@@ -62,7 +64,7 @@ def answered(calls: Sequence[Call], kind: str, start: float = 0.0, end: float = 
 def minutes(calls: Sequence[Call], samples: Sequence[Sample], seconds: float) -> list[dict[str, Any]]:
     """Per minute of the load (the last one partial when `seconds` is not whole minutes): for writes and recalls
     the achieved rate (answered 2xx per second), p50/p95 of the 2xx latencies, the errors; the worst projection
-    lag and the last RSS / database size seen in that minute."""
+    lag, the last RSS / database size seen in that minute, and the most and the last wake-ups queued."""
     n = max(1, math.ceil(seconds / 60 - 0.02))  # a run overshooting its minutes by a second has no extra window
     out: list[dict[str, Any]] = []
     for m in range(n):
@@ -79,6 +81,8 @@ def minutes(calls: Sequence[Call], samples: Sequence[Sample], seconds: float) ->
         row["lag_s_max"] = max((s.lag_s for s in seen), default=None)
         row["rss_mib"] = seen[-1].rss_mib if seen else {}
         row["db_mib"] = seen[-1].db_mib if seen else None
+        row["wake_queue_max"] = max((s.wake_queue for s in seen), default=None)
+        row["wake_queue_last"] = seen[-1].wake_queue if seen else None
         out.append(row)
     return out
 

@@ -35,3 +35,11 @@ def test_rss_slopes_leave_out_the_warm_up() -> None:
 def test_a_run_overshooting_its_minutes_by_a_second_gets_no_extra_window() -> None:
     rows = minutes([Call("recall", 120.5, 10, 200)], [], 120.6)
     assert len(rows) == 2 and rows[-1]["recall"]["ok"] == 1 and rows[-1]["seconds"] == 60
+
+
+def test_minutes_keep_the_most_and_the_last_wake_ups_queued() -> None:
+    samples = [Sample(0, 0, 0, {}, 1, 3), Sample(30, 0, 0, {}, 1, 40), Sample(55, 0, 0, {}, 1, 12),
+               Sample(70, 0, 0, {}, 1)]  # a sample from before the queue was recorded: -1
+    first, second = minutes([], samples, 90)
+    assert (first["wake_queue_max"], first["wake_queue_last"]) == (40, 12)
+    assert (second["wake_queue_max"], second["wake_queue_last"]) == (-1, -1)

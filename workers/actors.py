@@ -21,7 +21,7 @@ from infra.broker import broker  # noqa: F401 - binds the actors below to the co
 from infra.db import get_engine
 from infra.db_errors import is_unavailable
 from infra.settings import get_settings
-from infra.wake import PROJECTIONS_QUEUE, RUN_PROJECTIONS_ACTOR
+from infra.wake import PROJECTIONS_QUEUE, RUN_PROJECTIONS_ACTOR, wake_taken
 from projections.base import Projector
 from projections.partitions import Partition
 from workers.ingest_dead_letters import append_message, park
@@ -92,7 +92,9 @@ def _standings(engine: Engine, projectors: list[Projector]) -> dict[str, Standin
 @dramatiq.actor(queue_name=PROJECTIONS_QUEUE, actor_name=RUN_PROJECTIONS_ACTOR, max_retries=0,
                 time_limit=10 * 60 * 1000)
 def run_projections() -> None:
-    """Wake-up (sent by infra/wake.py after every append): apply whatever the projections have not applied yet."""
+    """Wake-up (sent by infra/wake.py after an append, unless one is pending): apply whatever the projections have
+    not applied yet."""
+    wake_taken()  # first, before the log is read: an append committed after this sends a wake-up of its own
     applied = catch_up_all()
     if applied:
         log.info("projections.caught_up", applied=applied)

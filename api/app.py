@@ -58,14 +58,14 @@ def _error(status: int, kind: str, detail: object) -> JSONResponse:
 
 def create_app() -> FastAPI:
     settings = get_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings.stack.log_level)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # A socket bound before start-up (inherited, --workers) is checked here; api/main.py checks the command line.
-        refuse_exposed_without_keys(bool(settings.api_keys), listening_hosts())
+        refuse_exposed_without_keys(bool(settings.api.api_keys), listening_hosts())
         # Load (and on first start export) the query-time models before the first recall, not during it.
-        get_embedder(settings.embedding_model).warm()
+        get_embedder(settings.embedding.embedding_model).warm()
         rerank.warm(settings)
         stop_on_signals()  # a stop ends running deep recalls at once (deep_recall/deadline.py)
         yield

@@ -41,7 +41,7 @@ class Caller:
 
 def caller(request: Request, authorization: str | None = Header(default=None),
            x_causation_id: str | None = Header(default=None)) -> Caller:
-    keys = get_settings().api_keys
+    keys = get_settings().api.api_keys
     correlation_id = request.state.correlation_id
     if not keys:
         return Caller(DEFAULT_TENANT, "anonymous", correlation_id, x_causation_id, operator=True)
@@ -52,14 +52,14 @@ def caller(request: Request, authorization: str | None = Header(default=None),
     presented = token.encode("utf-8", "surrogateescape")
     for key, tenant in keys.items():
         if secrets.compare_digest(key.encode("utf-8", "surrogateescape"), presented):
-            operator = key in get_settings().operator_keys
+            operator = key in get_settings().api.operator_keys
             return Caller(tenant, f"api-key:{key_id(key)}", correlation_id, x_causation_id, operator)
     raise HTTPException(401, "unknown API key", headers={"WWW-Authenticate": "Bearer"})
 
 
 def loopback_refusal(client: tuple[str, int] | None, host_header: str | None) -> str | None:
     """Why a request is refused while API keys are off (the API then serves this machine only), else None."""
-    if get_settings().api_keys:
+    if get_settings().api.api_keys:
         return None
     if not peer_is_local(client):
         return "without ENGRAMLOG_API_KEYS the API serves loopback only; this request came from another machine"

@@ -10,5 +10,5 @@ from api.app import create_app
 from infra.loopback import refuse_exposed_without_keys, requested_bind_hosts
 from infra.settings import get_settings
 
-refuse_exposed_without_keys(bool(get_settings().api_keys), requested_bind_hosts(sys.argv, os.environ))
+refuse_exposed_without_keys(bool(get_settings().api.api_keys), requested_bind_hosts(sys.argv, os.environ))
 app = create_app()

@@ -105,7 +105,7 @@ async def await_read_models(db: Engine, tenant: str, min_position: int | None, n
         return
     if await run_in_threadpool(_pending_after_head_check, db, tenant, min_position, names):
         settings = get_settings()
-        await await_recallable(db, min_position, settings.min_position_wait_s, settings.max_position_waiters,
+        await await_recallable(db, min_position, settings.api.min_position_wait_s, settings.api.max_position_waiters,
                                names, tenant)
 
 

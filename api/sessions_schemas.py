@@ -48,6 +48,7 @@ class BatchIn(BaseModel):
 
 # GET /v1/sessions/{id}/resume?budget_tokens=: the operator's bounds (services/sessions.py resume_budget checks the
 # same settings for every caller); omitted: ENGRAMLOG_RESUME_BUDGET_DEFAULT.
-BudgetTokens = Annotated[int | None, Ge(get_settings().resume_budget_min), Le(get_settings().resume_budget_max)]
+BudgetTokens = Annotated[int | None, Ge(get_settings().sessions.resume_budget_min),
+                         Le(get_settings().sessions.resume_budget_max)]
 
 __all__ = ["BatchIn", "BudgetTokens", "MessageIn"]

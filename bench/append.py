@@ -93,7 +93,7 @@ def run(n: int = 10_000, batches: tuple[int, ...] = (1, 100, 1000), console: Con
         engine = get_engine()
         # If the write path embeds (or looks embeddings up), let it find every text in the embedding cache, as
         # for a text seen before: this measures the write path, not the model (bench.projection measures that).
-        model = get_settings().embedding_model
+        model = get_settings().embedding.embedding_model
         pool_vectors, _ = pool_embeddings(pool, model)
         tenants = [f"bench-{layer}-{batch}" for layer in ("log", "service") for batch in batches]
         for tenant in ["bench-warmup-service", *tenants]:  # the cache is each tenant's own

@@ -106,7 +106,7 @@ def evaluate(engine: Any, tenant: str, fx: Fixture) -> dict[str, Any]:
     from recall.service import RecallRequest, recall
 
     settings = get_settings()
-    embedder = get_embedder(settings.embedding_model)
+    embedder = get_embedder(settings.embedding.embedding_model)
     status, into = fates(engine, tenant)
     key_of = {memory_id(tenant, m.key): m.key for m in fx.messages}
     bm25s_rank = bm25s_ranker(fx, tenant)
@@ -127,7 +127,8 @@ def evaluate(engine: Any, tenant: str, fx: Fixture) -> dict[str, Any]:
         wall.append((time.perf_counter() - t0) * 1000)
         funnel = [r.memory_id for r in answer.results]
         with engine.connect() as conn:
-            leg = list(bm25_top(conn, scope, tokenize(q.text), K, settings.bm25_k1, settings.bm25_b, RECALLABLE))
+            leg = list(bm25_top(conn, scope, tokenize(q.text), K, settings.keyword.bm25_k1, settings.keyword.bm25_b,
+                                RECALLABLE))
         t0 = time.perf_counter()
         plain = bm25s_rank(q.text)
         bm25s_ms.append((time.perf_counter() - t0) * 1000)
@@ -188,7 +189,7 @@ def run(part: str = "dev", output: Path | None = None, show_losses: int = 40) ->
         from infra.settings import get_settings
 
         engine = get_engine()
-        get_embedder(get_settings().embedding_model).warm()
+        get_embedder(get_settings().embedding.embedding_model).warm()
         for name, fx in parts(part).items():
             tenant = f"coding-{name}"
             write_s = write(engine, tenant, fx)

@@ -203,7 +203,7 @@ def queue_decision(fx: Fixture, r: random.Random, v: dict[str, str], p: str) -> 
                f"we need (a separate beat process, its own serializer and result backend settings) and "
                f"{v['other']} has no retry with backoff built in. Concretely:\n\n```python\n"
                f"# {v['svc']}/worker.py\nfrom {v['pick_mod']} import {v['pick_cls']}\n\n"
-               f"broker = {v['pick_cls']}(url=settings.redis_url, max_retries=5)\n\n\n"
+               f"broker = {v['pick_cls']}(url=settings.stack.redis_url, max_retries=5)\n\n\n"
                f"@broker.task(queue=\"{v['queue']}\")\ndef {v['task']}(item_id: int) -> None:\n    ...\n```\n\n"
                f"The queue is called `{v['queue']}`; one worker process per node to start with.")
     ask_two(fx, r, [f"which job queue library did we choose for {v['svc']}?",

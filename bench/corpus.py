@@ -288,7 +288,7 @@ def project(engine: Any, name: str, batch_size: int | None = None) -> tuple[int,
     from projections.runner import catch_up
 
     started = time.perf_counter()
-    applied = catch_up(engine, get_projector(name), batch_size or get_settings().projection_batch_size,
+    applied = catch_up(engine, get_projector(name), batch_size or get_settings().projections.projection_batch_size,
                        max_seconds=24 * 3600)
     return applied, time.perf_counter() - started
 
@@ -350,7 +350,7 @@ def build_corpus(engine: Any, tenant: str, texts: Sequence[str], pool_index: Seq
     """
     from infra.settings import get_settings
 
-    model = get_settings().embedding_model
+    model = get_settings().embedding.embedding_model
     phases: dict[str, float] = {}
     phases["seed_embedding_cache_s"] = seed_embedding_cache(engine, tenant, model, texts[start:end],
                                                             pool_index[start:end], pool_vectors, seed=start)

@@ -92,7 +92,7 @@ def run(iterations: int) -> None:
     models, server, thread = start_scripted_models()
     settings = replace(get_settings(), llm_model=ROOT, llm_base_url=models.url, deep_shortcut_hits=1000,
                        deep_max_iterations=iterations + 5, deep_cap_iterations=iterations + 5)
-    embedder = get_embedder(settings.embedding_model)
+    embedder = get_embedder(settings.embedding.embedding_model)
     turn = ("```python\npass\n```\n```python\nhits = search('walrus deploy', max_results=10)\n"
             "print(len(hits))\n```\n```python\nt = load_transcript('s3')\nprint(len(grep(t, 'walrus')))\n```\n")
     models.script(ROOT, *[turn] * iterations, code("FINAL('done')"))
@@ -179,7 +179,7 @@ def run_locomo(api_url: str, data: Path, convs: list[str], must_keep: bool) -> d
     from infra.settings import get_settings
 
     settings = get_settings()  # the shortcut's rule, as the API reads it from the same environment
-    hits, floor = settings.deep_shortcut_hits, settings.deep_shortcut_score
+    hits, floor = settings.deep.deep_shortcut_hits, settings.deep.deep_shortcut_score
     conversations = load_conversations(data, convs)
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     load_at_start = [round(x, 2) for x in os.getloadavg()]

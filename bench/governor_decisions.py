@@ -51,7 +51,7 @@ def run(data: Path, convs: list[str], output: Path | None) -> dict[str, Any]:
         from services.remember import MemoryInput, remember
 
         engine = get_engine()
-        get_embedder(get_settings().embedding_model).warm()
+        get_embedder(get_settings().embedding.embedding_model).warm()
         for conv in load_conversations(data, convs):
             tenant = f"decisions-{conv.sample_id}"
             remember(engine, tenant, [

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     configure_logging("warning")
     settings, engine = get_settings(), get_engine()
-    embedder = get_embedder(settings.embedding_model)
+    embedder = get_embedder(settings.embedding.embedding_model)
     session_texts, sections = _material(argparse.Namespace(messages=10_000, sections=1000))
     queries = _queries(args.queries, 3000, session_texts, sections)
     for q in queries:

@@ -202,7 +202,7 @@ def seed_cache(engine: Any, tenant: str, texts: list[str], seed: int) -> float:
 
     pool = _pool(engine, tenant)
     rng = random.Random(seed)
-    return seed_embedding_cache(engine, tenant, get_settings().embedding_model, texts,
+    return seed_embedding_cache(engine, tenant, get_settings().embedding.embedding_model, texts,
                                 [rng.randrange(len(pool)) for _ in texts], pool, seed)
 
 
@@ -232,7 +232,7 @@ def _multi(engine: Any, tenant: str, query: str, domains: tuple[str, ...] = ("kn
     from recall.scope import Scope
 
     settings = get_settings()
-    return recall_multi(engine, get_embedder(settings.embedding_model), settings,
+    return recall_multi(engine, get_embedder(settings.embedding.embedding_model), settings,
                         MultiRequest(Scope(tenant), query, domains, 10 if domains == ("knowledge",) else None), META)
 
 
@@ -291,7 +291,7 @@ def run(n_sections: int, n_queries: int, sizes: list[int], n_memories: int, real
         from infra.settings import get_settings
 
         engine = get_engine()
-        get_embedder(get_settings().embedding_model).warm()
+        get_embedder(get_settings().embedding.embedding_model).warm()
         modes = Modes()
         work = load(engine, modes, real + docs)
         total = {t: _sections(engine, t) for t in ("lazy", "eager")}

@@ -16,7 +16,6 @@ import argparse
 import json
 import statistics
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +34,12 @@ def _ask_all(run: dict[str, Any], data: Path, weight: float, timings: list[float
     from domain.temporal import resolve
     from infra.db import get_engine
     from infra.embedding import get_embedder
-    from infra.settings import get_settings
+    from infra.settings import get_settings, replace
     from recall.scope import Scope
     from recall.service import RecallRequest, search
 
     settings = replace(get_settings(), composite_w_time=weight)
-    engine, embedder = get_engine(), get_embedder(settings.embedding_model)
+    engine, embedder = get_engine(), get_embedder(settings.embedding.embedding_model)
     out: dict[tuple[str, int], list[str]] = {}
     for conv in load_conversations(data, run["conversations"]):
         now = max(t["occurred_at"] for t in conv.turns)
@@ -80,7 +79,7 @@ def main() -> None:
     questions = run["questions"]
     from infra.settings import get_settings
 
-    default = get_settings().composite_w_time
+    default = get_settings().funnel.composite_w_time
     # Latency: each pass timed; W_TIME 0 against the default (the same questions, the same process, one after
     # the other: a machine's load in between shows as a difference).
     grid = sorted({*GRID, default})

@@ -77,8 +77,8 @@ def run(n: int = 10_000, n_vectors: int = 2000, batch: int | None = None, consol
 
         engine = get_engine()
         settings = get_settings()
-        batch = batch or settings.projection_batch_size
-        embedder = get_embedder(settings.embedding_model)
+        batch = batch or settings.projections.projection_batch_size
+        embedder = get_embedder(settings.embedding.embedding_model)
         embedder.warm()
         embedder.encode(texts[-64:])  # first batches at full size are slower: warm those too
         rates = []
@@ -117,7 +117,7 @@ def run(n: int = 10_000, n_vectors: int = 2000, batch: int | None = None, consol
         table.add_row(r["projector"], f"{r['events']:,}", f"{r['seconds']:.2f}", _rate(r["events_per_s"]))
     console.print(table)
     result = {"bench": "projection", "n": n, "n_vectors": n_vectors, "batch": batch, "machine": info,
-              "database": stack["database"], "model": settings.embedding_model,
+              "database": stack["database"], "model": settings.embedding.embedding_model,
               "model_texts_per_s": round(model_rate, 1), "rows": rows,
               "notes": "vectors cold = model + projector; warm = the same events replayed with every text in the "
                        "embedding cache (what a rebuild costs)."}
@@ -221,7 +221,7 @@ def run_scaling(sizes: list[int], window: int = 10_000, batch: int | None = None
         from projections.registry import get_projector
 
         engine = get_engine()
-        batch = batch or get_settings().projection_batch_size
+        batch = batch or get_settings().projections.projection_batch_size
         written = reinforced = 0
         reinforcements = max(1, window // 20)
         for size in sizes:

@@ -143,7 +143,7 @@ def run(workers: list[int], n: int = 20_000, tenants: int = 16, batch: int | Non
         from infra.settings import get_settings
 
         engine = get_engine()
-        batch = batch or get_settings().projection_batch_size
+        batch = batch or get_settings().projections.projection_batch_size
         _append(engine, n, tenants)
         for w in workers:
             row = _run_workers(engine, names, w, batch)

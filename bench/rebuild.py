@@ -41,7 +41,7 @@ def run(n: int = 10_000, agents: int = 100, pool_size: int = 5000, console: Cons
 
         engine = get_engine()
         settings = get_settings()
-        pool_vectors, _ = pool_embeddings(pool, settings.embedding_model)
+        pool_vectors, _ = pool_embeddings(pool, settings.embedding.embedding_model)
         build = build_corpus(engine, "bench", texts, pool_index, pool_vectors, 0, n, agents=agents, total=n,
                              bulk_index=False)
         console.print(f"  built {n:,} memories: {build}")

@@ -46,7 +46,7 @@ def measure(engine: Any, tenant: str, agent_id: str | None, qs: list[str]) -> di
     from recall.service import RecallRequest, recall
 
     settings = get_settings()
-    embedder = get_embedder(settings.embedding_model)
+    embedder = get_embedder(settings.embedding.embedding_model)
     scope = Scope(tenant, agent_id)
     metadata = {"actor": "bench", "source": "bench"}
     for q in qs[:WARMUP]:
@@ -77,7 +77,7 @@ def embed_latency(qs: list[str]) -> dict[str, float]:
     from infra.embedding import get_embedder
     from infra.settings import get_settings
 
-    embedder = get_embedder(get_settings().embedding_model)
+    embedder = get_embedder(get_settings().embedding.embedding_model)
     times = []
     measured = qs[WARMUP:]
     for q in measured:
@@ -113,8 +113,8 @@ def run(sizes: list[int], n_queries: int = 200, agents: int = 100, pool_size: in
 
         engine = get_engine()
         settings = get_settings()
-        get_embedder(settings.embedding_model).warm()
-        pool_vectors, pool_s = pool_embeddings(pool, settings.embedding_model)
+        get_embedder(settings.embedding.embedding_model).warm()
+        pool_vectors, pool_s = pool_embeddings(pool, settings.embedding.embedding_model)
         console.print(f"  pool: {len(pool)} sentences, embedded in {pool_s:.1f}s"
                       + (" (read from the temp-file cache)" if not pool_s else ""))
         bulk_index = stack["database"].startswith("embedded") or reuse  # reuse: the DB is the run's own

@@ -68,7 +68,7 @@ def measure(engine: Any, tenant: str, qs: list[str], cold: bool = False) -> dict
     from recall.service import RecallRequest, recall
 
     settings = get_settings()
-    embedder = get_embedder(settings.embedding_model)
+    embedder = get_embedder(settings.embedding.embedding_model)
     scope = Scope(tenant, AGENT)
     metadata = {"actor": "bench", "source": "bench"}
     for q in qs[:WARMUP]:
@@ -118,7 +118,7 @@ def run(n: int = 104, n_queries: int = 50, console: Console | None = None, outpu
         from infra.settings import get_settings
 
         engine = get_engine()
-        get_embedder(get_settings().embedding_model).warm()
+        get_embedder(get_settings().embedding.embedding_model).warm()
         for tenant, (texts, _) in corpora.items():
             results[tenant] = {"build": build(engine, tenant, texts)}
             console.print(f"  {tenant}: built {results[tenant]['build']}")

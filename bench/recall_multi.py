@@ -154,7 +154,7 @@ def in_process(qs: list[str], quota: int) -> dict[str, Any]:
     from recall.domains.registry import DOMAINS
     from recall.scope import Scope
 
-    engine, embedder = get_engine(), get_embedder(get_settings().embedding_model)
+    engine, embedder = get_engine(), get_embedder(get_settings().embedding.embedding_model)
     times: dict[str, list[float]] = {d: [] for d in DOMAIN_NAMES}
     sizes: dict[str, list[int]] = {d: [] for d in DOMAIN_NAMES}
     for i, q in enumerate(qs):
@@ -223,7 +223,7 @@ def _measure(args: argparse.Namespace, client: Any, where: dict[str, Any], loads
           f"(load {fan_out['loadavg_1m_5m_15m']})", flush=True)
     from infra.settings import get_settings
 
-    quota = max(1, get_settings().recall_multi_ceiling // len(DOMAIN_NAMES))
+    quota = max(1, get_settings().funnel.recall_multi_ceiling // len(DOMAIN_NAMES))
     alone = {}
     for d in DOMAIN_NAMES:
         alone[d] = timed_multi(client, qs, [d], quota)

@@ -141,7 +141,7 @@ def write_table(model: str, fitted: dict[str, Any], pairs: int) -> None:
 def run(write: bool, rows_from: Path | None) -> dict[str, Any]:
     from infra.settings import Settings
 
-    model = Settings().embedding_model
+    model = Settings().embedding.embedding_model
     if rows_from is not None:  # refit on the pairs a previous run labelled
         previous = json.loads(rows_from.read_text())
         model, loads, asks, rows = previous["model"], previous["loads"], previous["asks"], previous["rows"]

@@ -120,7 +120,7 @@ def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
 
     engine, s, domain = get_engine(), get_settings(), SessionsDomain()
     scope = _scope(Scope(tenant), NO_POLICY)
-    n = max(s.session_candidates, 100)
+    n = max(s.sessions.session_candidates, 100)
     steps: dict[str, list[float]] = {"has_data": [], "bm25": [], "rows": [], "windows": []}
     slowest: tuple[float, str] = (0.0, "")
     with engine.connect() as conn:
@@ -128,11 +128,12 @@ def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
             t0 = time.perf_counter()
             domain.has_data(conn, scope)
             t1 = time.perf_counter()
-            bm25 = bm25_top(conn, scope, tokenize(q), n, s.bm25_k1, s.bm25_b, None, SESSION_KEYWORD, "d.sent")
+            bm25 = bm25_top(conn, scope, tokenize(q), n, s.keyword.bm25_k1, s.keyword.bm25_b, None, SESSION_KEYWORD,
+                            "d.sent")
             t2 = time.perf_counter()
             rows = list(conn.execute(_rows(NOW), {"tenant": tenant, "uids": list(bm25)}))
             t3 = time.perf_counter()
-            windows(conn, tenant, [(r.session_id, r.seq) for r in rows[:10]], s.session_window)
+            windows(conn, tenant, [(r.session_id, r.seq) for r in rows[:10]], s.sessions.session_window)
             t4 = time.perf_counter()
             for name, a, b in (("has_data", t0, t1), ("bm25", t1, t2), ("rows", t2, t3), ("windows", t3, t4)):
                 steps[name].append((b - a) * 1000)
@@ -144,7 +145,8 @@ def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
 
         event.listen(engine, "before_cursor_execute", capture)
         try:
-            bm25_top(conn, scope, tokenize(slowest[1]), n, s.bm25_k1, s.bm25_b, None, SESSION_KEYWORD, "d.sent")
+            bm25_top(conn, scope, tokenize(slowest[1]), n, s.keyword.bm25_k1, s.keyword.bm25_b, None, SESSION_KEYWORD,
+                     "d.sent")
         finally:
             event.remove(engine, "before_cursor_execute", capture)
         statement, params = captured[-1]

@@ -75,8 +75,8 @@ def up_stack() -> Iterator[Any]:
     from stack.up import Stack
 
     settings = Settings()
-    configure_logging(settings.log_level)
-    stack = Stack(settings, settings.workers)
+    configure_logging(settings.stack.log_level)
+    stack = Stack(settings, settings.workers.workers)
     try:
         stack.start()
         yield stack

@@ -35,7 +35,7 @@ def settings() -> Settings:
     from stack.state import stack_state_problem
 
     resolved = get_settings()
-    problem = stack_state_problem(resolved.data_dir)  # it names the API our key is sent to: trusted only if live
+    problem = stack_state_problem(resolved.stack.data_dir)  # it names the API our key is sent to: trusted only if live
     if problem:
         fail(problem)
     return resolved
@@ -45,8 +45,8 @@ def engine() -> Engine:
     from infra.db import get_engine
 
     s = settings()
-    if not s.database_url:
-        fail(f"no database: no stack is running on {s.data_dir} and DATABASE_URL is not set")
+    if not s.stack.database_url:
+        fail(f"no database: no stack is running on {s.stack.data_dir} and DATABASE_URL is not set")
     return get_engine()
 
 

@@ -105,7 +105,7 @@ def chat(file: Annotated[Path, typer.Argument(help="conversations.json or a .jso
         fail(f"{file}: {exc}")
     # ASCII JSON: a lone surrogate the export holds reaches the server escaped, and is refused there with its reason
     lines = [(len(c.messages), json.dumps(c.as_json()) + "\n") for c in conversations]
-    batches = list(_batches(lines, calls.settings().max_batch))
+    batches = list(_batches(lines, calls.settings().limits.max_batch))
     params: dict[str, Any] = {k: v for k, v in {"format": "jsonl", "agent_id": agent_id, "project": project,
                                                 "remember": remember}.items() if v not in (None, False)}
     console.print(f"{file}: {len(conversations)} conversation(s), {sum(n for n, _ in lines)} message(s)")

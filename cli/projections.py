@@ -63,7 +63,7 @@ def _run(job: Callable[..., Any], verb: str, name: str, engine: Engine) -> Any:
     with progress(err) as bar:
         task = bar.add_task(f"{verb} {name}", total=None)
         try:
-            return job(engine, PROJECTORS[name], calls.settings().projection_batch_size,
+            return job(engine, PROJECTORS[name], calls.settings().projections.projection_batch_size,
                        lambda done, total: bar.update(task, completed=done, total=total))
         except ProjectionBusy as exc:
             fail(str(exc))

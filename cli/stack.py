@@ -34,9 +34,9 @@ def up(data_dir: DataDir = None,
     from stack.up import StackError, run_foreground
 
     settings = Settings()  # not resolved from a state file: this process is the stack
-    configure_logging(settings.log_level)
+    configure_logging(settings.stack.log_level)
     try:
-        run_foreground(settings, settings.workers)
+        run_foreground(settings, settings.workers.workers)
     except StackError as exc:
         fail(str(exc))
 
@@ -46,9 +46,9 @@ def migrate() -> None:
     from migrations.runner import upgrade_to_head
 
     s = calls.settings()
-    if not s.database_url:
+    if not s.stack.database_url:
         fail("set DATABASE_URL (or start the stack with `engramlog up`)")
-    upgrade_to_head(s.database_url)
+    upgrade_to_head(s.stack.database_url)
     console.print("migrations: at head")
 
 

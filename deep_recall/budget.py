@@ -34,10 +34,11 @@ class Limits:
                 raise InvalidPayload(f"budgets.{name} must be > 0 and at most {cap} (the operator's maximum)")
             return value
 
-        return cls(int(pick("iterations", iterations, settings.deep_max_iterations, settings.deep_cap_iterations)),
-                   int(pick("sub_calls", sub_calls, settings.deep_max_sub_calls, settings.deep_cap_sub_calls)),
-                   pick("cost_usd", cost_usd, settings.deep_max_cost_usd, settings.deep_cap_cost_usd),
-                   pick("timeout_s", timeout_s, settings.deep_timeout_s, settings.deep_timeout_s))
+        deep = settings.deep
+        return cls(int(pick("iterations", iterations, deep.deep_max_iterations, deep.deep_cap_iterations)),
+                   int(pick("sub_calls", sub_calls, deep.deep_max_sub_calls, deep.deep_cap_sub_calls)),
+                   pick("cost_usd", cost_usd, deep.deep_max_cost_usd, deep.deep_cap_cost_usd),
+                   pick("timeout_s", timeout_s, deep.deep_timeout_s, deep.deep_timeout_s))
 
 
 class Prices:

@@ -21,12 +21,12 @@ _clients: dict[str, redis.Redis] = {}
 
 
 def _client(settings: Settings) -> redis.Redis | None:
-    if not settings.redis_url:
+    if not settings.stack.redis_url:
         return None
-    if settings.redis_url not in _clients:
-        _clients[settings.redis_url] = redis.Redis.from_url(settings.redis_url, socket_timeout=2,
+    if settings.stack.redis_url not in _clients:
+        _clients[settings.stack.redis_url] = redis.Redis.from_url(settings.stack.redis_url, socket_timeout=2,
                                                             socket_connect_timeout=2)
-    return _clients[settings.redis_url]
+    return _clients[settings.stack.redis_url]
 
 
 def question_key(scope: dict[str, Any], question: str) -> str:
@@ -56,7 +56,7 @@ def keep(settings: Settings, tenant: str, scope: dict[str, Any], question: str, 
         return
     key = f"{PREFIX}:{tenant}:{question_key(scope, question)}"
     index = _scope_index(tenant, scope)
-    ttl = settings.deep_cache_ttl_s
+    ttl = settings.deep.deep_cache_ttl_s
     try:
         pipe = client.pipeline()
         pipe.set(key, json.dumps(answer, default=str), ex=ttl)
@@ -64,7 +64,7 @@ def keep(settings: Settings, tenant: str, scope: dict[str, Any], question: str, 
         pipe.zremrangebyscore(index, 0, time.time() - ttl)  # expired entries leave the index too
         pipe.expire(index, ttl)
         pipe.execute()
-        overflow = client.zrange(index, 0, -(settings.deep_cache_entries + 1))  # all but the newest N
+        overflow = client.zrange(index, 0, -(settings.deep.deep_cache_entries + 1))  # all but the newest N
         if overflow:
             client.delete(*overflow)
             client.zrem(index, *overflow)

@@ -111,7 +111,7 @@ def searching(settings: Settings, deadline: float) -> Iterator[None]:
     global _searches
     with _lock:
         if _searches is None:
-            _searches = Workers(settings.deep_search_concurrent)
+            _searches = Workers(settings.deep.deep_search_concurrent)
         lanes = _searches
     if not lanes.take(1, deadline):
         raise HardTimeout("the deep recall's hard timeout passed while its search waited for its turn")
@@ -132,7 +132,7 @@ def workers(settings: Settings) -> Workers:
     global _workers
     with _lock:
         if _workers is None:
-            _workers = Workers(settings.deep_sandbox_workers)
+            _workers = Workers(settings.deep.deep_sandbox_workers)
         return _workers
 
 
@@ -152,13 +152,13 @@ def reserve(settings: Settings, levels: int, deadline: float) -> Iterator[Reserv
 def _admit(settings: Settings, tenant: str) -> Callable[[], None]:
     """Count one running deep recall of `tenant` (answers its release), or refuse it beyond a limit (429)."""
     with _lock:
-        if _running[tenant] >= settings.deep_tenant_concurrent:
+        if _running[tenant] >= settings.deep.deep_tenant_concurrent:
             raise TooManyRequests(f"{_running[tenant]} deep recalls of this tenant are running already, the most "
-                                  f"at once (ENGRAMLOG_DEEP_TENANT_CONCURRENT={settings.deep_tenant_concurrent}); "
+                                  f"at once (ENGRAMLOG_DEEP_TENANT_CONCURRENT={settings.deep.deep_tenant_concurrent}); "
                                   "retry when one has answered")
-        if sum(_running.values()) >= settings.deep_concurrent:
+        if sum(_running.values()) >= settings.deep.deep_concurrent:
             raise TooManyRequests(f"{sum(_running.values())} deep recalls are running on this server already, the "
-                                  f"most at once (ENGRAMLOG_DEEP_CONCURRENT={settings.deep_concurrent}); retry")
+                                  f"most at once (ENGRAMLOG_DEEP_CONCURRENT={settings.deep.deep_concurrent}); retry")
         _running[tenant] += 1
 
     def release() -> None:
@@ -196,12 +196,12 @@ def tenant_slot(engine: Engine, settings: Settings, tenant: str) -> Iterator[Non
     one is held). AUTOCOMMIT: the held connection is idle, not idle in a transaction."""
     conn = _slots_engine(engine).connect().execution_options(isolation_level="AUTOCOMMIT")
     try:
-        held = next((slot for slot in range(settings.deep_tenant_concurrent)
+        held = next((slot for slot in range(settings.deep.deep_tenant_concurrent)
                      if conn.execute(_TRY_SLOT, {"key": _slot_key(tenant, slot)}).scalar_one()), None)
         if held is None:
-            raise TooManyRequests(f"{settings.deep_tenant_concurrent} deep recalls of this tenant are running "
+            raise TooManyRequests(f"{settings.deep.deep_tenant_concurrent} deep recalls of this tenant are running "
                                   "already across the API's processes, the most at once (ENGRAMLOG_DEEP_TENANT_"
-                                  f"CONCURRENT={settings.deep_tenant_concurrent}); retry when one has answered")
+                                  f"CONCURRENT={settings.deep.deep_tenant_concurrent}); retry when one has answered")
         yield
     finally:
         conn.close()  # the session ends: its slot is free
@@ -211,7 +211,7 @@ def _executor(settings: Settings) -> ThreadPoolExecutor:
     global _threads
     with _lock:
         if _threads is None:  # admission keeps its queue empty: at most deep_concurrent run at once
-            _threads = ThreadPoolExecutor(max_workers=settings.deep_concurrent, thread_name_prefix="deep-recall")
+            _threads = ThreadPoolExecutor(max_workers=settings.deep.deep_concurrent, thread_name_prefix="deep-recall")
         return _threads
 
 

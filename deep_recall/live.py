@@ -126,7 +126,7 @@ class LiveAPIs:
         record: dict[str, Any] = {"fn": fn, "args": plain(args)}
         try:
             result = cap(plain(call_within(self.deadline, lambda: call(record), f"{fn}()")),
-                         self.settings.deep_live_chars)
+                         self.settings.deep.deep_live_chars)
         except Exception as exc:
             self.calls.append({**record, "error": f"{type(exc).__name__}: {exc}"[:500],
                                "ms": round((time.perf_counter() - started) * 1000, 2)})
@@ -184,7 +184,7 @@ class LiveAPIs:
         lines: list[str] = []
         used, after = 0, 0
         with self.engine.connect() as conn:
-            while used <= self.settings.deep_live_chars:
+            while used <= self.settings.deep.deep_live_chars:
                 page = session_messages(conn, self.caller.tenant, session_id, self.caller.policy, after, 500)
                 if page is None:
                     raise LookupError(f"no session {session_id!r} in this scope")

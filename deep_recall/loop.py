@@ -107,8 +107,8 @@ class Loop:
         record: dict[str, Any] = {"n": n, "depth": self.depth, "prompt": short(prompt)}
         try:
             if self.depth >= 2:  # a nested mini-loop on the sub-model, its own sub-calls one level shallower
-                inner = Loop(self.env, self.env.sub_model, self.depth - 1, self.env.settings.deep_nested_iterations,
-                             nested=True, level=self.level + 1)
+                inner = Loop(self.env, self.env.sub_model, self.depth - 1,
+                             self.env.settings.deep.deep_nested_iterations, nested=True, level=self.level + 1)
                 outcome = inner.run(prompt, prompt)
                 record.update(kind="loop", iterations=len(outcome.iterations), stopped=outcome.stopped,
                               cost_usd=round(outcome.cost_usd, 6), trace=outcome.iterations)
@@ -162,7 +162,7 @@ class Loop:
 
     # -- the turns ------------------------------------------------------------------------------------------
     def _feedback(self, results: list[tuple[str, str | None]]) -> str:
-        limit = self.env.settings.deep_output_chars
+        limit = self.env.settings.deep.deep_output_chars
         share = max(200, limit // max(1, len(results)) - 100)  # each block its share: one loud block hides no error
 
         def cut(value: str) -> str:
@@ -191,7 +191,7 @@ class Loop:
         messages: list[Message] = [{"role": "system", "content": system.replace("{budgets}", budgets)},
                                    {"role": "user", "content": first_message(question, context, stored)}]
         audit: list[dict[str, Any]] = []
-        block_timeout = min(settings.deep_block_timeout_s, tracker.limits.timeout_s)
+        block_timeout = min(settings.deep.deep_block_timeout_s, tracker.limits.timeout_s)
 
         def outcome(answer: str | None, stopped: str, reason: str | None) -> Outcome:
             return Outcome(answer, stopped, reason, audit, self.cost_usd)

@@ -159,17 +159,18 @@ class AnthropicMessages:
 
 
 def model_for(settings: Settings, model: str) -> ChatModel:
-    if settings.llm_provider == "anthropic":
-        return AnthropicMessages(settings.llm_base_url, settings.llm_api_key, model, settings.llm_max_tokens)
-    return OpenAIChat(settings.llm_base_url, settings.llm_api_key, model, settings.llm_max_tokens,
-                      settings.llm_stream)
+    llm = settings.llm
+    if llm.llm_provider == "anthropic":
+        return AnthropicMessages(llm.llm_base_url, llm.llm_api_key, model, llm.llm_max_tokens)
+    return OpenAIChat(llm.llm_base_url, llm.llm_api_key, model, llm.llm_max_tokens, llm.llm_stream)
 
 
 def configured_models(settings: Settings) -> tuple[ChatModel, ChatModel] | None:
     """The root and sub-models, or None when no model is configured."""
-    if not settings.llm_model:
+    llm = settings.llm
+    if not llm.llm_model:
         return None
-    return model_for(settings, settings.llm_model), model_for(settings, settings.llm_sub_model or settings.llm_model)
+    return model_for(settings, llm.llm_model), model_for(settings, llm.llm_sub_model or llm.llm_model)
 
 
 __all__ = ["AnthropicMessages", "ChatModel", "Completion", "ModelError", "OpenAIChat", "configured_models",

@@ -66,8 +66,8 @@ def pool(settings: Settings) -> Monty:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = Monty(min_processes=1, max_processes=settings.deep_sandbox_workers,
-                          checkout_timeout=CHECKOUT_WAIT_S, request_timeout=settings.deep_block_timeout_s + 10)
+            _pool = Monty(min_processes=1, max_processes=settings.deep.deep_sandbox_workers,
+                          checkout_timeout=CHECKOUT_WAIT_S, request_timeout=settings.deep.deep_block_timeout_s + 10)
             _pool.__enter__()
             atexit.register(_close)
         return _pool
@@ -126,7 +126,7 @@ class Sandbox:
 
     def _open(self) -> None:
         limits: ResourceLimits = {"max_feed_duration_secs": self.block_timeout_s,
-                  "max_memory": self.settings.deep_sandbox_memory_mb * 1024 * 1024,
+                  "max_memory": self.settings.deep.deep_sandbox_memory_mb * 1024 * 1024,
                   "max_recursion_depth": 200, "max_suspensions": 10_000, "max_total_sleep_secs": 1.0}
         session = pool(self.settings).checkout(script_name="deep_recall.py", limits=limits)
         session.__enter__()
@@ -158,7 +158,7 @@ class Sandbox:
                                        "this block did not run")
         session = self._session
         assert session is not None
-        out = CollectString(max_bytes=self.settings.deep_print_bytes)
+        out = CollectString(max_bytes=self.settings.deep.deep_print_bytes)
         watchdog = WorkerWatchdog(session.worker_pid, deadline)
         try:
             try:

@@ -97,7 +97,7 @@ def _seeds(question: str) -> list[str]:
 
 def _bootstrap(live: LiveAPIs, request: DeepRequest, settings: Settings) -> dict[str, Any]:
     """The snapshot the root model starts from, cut to deep_max_context_tokens (about 4 characters a token)."""
-    budget = settings.deep_max_context_tokens * 4
+    budget = settings.deep.deep_max_context_tokens * 4
     sessions = plain(live.list_sessions_raw())
     knowledge: list[dict[str, Any]] = []
     for seed in _seeds(request.question):
@@ -160,8 +160,8 @@ def _register_blind_spot(engine: Engine, settings: Settings, tenant: str, reques
         data = validate_payload(BlindSpotRegistered, {
             "gap_id": str(uuid.uuid4()), "scope_key": scope_key, "agent_id": request.agent_id,
             "session_id": request.session_id, "project": request.project, "question": request.question,
-            "priority": settings.blind_spot_priority, "registered_at": now.isoformat(),
-            "expires_at": (now + timedelta(seconds=settings.blind_spot_ttl_s)).isoformat(),
+            "priority": settings.deep.blind_spot_priority, "registered_at": now.isoformat(),
+            "expires_at": (now + timedelta(seconds=settings.deep.blind_spot_ttl_s)).isoformat(),
             "recall_id": str(recall_id), "reason": reason[:2000]})
         append(conn, tenant, [NewEvent(BlindSpotRegistered.type_name(), blind_spot_stream(scope_key), data)],
                {**metadata, "actor": "system:deep_recall"})
@@ -206,18 +206,18 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
         return _served(engine, tenant, record, started, metadata, 0, 0, {"input": 0, "output": 0, "total": 0}, 0.0)
     results = _flat(quick)
     record["shortcut_recall_id"] = str(quick.recall_id)
-    high = [r for r in results if r["relevance"] >= settings.deep_shortcut_score]
+    high = [r for r in results if r["relevance"] >= settings.deep.deep_shortcut_score]
     models = configured_models(settings)
     record["shortcut_results"] = results
-    fired = len(high) >= settings.deep_shortcut_hits
+    fired = len(high) >= settings.deep.deep_shortcut_hits
     if fired or models is None:
         # `shortcut` says whether the shortcut's condition held; without a model the quick recall's results are
         # the answer either way (stopped "final": nothing was cut short), and the reason says which it was.
         shown = high if fired else results
-        reason = (f"{len(high)} results of relevance >= {settings.deep_shortcut_score}" if fired else
+        reason = (f"{len(high)} results of relevance >= {settings.deep.deep_shortcut_score}" if fired else
                   "no model configured (ENGRAMLOG_LLM_MODEL is empty): the quick recall's results as they are "
-                  f"(the shortcut needs {settings.deep_shortcut_hits} of relevance >= "
-                  f"{settings.deep_shortcut_score}, {len(high)} did)")
+                  f"(the shortcut needs {settings.deep.deep_shortcut_hits} of relevance >= "
+                  f"{settings.deep.deep_shortcut_score}, {len(high)} did)")
         record.update(shortcut=fired, answer=_as_answer(shown) or None, stopped="final", reason=reason,
                       shortcut_results=shown)
         if not shown:
@@ -227,14 +227,14 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
 
     root, sub = models
     record["models"] = {"root": root.model, "sub": sub.model}
-    tracker = Tracker(limits, Prices(settings.llm_prices), started=deadline_from)
+    tracker = Tracker(limits, Prices(settings.llm.llm_prices), started=deadline_from)
     live = LiveAPIs(engine, embedder, settings,
                     Caller(tenant, request.agent_id, request.project, request.session_id, policy, caused),
                     tracker.deadline)
     store = Store(engine, tenant, request.agent_id, request.session_id, request.project, recall_id, metadata,
-                  max_calls=settings.deep_store_calls, max_bytes=settings.deep_store_bytes)
+                  max_calls=settings.deep.deep_store_calls, max_bytes=settings.deep.deep_store_bytes)
     store.withhold(policy)  # values kept under an earlier policy that the one in force hides
-    context = store.bootstrap(settings.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings),
+    context = store.bootstrap(settings.deep.deep_bootstrap_ttl_s, lambda: _bootstrap(live, request, settings),
                               policy_position)
     record["bootstrap_sessions"] = list(dict.fromkeys(
         [s["session_id"] for s in context.get("sessions", [])] + list(context.get("recent_transcripts", {}))
@@ -254,7 +254,7 @@ def deep_recall(engine: Engine, embedder: Embedder, settings: Settings, request:
     if not _useful(outcome.answer):
         _blind_spot(engine, settings, tenant, request, recall_id,
                     outcome.reason or f"answered {outcome.answer!r}"[:500], metadata)
-    audit_size.fit(record, settings.deep_audit_bytes)  # the model's code decides how much there is to audit
+    audit_size.fit(record, settings.deep.deep_audit_bytes)  # the model's code decides how much there is to audit
     answer = {**_served(engine, tenant, record, started, metadata, tracker.iterations, tracker.sub_calls,
                         tracker.tokens(), tracker.cost_usd), "answer": outcome.answer}  # whole, even if cut there
     if outcome.stopped == "final" and _useful(outcome.answer):

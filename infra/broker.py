@@ -1,4 +1,4 @@
-"""The Dramatiq broker, by settings.broker: Redis (default) or RabbitMQ (Dramatiq's own RabbitmqBroker, for a
+"""The Dramatiq broker, by settings.workers.broker: Redis (default) or RabbitMQ (Dramatiq's own RabbitmqBroker, for a
 deployment whose queue outgrows one Redis: docs/scale-out.md). Imported before any actor is declared, so actors
 bind to it. Redis keeps the workers' heartbeats and the scheduler's last-run reports (`redis_client`) whichever
 broker carries the queues."""
@@ -29,10 +29,10 @@ def make_rabbitmq_broker(url: str) -> dramatiq.Broker:
 
 def _configured() -> tuple[dramatiq.Broker, redis.Redis]:
     settings = get_settings()
-    if settings.broker == "rabbitmq":
-        return (make_rabbitmq_broker(settings.rabbitmq_url),
-                redis.Redis.from_url(settings.redis_url or _UNCONFIGURED, **_TIMEOUTS))
-    queue = make_broker(settings.redis_url)
+    if settings.workers.broker == "rabbitmq":
+        return (make_rabbitmq_broker(settings.workers.rabbitmq_url),
+                redis.Redis.from_url(settings.stack.redis_url or _UNCONFIGURED, **_TIMEOUTS))
+    queue = make_broker(settings.stack.redis_url)
     return queue, queue.client
 
 

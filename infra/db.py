@@ -25,14 +25,14 @@ def engine_for(url: str, pool_size: int = 10, statement_timeout_s: float | None 
     when None; 0: no bound), so one runaway statement cannot hold a connection, its locks and its caller."""
     if not url:
         raise RuntimeError("no database: set DATABASE_URL or start the stack with `engramlog up`")
-    timeout = get_settings().statement_timeout_s if statement_timeout_s is None else statement_timeout_s
+    timeout = get_settings().stack.statement_timeout_s if statement_timeout_s is None else statement_timeout_s
     options = f"-c statement_timeout={max(0, round(timeout * 1000))}"
     return create_engine(normalise_url(url), pool_size=pool_size, max_overflow=20, pool_pre_ping=True,
                          future=True, connect_args={"options": options})
 
 
 def get_engine() -> Engine:
-    return engine_for(get_settings().database_url)
+    return engine_for(get_settings().stack.database_url)
 
 
 def ping(engine: Engine) -> None:

@@ -158,7 +158,7 @@ def get_embedder(model: str, backend: str | None = None) -> Embedder:
     from infra.settings import get_settings
 
     settings = get_settings()
-    return Embedder(model, backend or settings.inference_backend, settings.data_dir / "models")
+    return Embedder(model, backend or settings.embedding.inference_backend, settings.stack.data_dir / "models")
 
 
 def model_available(name: str) -> bool:

@@ -180,7 +180,8 @@ WHERE m.tenant = :tenant AND m.memory_id = ANY(:ids)
 
 def activity_for(conn: Connection, tenant: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Activity]:
     """Activation inputs of `ids` (those with a row in `memories`), for the recall funnel's composite score:
-    `normalised_activation(a.access_count, age_hours(now, a.last_access_at, a.recorded_at), settings.actr_decay)`.
+    `normalised_activation(a.access_count, age_hours(now, a.last_access_at, a.recorded_at),
+    settings.lifecycle.actr_decay)`.
     """
     if not ids:
         return {}

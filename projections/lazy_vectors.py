@@ -109,7 +109,7 @@ class Wanted:
         if not texts and not handles:
             return
         s = self.surface
-        model = get_embedder(get_settings().embedding_model).model
+        model = get_embedder(get_settings().embedding.embedding_model).model
         by_tenant: dict[str, set[uuid.UUID]] = {}
         for tenant, item in [*texts, *handles]:
             by_tenant.setdefault(tenant, set()).add(item)
@@ -124,7 +124,7 @@ class Wanted:
 
 def _embed(conn: Connection, surface: LazySurface, tenant: str, model: str,
            items: list[tuple[uuid.UUID, str]]) -> None:
-    embedder = get_embedder(get_settings().embedding_model)
+    embedder = get_embedder(get_settings().embedding.embedding_model)
     for start in range(0, len(items), EMBED_CHUNK):
         part = items[start:start + EMBED_CHUNK]
         embeddings = embed_cached(conn, embedder, tenant, [t for _, t in part])
@@ -153,7 +153,7 @@ class LazyVectorsProjector:
     def prepare(self) -> None:
         """Load the embedding model before a batch is applied, outside its time limit (projections/runner.py):
         a cold start (the first ONNX export) is no event's fault."""
-        get_embedder(get_settings().embedding_model).warm()
+        get_embedder(get_settings().embedding.embedding_model).warm()
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         apply_in_order(conn, events, {}, self.handlers, Wanted(self.surface))

@@ -10,8 +10,8 @@ twice). Whoever needs the whole projection still (rebuild, verify, dead-letter r
 count) takes the projection's lock exclusive.
 
 The rows say how many partitions are in force (`partitions`, the same on every row of a projection). A worker
-configured with another count (settings.projection_partitions) splits the projection anew only where every row is
-at one checkpoint, which is exact: every event at or below it is applied for every tenant. Rows at different
+configured with another count (settings.workers.projection_partitions) splits the projection anew only where every row
+is at one checkpoint, which is exact: every event at or below it is applied for every tenant. Rows at different
 checkpoints are first brought to the furthest of them (`align`), under the exclusive lock.
 """
 

@@ -8,8 +8,8 @@ Each event is applied in a savepoint when its batch fails (projections/dead_lett
 on the next runs and, after MAX_EVENT_FAILURES, parked so the checkpoint moves past it; the other events of the
 batch, other tenants' events and the other projectors go on.
 
-A batch, and each event, is applied within settings.projection_event_timeout_s (projections/time_limit.py). A batch
-over it is applied again one event per transaction, so the slow event is found alone; an event over it is one
+A batch, and each event, is applied within settings.projections.projection_event_timeout_s (projections/time_limit.py).
+A batch over it is applied again one event per transaction, so the slow event is found alone; an event over it is one
 failed attempt, counted (and parked, the checkpoint moved past it) in a transaction of its own, since the one it
 ran in is given up.
 """
@@ -136,14 +136,14 @@ def apply_next(conn: Connection, projector: Projector, partition: Partition, bat
         return 0  # the projection was partitioned anew meanwhile: the caller's layout is gone
     settings = get_settings()
     events, done_to = _next(conn, projector, partition, checkpoint, batch_size, until,
-                            max_bytes=settings.projection_batch_bytes)
+                            max_bytes=settings.projections.projection_batch_bytes)
     if not events:
         if done_to is not None and done_to > checkpoint:  # nothing of its own below the horizon: done up to it
             parts.save(conn, projector.name, partition, done_to)
         return 0
     if (prepare := getattr(projector, "prepare", None)) is not None:
         prepare()  # what the projector needs loaded (a model), outside the events' time limit
-    done = apply_guarded(conn, projector, events, settings.projection_event_timeout_s)
+    done = apply_guarded(conn, projector, events, settings.projections.projection_event_timeout_s)
     if not done:  # its first event failed and is not parked yet: tried again on the next run
         return 0
     last = done[-1]

@@ -57,7 +57,7 @@ def _texts_from_log(conn: Connection, tenant: str, handles: dict[uuid.UUID, dict
 
 
 def _put(wanted: Wanted, conn: Connection, event: RecordedEvent, p: DocumentPut) -> None:
-    if get_settings().knowledge_embedding != "eager" or event.stream_id != document_stream(p.project, p.path):
+    if get_settings().embedding.knowledge_embedding != "eager" or event.stream_id != document_stream(p.project, p.path):
         return  # lazy; or off its stream, which the knowledge projection ignores too
     for s in split_sections(p.content):
         wanted.add_text(event.tenant, section_id(event.tenant, p.project, p.path, s.heading_path, s.content_hash),

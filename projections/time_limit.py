@@ -1,4 +1,4 @@
-"""A bound on how long a projector's apply may run in its thread (settings.projection_event_timeout_s).
+"""A bound on how long a projector's apply may run in its thread (settings.projections.projection_event_timeout_s).
 
 Past the bound, ApplyTimeExceeded is raised in the applying thread at its next Python instruction, as Dramatiq's
 own actor time limit does (PyThreadState_SetAsyncExc). A statement the thread waits on in the database is

@@ -47,7 +47,7 @@ class _Run:
         memories, self.events = self.events, []
         if not memories:
             return
-        embedder = get_embedder(get_settings().embedding_model)
+        embedder = get_embedder(get_settings().embedding.embedding_model)
         embeddings: list[str] = [""] * len(memories)
         by_tenant: dict[str, list[int]] = {}
         for i, (tenant, _) in enumerate(memories):
@@ -65,7 +65,7 @@ class _Run:
 
 
 def _reembed(conn: Connection, event: RecordedEvent, p: MemoryReinforced | MemoriesMerged) -> None:
-    embedder = get_embedder(get_settings().embedding_model)
+    embedder = get_embedder(get_settings().embedding.embedding_model)
     [embedding] = embed_cached(conn, embedder, event.tenant, [p.merged_content])
     conn.execute(_REEMBED, {"tenant": event.tenant, "memory_id": p.memory_id, "model": embedder.model,
                             "embedding": embedding})
@@ -84,7 +84,7 @@ class VectorsProjector:
     def prepare(self) -> None:
         """Load the embedding model before a batch is applied, outside its time limit (projections/runner.py):
         a cold start (the first ONNX export) is no event's fault."""
-        get_embedder(get_settings().embedding_model).warm()
+        get_embedder(get_settings().embedding.embedding_model).warm()
 
     def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
         apply_in_order(conn, events, _ONE_BY_ONE, _IN_RUN, _Run())

@@ -100,7 +100,7 @@ class FusedHit:
 
 def pool_size(settings: Settings, q: DomainQuery, gated_per_item: bool) -> int:
     """How many candidates each leg fetches: more when the privacy gate drops some only after the query (paths)."""
-    return max(settings.candidates_per_leg, q.k * 3) * (2 if gated_per_item and q.policy.exclude_paths else 1)
+    return max(settings.hybrid.candidates_per_leg, q.k * 3) * (2 if gated_per_item and q.policy.exclude_paths else 1)
 
 
 def gather(conn: Connection, scope: Scope, leg: HybridLeg, terms: list[str], query_vector: str | None, n: int,
@@ -108,15 +108,15 @@ def gather(conn: Connection, scope: Scope, leg: HybridLeg, terms: list[str], que
            where_params: dict[str, object] | None = None) -> Legs:
     """Both legs' top `n` in `scope` among items in one of `statuses` (and `where_sql` on d), with the cosine of
     every candidate that has a vector."""
-    bm25 = bm25_top(conn, scope, terms, n, settings.bm25_k1, settings.bm25_b, statuses, leg.keyword, where_sql,
-                    where_params)
+    bm25 = bm25_top(conn, scope, terms, n, settings.keyword.bm25_k1, settings.keyword.bm25_b, statuses, leg.keyword,
+                    where_sql, where_params)
     if query_vector is None or leg.vectors is None:
         return Legs(bm25)
     [(nearest, _)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses, leg.vectors, where_sql,
                                      where_params)
     vector = dict(nearest)
     vector.update(cosines_for(conn, scope.tenant, [i for i in sorted(bm25, key=str) if i not in vector],
-                              query_vector, settings.embedding_model, leg.vectors))
+                              query_vector, settings.embedding.embedding_model, leg.vectors))
     return Legs(bm25, vector)
 
 
@@ -125,8 +125,8 @@ def scored(legs: Legs, allowed: Sequence[uuid.UUID], leg: HybridLeg, status_of: 
     """The `allowed` candidates fused (those under the score threshold dropped), each ×its history factor, in
     fusion order (best fused score first)."""
     with_vector = leg.vectors is not None
-    fused = fuse([Candidate(i, legs.bm25.get(i), legs.vector.get(i)) for i in allowed], settings.weight_vector,
-                 settings.weight_keyword, settings.score_threshold)
+    fused = fuse([Candidate(i, legs.bm25.get(i), legs.vector.get(i)) for i in allowed], settings.hybrid.weight_vector,
+                 settings.hybrid.weight_keyword, settings.hybrid.score_threshold)
     out = []
     for s in fused:
         factor = leg.factor(status_of(s.memory_id))

@@ -43,7 +43,7 @@ class MultiRequest:
     scope: Scope
     query: str
     domains: tuple[str, ...] = ()  # () = the domains with data in the scope, in registry order
-    k: int | None = None  # the ceiling; None = settings.recall_multi_ceiling
+    k: int | None = None  # the ceiling; None = settings.funnel.recall_multi_ceiling
     include_history: bool = False
     options: dict[str, Any] = field(default_factory=dict)
     frame: TimeFrame = NOW  # since / until, as_of (recall/timeframe.py)
@@ -103,7 +103,7 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
         found = held(conn, {d: DOMAINS[d].data_check(scope) for d in (request.domains or DOMAINS)})
     with_data = [d for d, has in found.items() if has]
     asked = list(request.domains) or with_data  # asked for by name: answered, if only with "no data"
-    ceiling = request.k or settings.recall_multi_ceiling
+    ceiling = request.k or settings.funnel.recall_multi_ceiling
     quota = max(1, ceiling // max(1, len(with_data)))
     keyword_q = DomainQuery(scope, request.query, quota, now, policy, None, request.include_history, request.options,
                             request.frame, held=request.frame.as_of is None)

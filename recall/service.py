@@ -142,7 +142,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
     trace: dict[str, list[str]] = {}
     with read_only(engine) as conn:
         with timed(reports["coref"]) as r:
-            query = coref.resolve(conn, scope, request.query, statuses, settings.coref_recent, r, request.frame)
+            query = coref.resolve(conn, scope, request.query, statuses, settings.funnel.coref_recent, r, request.frame)
         with timed(reports["embed"]) as r:
             if query not in vectors:
                 vectors[query] = embedder.query_vector(scope.tenant, query)
@@ -169,7 +169,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
         ranked = rerank.rerank(query, ranked, k, settings, r)
     reranked = reports["rerank"].skipped is None and bool(ranked)
     with timed(reports["abstain"]) as r:
-        grade_items(query, ranked[:max(k, settings.abstain_gate_k)], settings.embedding_model)
+        grade_items(query, ranked[:max(k, settings.abstention.abstain_gate_k)], settings.embedding.embedding_model)
         abstained = abstain.judge(query, ranked, reranked, settings, r)
     if request.trace:
         trace["ranked"] = [str(i.memory_id) for i in ranked[:k]]
@@ -183,15 +183,15 @@ def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settin
     staging memory (the right fact may sit in staging while a near one answers: "shellfish" for "peanuts")."""
     if first.abstained:
         return f"abstained: {first.abstained['reason']}"
-    best = first.best_cosine(settings.abstain_gate_k)
-    if best is not None and best < settings.staging_fallback_sim:  # None: no vector yet, nothing to judge by
-        return f"weak relevance: best cosine {best:.3f} < {settings.staging_fallback_sim:g}"
+    best = first.best_cosine(settings.abstention.abstain_gate_k)
+    if best is not None and best < settings.abstention.staging_fallback_sim:  # None: no vector yet, nothing to judge by
+        return f"weak relevance: best cosine {best:.3f} < {settings.abstention.staging_fallback_sim:g}"
     held = {t for i in first.ranked[:request.k] for t in tokenize(i.content)}
     missing = sorted({t for t in tokenize(first.query) if t not in held})
     if missing:
         with engine.connect() as conn:
-            staged = bm25_top(conn, replace(request.scope, policy=policy), missing, 1, settings.bm25_k1,
-                              settings.bm25_b, ("staging",), candidates.memory_tables(request.frame)[0],
+            staged = bm25_top(conn, replace(request.scope, policy=policy), missing, 1, settings.keyword.bm25_k1,
+                              settings.keyword.bm25_b, ("staging",), candidates.memory_tables(request.frame)[0],
                               where_params=request.frame.params())
         if staged:
             return f"query terms only staging holds: {', '.join(missing)}"
@@ -224,7 +224,7 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     # Staging is a safety net: when the recallable memories do not answer, look at staging before giving up.
     fallback: dict[str, Any] | None = None
     why = None
-    if settings.staging_fallback and "staging" not in chosen.statuses:
+    if settings.abstention.staging_fallback and "staging" not in chosen.statuses:
         why = _weak(engine, chosen, request, settings, policy)
     if why:
         second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors, policy,
@@ -233,7 +233,7 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
         used = second.abstained is None and bool(staged)
         fallback = {"reason": why, "used": used, "staging_results": staged if used else [],
                     "first_pass": {"abstained": chosen.abstained, "best_cosine": chosen.best_cosine(k)},
-                    "floor": settings.staging_fallback_sim,
+                    "floor": settings.abstention.staging_fallback_sim,
                     "second_pass": second.skipped or "run"}
         if used:
             chosen = second

@@ -101,23 +101,23 @@ def nearest_vectors(conn: Connection, scope: Scope, query_vectors: Sequence[str]
                     statuses: tuple[str, ...] | None = None, table: VectorTable = MEMORY_VECTORS,
                     where_sql: str = "", where_params: dict[str, object] | None = None) -> list[Nearest]:
     """For each query vector (pgvector literals), the `k` most similar memories (or rows of `table`) of `scope`
-    among vectors of `settings.embedding_model`; with `statuses`, only those in one of them; with `where_sql`,
+    among vectors of `settings.embedding.embedding_model`; with `statuses`, only those in one of them; with `where_sql`,
     only rows it holds for (SQL on the scoped alias). Exact when the scope holds at most
-    `settings.exact_scan_max_rows` vectors, else iterative HNSW with `settings.hnsw_ef_search`."""
+    `settings.hybrid.exact_scan_max_rows` vectors, else iterative HNSW with `settings.hybrid.hnsw_ef_search`."""
     if not query_vectors:
         return []
-    model = settings.embedding_model
+    model = settings.embedding.embedding_model
     search = _Search(table, model, statuses, where_sql, where_params)
     later = len(query_vectors) == 1 and _status_later(search)
-    size, exact = _exact_unless_large(conn, scope, query_vectors, k, search, settings.exact_scan_max_rows, later)
+    size, exact = _exact_unless_large(conn, scope, query_vectors, k, search, settings.hybrid.exact_scan_max_rows, later)
     if size == 0:
         return [Nearest([], "exact") for _ in query_vectors]
-    if size <= settings.exact_scan_max_rows:
+    if size <= settings.hybrid.exact_scan_max_rows:
         if later and len(exact[0]) < k and size > later_width(k):  # too many of the nearest are filtered out
             exact = _exact(conn, scope, query_vectors, k, search)
         return [Nearest(hits, "exact") for hits in exact]
     found = [Nearest(hits, "hnsw_iterative") for hits in
-             _hnsw_iterative(conn, scope, query_vectors, k, settings.hnsw_ef_search, search)]
+             _hnsw_iterative(conn, scope, query_vectors, k, settings.hybrid.hnsw_ef_search, search)]
     # An iterative scan gives up at hnsw.max_scan_tuples / its memory limit: a query that brought back fewer rows
     # than the scope holds is answered exactly instead (slower, never short).
     short = [i for i, n in enumerate(found) if len(n.hits) < k]

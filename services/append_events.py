@@ -81,7 +81,7 @@ def to_new_event(item: EventInput, batch_key: str | None, index: int) -> NewEven
     data = validate_payload(item.type, item.data, item.schema_version)
     if has_nul([data, item.stream_id, item.idempotency_key, batch_key]):
         raise InvalidPayload(f"{item.type}: text must not contain NUL (\\u0000) characters")
-    limit = get_settings().max_content_chars
+    limit = get_settings().limits.max_content_chars
     content = data.get("content")
     if isinstance(content, str) and len(content) > limit:
         raise ContentTooLarge(f"content is {len(content)} characters; the limit is {limit}")
@@ -142,8 +142,8 @@ def append_governed(engine: Engine, tenant: str, items: Sequence[EventInput], me
     if not items:
         raise InvalidPayload("a batch needs at least one event")
     settings = get_settings()
-    if len(items) > settings.max_batch:
-        raise InvalidPayload(f"a batch holds at most {settings.max_batch} events, got {len(items)}")
+    if len(items) > settings.limits.max_batch:
+        raise InvalidPayload(f"a batch holds at most {settings.limits.max_batch} events, got {len(items)}")
     if not _is_system(metadata):
         # Decisions (the governor's, the scheduler's, with their inputs), the hit-log (a forged one would inflate
         # activation) and feedback (validated against its recall by its endpoint) are never a producer's: refused

@@ -113,7 +113,7 @@ def _plan(engine: Engine, tenant: str, c: Conversation, agent_id: str | None, pr
                              "exclude_projects); nothing is imported")
     if len(c.transcript().encode("utf-8")) > MAX_TRANSCRIPT_BYTES:
         raise ContentTooLarge(f"{where}: its transcript is over the limit of {MAX_TRANSCRIPT_BYTES} bytes")
-    held = all(k in known for k in _whole_keys(c, settings.max_batch))
+    held = all(k in known for k in _whole_keys(c, settings.limits.max_batch))
     owner: tuple[str | None, str | None] = (None, None)
     new: list[dict[str, Any]] = []
     new_session = False
@@ -130,7 +130,7 @@ def _plan(engine: Engine, tenant: str, c: Conversation, agent_id: str | None, pr
                 if value is not None and value != theirs:
                     raise InvalidPayload(f"{where}: the session belongs to another {key} ({theirs!r}); import "
                                          f"without --{key.replace('_', '-')} or with that one")
-        for batch in _chunks(new, settings.max_batch):
+        for batch in _chunks(new, settings.limits.max_batch):
             try:
                 check_append(sid, batch, agent_id, project)
             except (InvalidPayload, ContentTooLarge) as exc:
@@ -141,7 +141,7 @@ def _plan(engine: Engine, tenant: str, c: Conversation, agent_id: str | None, pr
         key = _memory_key(sid, m.message_id)
         if key in known:
             present += 1
-        elif len(m.content) > settings.max_content_chars:
+        elif len(m.content) > settings.limits.max_content_chars:
             skipped += 1
         else:
             memories.append(MemoryInput(
@@ -161,7 +161,7 @@ def import_chats(engine: Engine, tenant: str, conversations: Sequence[Conversati
     settings = get_settings()
     full = [c for c in conversations if c.messages]
     summary.empty = len(conversations) - len(full)
-    keys = [k for c in full for k in _whole_keys(c, settings.max_batch)]
+    keys = [k for c in full for k in _whole_keys(c, settings.limits.max_batch)]
     if with_memories:
         keys += [_memory_key(c.session_id, m.message_id) for c in full for m in c.messages if m.role == "user"]
     known = _known(engine, tenant, keys)
@@ -178,9 +178,9 @@ def import_chats(engine: Engine, tenant: str, conversations: Sequence[Conversati
         summary.memories_skipped += p.memories_skipped
         summary.memories_recorded += len(p.memories)
         if not dry_run:
-            _write(engine, tenant, p, metadata, agent_id, project, policy, settings.max_batch, summary)
+            _write(engine, tenant, p, metadata, agent_id, project, policy, settings.limits.max_batch, summary)
     memories = [m for p in planned for m in p.memories]
-    for batch in _chunks(memories if not dry_run else [], settings.max_batch):
+    for batch in _chunks(memories if not dry_run else [], settings.limits.max_batch):
         _advance(summary, [r.position for r in remember(engine, tenant, batch, metadata)])
     return summary
 

@@ -69,7 +69,7 @@ def _checked(repo: str, f: FileInput) -> tuple[str, dict[str, Any]]:
         raise InvalidPayload(f"{f.path}: {problem}; only source text is indexed")
     if has_lone_surrogate(f.content):
         raise InvalidPayload(f"{f.path}: text must be valid Unicode (a lone surrogate is not)")
-    too_large = file_size_problem(f.content, get_settings().max_code_file_bytes)
+    too_large = file_size_problem(f.content, get_settings().limits.max_code_file_bytes)
     if too_large:
         raise ContentTooLarge(f"{f.path}: {too_large}")
     language = f.language or language_of(f.path)
@@ -91,7 +91,7 @@ def write_files(engine: Engine, tenant: str, repo: str, files: Sequence[FileInpu
         raise InvalidPayload(f"repository {repo!r}: {problem}")
     if not files:
         raise InvalidPayload("a batch needs at least one file")
-    limit = get_settings().max_batch
+    limit = get_settings().limits.max_batch
     if len(files) > limit:
         raise InvalidPayload(f"a batch holds at most {limit} files, got {len(files)}")
     if len({f.path for f in files}) != len(files):

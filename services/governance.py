@@ -39,10 +39,11 @@ log = structlog.get_logger(__name__)
 
 
 def knobs(s: Settings) -> Knobs:
-    weights = Weights(s.salience_w_novelty, s.salience_w_surprise, s.salience_w_decision, s.salience_w_causal,
-                      s.salience_w_effort)
-    return Knobs(weights, Thresholds(s.gate_active, s.gate_staging), s.reinforce_threshold, s.supersede_threshold,
-                 s.max_content_chars, s.reinforce_confidence_gain, s.embedding_model)
+    g = s.governance
+    weights = Weights(g.salience_w_novelty, g.salience_w_surprise, g.salience_w_decision, g.salience_w_causal,
+                      g.salience_w_effort)
+    return Knobs(weights, Thresholds(g.gate_active, g.gate_staging), g.reinforce_threshold, g.supersede_threshold,
+                 s.limits.max_content_chars, g.reinforce_confidence_gain, s.embedding.embedding_model)
 
 
 @dataclass
@@ -77,7 +78,7 @@ class Prepared:
         # blind to the window's LIMIT and positions: 60 ms against 3 ms for _UNPROJECTED. For the rest of
         # this write transaction every statement is planned for its parameters.
         conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
-        lock_scopes(conn, self.governor.tenant, set(self.scopes()), self.settings.governance_lock_timeout_s)
+        lock_scopes(conn, self.governor.tenant, set(self.scopes()), self.settings.governance.governance_lock_timeout_s)
         self.locked = conn
 
     def decide(self, conn: Connection) -> dict[uuid.UUID, Decision]:
@@ -98,7 +99,7 @@ class Prepared:
                 # moves a memory from the first to the second, never out of both (the other order lost it
                 # when its vector landed in between; seen on CI). One seen by both counts once (Governor.nearest).
                 pending = unprojected(conn, tenant, scope, self.embedder.model,
-                                      settings.governance_unprojected_max, [w.literal or "" for w in group])
+                                      settings.governance.governance_unprojected_max, [w.literal or "" for w in group])
                 found = nearest_in_read_model(conn, tenant, scope, [w.literal or "" for w in group], settings)
                 for w, neighbours, waiting in zip(group, found, pending, strict=True):
                     w.neighbours = neighbours + waiting
@@ -118,7 +119,7 @@ class Prepared:
                 rows = conn.execute(text("""
                     SELECT memory_id, embedding::text AS embedding FROM memory_vectors
                     WHERE tenant = :tenant AND memory_id = ANY(:ids) AND model = :model"""),
-                    {"tenant": tenant, "model": settings.embedding_model,
+                    {"tenant": tenant, "model": settings.embedding.embedding_model,
                      "ids": [w.memory.supersedes for w in olds]}).all()
                 old_vectors = {r.memory_id: from_pgvector(r.embedding) for r in rows}
                 for w in olds:
@@ -144,7 +145,7 @@ def prepare(engine: Engine, tenant: str, recorded: Sequence[NewEvent], metadata:
     governed memories through the cache (committed on its own). The model is the slow part: it runs with no
     transaction held and outside the scope locks."""
     started = time.perf_counter()
-    embedder = get_embedder(settings.embedding_model)
+    embedder = get_embedder(settings.embedding.embedding_model)
     g = Governor(tenant, metadata, knobs(settings), datetime.now(UTC))
     writes = [Write(e, MemoryRecorded.model_validate(e.data)) for e in recorded]
     order = {w.memory.memory_id: i for i, w in enumerate(writes)}

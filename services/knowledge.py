@@ -66,7 +66,7 @@ def _checked(doc: DocumentInput) -> dict[str, Any]:
         raise InvalidPayload(f"{doc.path}: text must be valid Unicode (a lone surrogate is not)")
     if has_nul([doc.content, doc.title, doc.tags, doc.metadata, doc.project]):
         raise InvalidPayload(f"{doc.path}: text must not contain NUL (\\u0000) characters")
-    too_large = document_size_problem(doc.content, get_settings().max_document_bytes)
+    too_large = document_size_problem(doc.content, get_settings().limits.max_document_bytes)
     if too_large:
         raise ContentTooLarge(f"{doc.path}: {too_large}")
     return validate_payload(DocumentPut, {
@@ -119,7 +119,7 @@ def put_documents(engine: Engine, tenant: str, docs: Sequence[DocumentInput], me
     in a batch skipped (version 0, changed false: a folder sync goes on), else a 422."""
     if not docs:
         raise InvalidPayload("a batch needs at least one document")
-    limit = get_settings().max_batch
+    limit = get_settings().limits.max_batch
     if len(docs) > limit:
         raise InvalidPayload(f"a batch holds at most {limit} documents, got {len(docs)}")
     payloads = [_checked(d) for d in docs]

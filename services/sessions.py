@@ -90,15 +90,15 @@ def _checked(session_id: str, messages: Sequence[dict[str, Any]], agent_id: str 
     if not messages:
         raise InvalidPayload("an append needs at least one message")
     settings = get_settings()
-    if len(messages) > settings.max_batch:
-        raise InvalidPayload(f"an append holds at most {settings.max_batch} messages, got {len(messages)}")
+    if len(messages) > settings.limits.max_batch:
+        raise InvalidPayload(f"an append holds at most {settings.limits.max_batch} messages, got {len(messages)}")
     raw = [m if m.get("message_id") is not None else {**m, "message_id": str(uuid.uuid4())} for m in messages]
     raw = resolve_tool_names(raw)
     if has_lone_surrogate([session_id, agent_id, project, raw]):
         raise InvalidPayload("text must be valid Unicode (a lone surrogate \\ud800-\\udfff is not)")
     if has_nul([session_id, agent_id, project, raw]):
         raise InvalidPayload("text must not contain NUL (\\u0000) characters")
-    limit = settings.max_session_message_chars
+    limit = settings.sessions.max_session_message_chars
     data = validate_payload(SessionMessagesAppended, {"session_id": session_id, "agent_id": agent_id or None,
                                                       "project": project or None, "messages": raw})
     for i, m in enumerate(SessionMessagesAppended.model_validate(data).messages):
@@ -218,10 +218,10 @@ def mark_sent(engine: Engine, tenant: str, session_id: str, message_id: str, met
 
 def resume_budget(budget_tokens: int | None) -> int:
     s = get_settings()
-    budget = s.resume_budget_default if budget_tokens is None else budget_tokens
-    if not s.resume_budget_min <= budget <= s.resume_budget_max:
-        raise InvalidPayload(f"budget_tokens must be between {s.resume_budget_min} and {s.resume_budget_max}, "
-                             f"got {budget}")
+    budget = s.sessions.resume_budget_default if budget_tokens is None else budget_tokens
+    if not s.sessions.resume_budget_min <= budget <= s.sessions.resume_budget_max:
+        raise InvalidPayload(f"budget_tokens must be between {s.sessions.resume_budget_min} and "
+                             f"{s.sessions.resume_budget_max}, got {budget}")
     return budget
 
 
@@ -272,7 +272,7 @@ def resume_context(conn: Connection, tenant: str, session_id: str, budget_tokens
     if not outline.lines or policy.excludes(agent_id=outline.agent_id, project=outline.project,
                                             session_id=session_id):
         raise NotFound(f"no session {session_id!r}")
-    turns = get_settings().resume_turns
+    turns = get_settings().sessions.resume_turns
     plan = plan_resume(session_id, outline.lines, budget, turns)
     return outline, render_resume(session_id, plan, _kept_lines(conn, tenant, outline, plan.seqs), budget, turns)
 

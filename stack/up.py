@@ -60,11 +60,11 @@ class ChildRestarts:
 class Stack:
     def __init__(self, settings: Settings, workers: int = 1, threads: int = 2) -> None:
         self.settings = settings
-        self.data_dir = settings.data_dir
+        self.data_dir = settings.stack.data_dir
         self.workers = workers
         self.threads = threads
-        self.host = settings.host
-        if not settings.api_keys and not is_loopback_address(self.host):
+        self.host = settings.stack.host
+        if not settings.api.api_keys and not is_loopback_address(self.host):
             raise StackError(f"refusing to serve on {self.host}: ENGRAMLOG_API_KEYS is unset, so the API has no "
                              "authentication and serves loopback only. Set ENGRAMLOG_API_KEYS=key:tenant,... or "
                              "ENGRAMLOG_HOST=127.0.0.1")
@@ -77,14 +77,14 @@ class Stack:
         self.restart_at: dict[str, float] = {}
         self._children_before: set[int] | None = None  # this process's children before start(): not ours to stop
         self._lock: IO[str] | None = None
-        self.database_url = settings.database_url
-        self.redis_url = settings.redis_url
+        self.database_url = settings.stack.database_url
+        self.redis_url = settings.stack.redis_url
 
     @property
     def api_url(self) -> str:
         """Where this machine reaches the API (a wildcard bind is reached on loopback)."""
         host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
-        return f"http://[{host}]:{self.settings.port}" if ":" in host else f"http://{host}:{self.settings.port}"
+        return f"http://[{host}]:{self.settings.stack.port}" if ":" in host else f"http://{host}:{self.settings.stack.port}"
 
     def _take_lock(self) -> None:
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -111,9 +111,9 @@ class Stack:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         with socket.socket(family, socket.SOCK_STREAM) as s:
             try:
-                s.bind((self.host, self.settings.port))
+                s.bind((self.host, self.settings.stack.port))
             except OSError:
-                raise StackError(f"port {self.settings.port} on {self.host} is in use; pass --port") from None
+                raise StackError(f"port {self.settings.stack.port} on {self.host} is in use; pass --port") from None
 
     def child_env(self) -> dict[str, str]:
         return {**os.environ, "DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url,
@@ -126,7 +126,7 @@ class Stack:
             "worker": [sys.executable, "-m", "dramatiq", "workers.main", "--processes", str(self.workers),
                        "--threads", str(self.threads), "--queues", "projections", "ingest", "lifecycle"],
             "api": [sys.executable, "-m", "uvicorn", "api.main:app", "--host", self.host, "--port",
-                    str(self.settings.port), "--log-level", "warning"],
+                    str(self.settings.stack.port), "--log-level", "warning"],
         }
 
     def start_child(self, name: str, now: float | None = None) -> subprocess.Popen[bytes]:
@@ -158,7 +158,7 @@ class Stack:
         log.info("engramlog.up", api=self.api_url, data_dir=str(self.data_dir))
 
     def _wait_healthy(self) -> None:
-        timeout_s = self.settings.up_health_timeout_s
+        timeout_s = self.settings.stack.up_health_timeout_s
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             self._check_children()
@@ -205,7 +205,7 @@ class Stack:
                 proc.terminate()
             except psutil.NoSuchProcess:
                 continue
-        _, alive = psutil.wait_procs(strays, timeout=self.settings.stop_grace_s)
+        _, alive = psutil.wait_procs(strays, timeout=self.settings.stack.stop_grace_s)
         for proc in alive:
             try:
                 proc.kill()
@@ -223,15 +223,15 @@ class Stack:
                 continue
             proc.terminate()
             try:
-                proc.wait(self.settings.stop_grace_s)
+                proc.wait(self.settings.stack.stop_grace_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
             log.info("stopped", process=name)
         if self.redis:
-            self.redis.stop(self.settings.stop_grace_s)
+            self.redis.stop(self.settings.stack.stop_grace_s)
         if self.postgres:
-            self.postgres.stop(self.settings.stop_grace_s)
+            self.postgres.stop(self.settings.stack.stop_grace_s)
         self._reap_strays()
         if self._lock:  # only the holder of the lock wrote the state file
             (self.data_dir / STACK_STATE_FILE).unlink(missing_ok=True)

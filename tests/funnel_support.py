@@ -66,7 +66,7 @@ def ask(engine: Any, tenant: str, query: str, k: int = 5, cfg: Any = None, agent
     from recall.service import RecallRequest, recall
 
     cfg = cfg or settings()
-    return recall(engine, get_embedder(cfg.embedding_model), cfg,
+    return recall(engine, get_embedder(cfg.embedding.embedding_model), cfg,
                   RecallRequest(Scope(tenant, agent_id), query, k, **flags), {"source": "test", "actor": "test"})
 
 

@@ -34,8 +34,8 @@ MAX_ERROR_RETRIES = 5
 
 def catch_up_all(max_seconds: float = 60.0) -> int:
     """Catch every projector up, each on its own: one that fails stops only itself (logged), never the others.
-    Each in the partitions this worker is configured with (settings.projection_partitions), shared with the other
-    workers batch by batch (projections/partitions.py).
+    Each in the partitions this worker is configured with (settings.workers.projection_partitions), shared with the
+    other workers batch by batch (projections/partitions.py).
 
     In rounds, one batch per partition each, with one statement before every round telling which projectors have
     events of their types after a checkpoint (eventstore/progress.py standings): a wake-up follows every append,
@@ -47,7 +47,8 @@ def catch_up_all(max_seconds: float = 60.0) -> int:
     from projections.runner import catch_up
 
     settings = get_settings()
-    engine, batch, wanted = get_engine(), settings.projection_batch_size, settings.projection_partitions
+    engine = get_engine()
+    batch, wanted = settings.projections.projection_batch_size, settings.workers.projection_partitions
     deadline = time.monotonic() + max_seconds
     applied = 0
     due = list(PROJECTORS.values())

@@ -65,14 +65,14 @@ ScopeKey = tuple[str | None, str | None]  # (agent_id, project), as the governor
 
 def config_from(settings: Settings) -> ConsolidationConfig:
     return ConsolidationConfig(
-        cluster_max_distance=settings.consolidation_cluster_distance,
-        max_cluster_size=settings.consolidation_max_cluster,
-        bridge_min_similarity=settings.consolidation_bridge_min,
-        duplicate_similarity=settings.consolidation_duplicate,
-        edge_floor=settings.consolidation_edge_floor,
-        forget_min_age_days=settings.consolidation_forget_age_days,
-        forget_idle_days=settings.consolidation_forget_idle_days,
-        node_cap=settings.consolidation_node_cap,
+        cluster_max_distance=settings.consolidation.consolidation_cluster_distance,
+        max_cluster_size=settings.consolidation.consolidation_max_cluster,
+        bridge_min_similarity=settings.consolidation.consolidation_bridge_min,
+        duplicate_similarity=settings.consolidation.consolidation_duplicate,
+        edge_floor=settings.consolidation.consolidation_edge_floor,
+        forget_min_age_days=settings.consolidation.consolidation_forget_age_days,
+        forget_idle_days=settings.consolidation.consolidation_forget_idle_days,
+        node_cap=settings.consolidation.consolidation_node_cap,
     )
 
 
@@ -347,7 +347,7 @@ def _plan_tenant(engine: Engine, tenant: str, agent_id: str | None, clock: datet
     observed: Counter[str] = Counter()
     merge_scopes: set[ScopeKey] = set()
     named: dict[uuid.UUID, str] = {}
-    page_size = settings.consolidation_max_memories
+    page_size = settings.consolidation.consolidation_max_memories
     with engine.connect() as conn:
         units = conn.execute(_SCOPES, {"tenant": tenant, "statuses": list(RECALLABLE), "agent": agent_id}).all()
         for unit in units:

@@ -56,7 +56,7 @@ def sync_projections(engine: Engine, names: Sequence[str], timeout_s: float = 12
     from projections.registry import PROJECTORS
     from projections.runner import catch_up, has_reached
 
-    batch = get_settings().projection_batch_size
+    batch = get_settings().projections.projection_batch_size
     with engine.connect() as conn:
         head = head_position(conn)
     if head == 0:
@@ -167,7 +167,8 @@ ORDER BY m.tenant, m.memory_id
 
 
 def policy_from(settings: Settings) -> DecayPolicy:
-    return DecayPolicy(settings.dormant_after_days, settings.archive_after_days, settings.staging_ttl_days)
+    life = settings.lifecycle
+    return DecayPolicy(life.dormant_after_days, life.archive_after_days, life.staging_ttl_days)
 
 
 def find_transitions(conn: Connection, clock: datetime, policy: DecayPolicy,

@@ -38,14 +38,14 @@ class PollAndHeartbeat(Middleware):
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         settings = get_settings()
-        configure_logging(settings.log_level)
+        configure_logging(settings.stack.log_level)
         # Load the embedding model before projecting, so the first batch is not held up by it.
-        get_embedder(settings.embedding_model).warm()
-        self.threads = [threading.Thread(target=self._poll, args=(settings.poll_interval_s,), daemon=True),
-                        threading.Thread(target=self._beat, args=(settings.worker_heartbeat_s,), daemon=True)]
+        get_embedder(settings.embedding.embedding_model).warm()
+        self.threads = [threading.Thread(target=self._poll, args=(settings.projections.poll_interval_s,), daemon=True),
+                        threading.Thread(target=self._beat, args=(settings.workers.worker_heartbeat_s,), daemon=True)]
         for t in self.threads:
             t.start()
-        if settings.scheduler_enabled:  # the lifecycle scheduler: active in one worker process only (leader)
+        if settings.scheduler.scheduler_enabled:  # the lifecycle scheduler: active in one worker process only (leader)
             self.scheduler = LeaderScheduler(settings).start()
         log.info("worker.started", pid=os.getpid())
 

@@ -130,11 +130,11 @@ class LeaderScheduler:
             except Exception as exc:
                 log.warning("scheduler.election_failed", error=str(exc))
                 self._step_down()
-            self._stop.wait(self.settings.scheduler_retry_s)
+            self._stop.wait(self.settings.scheduler.scheduler_retry_s)
 
     def _try_lead(self) -> None:
         if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(libpq_url(self.settings.database_url), autocommit=True,
+            self._conn = psycopg.connect(libpq_url(self.settings.stack.database_url), autocommit=True,
                                          application_name=self.name, connect_timeout=5)
         row = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)", LEADER_LOCK).fetchone()
         if not (row and row[0]):
@@ -143,13 +143,13 @@ class LeaderScheduler:
 
         scheduler = BackgroundScheduler(timezone=UTC, job_defaults={"coalesce": True, "max_instances": 1})
         scheduler.add_job(_send, "interval", args=[lifecycle_decay], id="decay",
-                          seconds=self.settings.decay_interval_s)
+                          seconds=self.settings.scheduler.decay_interval_s)
         scheduler.add_job(_send, "interval", args=[lifecycle_consolidate], id="consolidation",
-                          seconds=self.settings.consolidation_interval_s)
+                          seconds=self.settings.scheduler.consolidation_interval_s)
         scheduler.start()
         self._scheduler = scheduler
-        log.info("scheduler.leader", name=self.name, decay_interval_s=self.settings.decay_interval_s,
-                 consolidation_interval_s=self.settings.consolidation_interval_s)
+        log.info("scheduler.leader", name=self.name, decay_interval_s=self.settings.scheduler.decay_interval_s,
+                 consolidation_interval_s=self.settings.scheduler.consolidation_interval_s)
 
     def _check_still_leader(self) -> None:
         assert self._conn is not None

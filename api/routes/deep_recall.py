@@ -62,8 +62,8 @@ def _run(db: Engine, who: Caller, request: DeepRequest) -> dict[str, Any]:
     settings = get_settings()
     with db.connect() as conn:
         found = policy_in_force(conn, who.tenant)
-    return deep_recall(db, get_embedder(settings.embedding_model), settings, request, who.tenant, who.metadata(),
-                       found.policy, found.position)
+    return deep_recall(db, get_embedder(settings.embedding.embedding_model), settings, request, who.tenant,
+                       who.metadata(), found.policy, found.position)
 
 
 @router.post("/deep_recall", response_model=DeepRecallOut)

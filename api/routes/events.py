@@ -89,8 +89,8 @@ def get_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine, De
                     after_cursor=parse_cursor(cursor) if cursor is not None else None,
                     actor=_text("actor", actor, 200))
     with db.connect() as conn:
-        # A page is bounded in bytes too (settings.events_page_bytes): cut short, it still names its next cursor.
-        events, more = query_page(_readable(conn), f, limit, get_settings().events_page_bytes)
+        # A page is bounded in bytes too (settings.limits.events_page_bytes): cut short, it still names its next cursor.
+        events, more = query_page(_readable(conn), f, limit, get_settings().limits.events_page_bytes)
         # The cursor follows the page as read, so paging goes on past the events the privacy gate drops (a page
         # may hold fewer than `limit`, even none, and still have a next one). An operator sees every event.
         cursor = page_cursor(events[-1]) if more and events else None
@@ -121,7 +121,7 @@ def export_events(who: Annotated[Caller, Depends(caller)], db: Annotated[Engine,
         f = first
         while True:
             with db.connect() as conn:
-                events, more = query_page(_readable(conn), f, EXPORT_PAGE, get_settings().events_page_bytes)
+                events, more = query_page(_readable(conn), f, EXPORT_PAGE, get_settings().limits.events_page_bytes)
             for e in events:
                 out = EventOut(**{k: getattr(e, k) for k in EventOut.model_fields})
                 yield out.model_dump_json().encode() + b"\n"

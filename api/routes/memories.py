@@ -84,7 +84,7 @@ def get_memory(memory_id: uuid.UUID, who: Annotated[Caller, Depends(caller)],
     not recorded yet (recall/timeframe.py)."""
     position = resolve_as_of(db, who.tenant, as_of)
     if position is not None:  # the versions must have been projected up to it
-        wait_for_position(db, position, get_settings().min_position_wait_s, (MemoriesProjector.name,),
+        wait_for_position(db, position, get_settings().api.min_position_wait_s, (MemoriesProjector.name,),
                           who.tenant)
     with db.connect() as conn:
         found = visible_memory(conn, who.tenant, policy_of(conn, who.tenant),

@@ -48,7 +48,7 @@ def post_rebuild(name: str, who: Annotated[Caller, Depends(caller)],
         raise HTTPException(403, "rebuilding a projection needs an operator key (ENGRAMLOG_OPERATOR_KEYS)")
     if name not in PROJECTORS:
         raise NotFound(f"unknown projection {name!r}; known: {', '.join(PROJECTORS)}")
-    checkpoint = rebuild(db, PROJECTORS[name], get_settings().projection_batch_size)
+    checkpoint = rebuild(db, PROJECTORS[name], get_settings().projections.projection_batch_size)
     return {"projection": name, "rebuilt_to_position": checkpoint.position}
 
 

@@ -35,5 +35,5 @@ async def get_position(position: Annotated[int, Path(ge=0, le=MAX_POSITION)],
     """`recallable` once memories and keyword have applied `position` (a vector may still be on its way: such a
     memory is scored on its keyword leg alone). With `wait`, answers as soon as it is, or after `wait` s."""
     await run_in_threadpool(refuse_beyond_head, db, position, "position", who.tenant)
-    still = await await_position(db, position, wait, get_settings().max_position_waiters)
+    still = await await_position(db, position, wait, get_settings().api.max_position_waiters)
     return PositionOut(position=position, recallable=not still, pending=still, read_models=list(READ_MODELS))

@@ -69,8 +69,9 @@ async def post_recall(body: RecallIn, who: Annotated[Caller, Depends(caller)],
     validate(request)
     request = replace(request, frame=await _as_of(db, who.tenant, request.frame, body.as_of))
     await await_read_models(db, who.tenant, _wait_for(body.min_position, request.frame), READ_MODELS)
-    answer = await run_in_threadpool(_under_policy, recall, db, who.tenant, get_embedder(settings.embedding_model),
-                                     settings, request, who.metadata())
+    answer = await run_in_threadpool(_under_policy, recall, db, who.tenant,
+                                     get_embedder(settings.embedding.embedding_model), settings, request,
+                                     who.metadata())
     return RecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
                      details=answer.details, explanation=answer.explanation, abstained=answer.abstained,
                      results=[RecallResultOut(**r.__dict__) for r in answer.results])
@@ -90,7 +91,8 @@ async def post_recall_multi(body: MultiRecallIn, who: Annotated[Caller, Depends(
     await await_read_models(db, who.tenant, _wait_for(body.min_position, request.frame),
                             read_models_of(request.domains))
     answer = await run_in_threadpool(_under_policy, recall_multi, db, who.tenant,
-                                     get_embedder(settings.embedding_model), settings, request, who.metadata())
+                                     get_embedder(settings.embedding.embedding_model), settings, request,
+                                     who.metadata())
     return MultiRecallOut(recall_id=answer.recall_id, latency_ms=answer.latency_ms, position=answer.position,
                           buckets=[BucketOut(domain=b.domain, quota=b.quota, reason=b.reason, results=[
                               DomainResultOut(content=h.content, score=h.score, handle=h.handle, legs=h.legs,

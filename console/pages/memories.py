@@ -61,7 +61,7 @@ def memory(request: Request, memory_id: uuid.UUID, who: Who, db: Db) -> HTMLResp
     recalls, bounded = _recalls_of(who, db, memory_id)
     now = datetime.now(UTC)
     accesses = [r["at"] for r in recalls] + [e.recorded_at for e in stream if e.type == "MemoryReinforced"]
-    curve = activation_curve(found.recorded_at, accesses, now, get_settings().actr_decay)
+    curve = activation_curve(found.recorded_at, accesses, now, get_settings().lifecycle.actr_decay)
     with db.connect() as conn:
         edges = neighbours(conn, who.tenant, [memory_id], now)
         hidden = hidden_memories(conn, who.tenant, policy_of(conn, who.tenant),

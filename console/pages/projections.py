@@ -63,5 +63,5 @@ def start_rebuild(name: str, who: Who, db: Db) -> RedirectResponse:
     operator(who)  # as POST /v1/projections/{name}/rebuild: operators only
     if name not in PROJECTORS:
         return back(URL, error=f"unknown projection {name!r}")
-    rebuilds.start(db, PROJECTORS[name], get_settings().projection_batch_size)
+    rebuilds.start(db, PROJECTORS[name], get_settings().projections.projection_batch_size)
     return back(URL, done=f"rebuild of {name} started")

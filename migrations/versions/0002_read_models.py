@@ -13,7 +13,7 @@ down_revision = "0001"
 
 
 def upgrade() -> None:
-    dim = get_settings().embedding_dim
+    dim = get_settings().embedding.embedding_dim
     op.execute("CREATE EXTENSION IF NOT EXISTS vector")
     op.execute(f"""
     CREATE TABLE memories (

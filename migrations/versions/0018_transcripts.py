@@ -18,7 +18,7 @@ down_revision = max(p.name[:4] for p in Path(__file__).parent.glob("001[4-7]_*.p
 
 
 def upgrade() -> None:
-    dim = get_settings().embedding_dim
+    dim = get_settings().embedding.embedding_dim
     op.execute(f"""
     CREATE TABLE transcripts (
         tenant         text        NOT NULL,

@@ -263,7 +263,7 @@ class CodeDomain:
             top = [rows[f.id] for f in fused[:q.k]]
             symbols = symbol_answers(conn, scope.tenant, top, q.policy, bool(q.options.get("callees")),
                                      frame=q.frame)
-        grade = scale(CODE, settings.embedding_model)
+        grade = scale(CODE, settings.embedding.embedding_model)
         hits = [DomainHit(content=source, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
                           fields={**symbol, "status": row.status}, explanation=why)
                 for f, row, symbol in zip(fused, top, symbols, strict=False)

@@ -143,7 +143,7 @@ class KnowledgeDomain:
             rows = {r.section_id: r for r in conn.execute(_rows(q.frame), {"tenant": scope.tenant, "ids": ids,
                                                                            **q.frame.params()})}
         allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i])]
-        grade = scale(KNOWLEDGE, settings.embedding_model)
+        grade = scale(KNOWLEDGE, settings.embedding.embedding_model)
         hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
                           fields={"title": row.title, "path": row.path, "heading_path": row.heading_path,
                                   "tags": list(row.tags or []), "version": row.version, "status": row.status},

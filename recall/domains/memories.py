@@ -53,7 +53,7 @@ class MemoryDomain:
 
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         settings = self.settings
-        embedder = self._embedder or get_embedder(settings.embedding_model)
+        embedder = self._embedder or get_embedder(settings.embedding.embedding_model)
         request = RecallRequest(q.scope, q.query, q.k, include_history=q.include_history,
                                 include_staging=bool(q.options.get("include_staging")),
                                 include_archived=bool(q.options.get("include_archived")), frame=q.frame)

@@ -229,14 +229,14 @@ class SessionsDomain:
     def search(self, engine: Engine, q: DomainQuery) -> DomainAnswer:
         s = get_settings()
         scope = _scope(q.scope, q.policy)
-        n = max(s.session_candidates, q.k * 10)
+        n = max(s.sessions.session_candidates, q.k * 10)
         with read_only(engine) as conn:
             # The aggregator's check (DomainQuery.held) is this one when no policy narrows the scope.
             if not (q.held and q.policy.empty) and not self.has_data(conn, scope):
                 return DomainAnswer([], "no data")
             statuses = RECALLED + HISTORY if q.include_history else RECALLED
             tables, sent = _keyword(q.frame)
-            bm25 = bm25_top(conn, scope, tokenize(q.query), n, s.bm25_k1, s.bm25_b, statuses, tables,
+            bm25 = bm25_top(conn, scope, tokenize(q.query), n, s.keyword.bm25_k1, s.keyword.bm25_b, statuses, tables,
                             sent + q.frame.valid_sql("d.created_at"), q.frame.params())
             if not bm25:
                 return DomainAnswer([], "no match")
@@ -245,11 +245,12 @@ class SessionsDomain:
             allowed = [r for uid, r in rows.items() if not excluded(q.policy, r)]
             ranked = mix_rank([MixCandidate(r.session_id, r.seq, bm25[r.message_uid], r.created_at, r.distinct_terms)
                                for r in allowed], q.now,
-                              MixWeights(s.session_w_density, s.session_w_recency, s.session_w_richness),
-                              s.session_recency_half_life_days, s.session_richness_terms)
+                              MixWeights(s.sessions.session_w_density, s.sessions.session_w_recency,
+                                         s.sessions.session_w_richness),
+                              s.sessions.session_recency_half_life_days, s.sessions.session_richness_terms)
             ranked = _history_scored(ranked, {(r.session_id, r.seq): r.status for r in allowed})[:q.k]
             fetched = windows(conn, scope.tenant, [(h.candidate.session_id, h.candidate.seq) for h in ranked],
-                              s.session_window, q.frame)
+                              s.sessions.session_window, q.frame)
         hit_rows = {(r.session_id, r.seq): r for r in allowed}
         by_seq: dict[tuple[str, int], Any] = {}
         spans = []
@@ -258,7 +259,7 @@ class SessionsDomain:
                 by_seq[(r.session_id, r.seq)] = r
             spans.append(Window(hit.candidate.session_id, rows_[0].seq, rows_[-1].seq, hit.score, [hit]))
         results = []
-        grade = scale(SESSIONS, s.embedding_model)
+        grade = scale(SESSIONS, s.embedding.embedding_model)
         for w in merge_windows(spans):
             best = w.hits[0]
             row = hit_rows[(w.session_id, best.candidate.seq)]
@@ -274,8 +275,9 @@ class SessionsDomain:
                         "hits": [{"message_id": hit_rows[(w.session_id, h.candidate.seq)].message_id,
                                   "seq": h.candidate.seq, "score": h.score} for h in w.hits]},
                 explanation={"density": best.density, "recency": best.recency, "richness": best.richness,
-                             "weights": {"density": s.session_w_density, "recency": s.session_w_recency,
-                                         "richness": s.session_w_richness},
+                             "weights": {"density": s.sessions.session_w_density,
+                                         "recency": s.sessions.session_w_recency,
+                                         "richness": s.sessions.session_w_richness},
                              "relevance": grade.explain(features)}))
         reason = None if results else ("excluded" if rows and not allowed else "no match")
         return DomainAnswer(results, reason, {"candidates": len(bm25), "gated": len(rows) - len(allowed)})
@@ -290,7 +292,7 @@ class SessionsDomain:
         row = message_row(conn, scope.tenant, session_id, message_id, frame)
         if row is None or not row.sent or excluded(policy, row):
             return None
-        [window] = windows(conn, scope.tenant, [(session_id, row.seq)], get_settings().session_window, frame)
+        [window] = windows(conn, scope.tenant, [(session_id, row.seq)], get_settings().sessions.session_window, frame)
         return {"message": message_out(row), "window": _window_out(window)}
 
 

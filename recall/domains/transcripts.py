@@ -126,7 +126,7 @@ class TranscriptsDomain:
             rows = {r.chunk_id: r for r in conn.execute(_rows(q.frame), {"tenant": scope.tenant, "ids": ids,
                                                                          **q.frame.params()})}
         allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i].transcript_id)]
-        grade = scale(TRANSCRIPTS, settings.embedding_model)
+        grade = scale(TRANSCRIPTS, settings.embedding.embedding_model)
         hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
                           fields={"transcript_id": row.transcript_id, "ord": row.ord,
                                   "lines": [row.first_line, row.last_line], "turns": [row.first_turn, row.last_turn],

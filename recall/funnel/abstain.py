@@ -48,12 +48,14 @@ def statement_terms(content: str) -> frozenset[str]:
 def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
           report: StageReport) -> dict[str, Any] | None:
     """None when the gate lets the results through; else {reason, channels}."""
-    k = settings.abstain_gate_k
+    k = settings.abstention.abstain_gate_k
     top = ranked[:k]
-    report.config = {"gate_k": k, "sim_floor": settings.abstain_sim_floor, "term_floor": settings.abstain_term_floor,
-                     "ce_floor": settings.abstain_ce_floor, "relevance_floor": settings.abstain_relevance_floor,
-                     "quorum": settings.abstain_quorum,
-                     "veto": list(settings.abstain_veto)}
+    report.config = {"gate_k": k, "sim_floor": settings.abstention.abstain_sim_floor,
+                     "term_floor": settings.abstention.abstain_term_floor,
+                     "ce_floor": settings.abstention.abstain_ce_floor,
+                     "relevance_floor": settings.abstention.abstain_relevance_floor,
+                     "quorum": settings.abstention.abstain_quorum,
+                     "veto": list(settings.abstention.abstain_veto)}
     channels: dict[str, dict[str, Any]] = {}
     if not top:
         reason = "no candidate passed candidate generation"
@@ -63,45 +65,47 @@ def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
 
     best_cosine = max((i.cosine for i in top if i.cosine is not None), default=None)
     if best_cosine is not None:
-        channels["vector"] = {"value": round(best_cosine, 6), "floor": settings.abstain_sim_floor,
-                              "relevant": best_cosine >= settings.abstain_sim_floor}
+        channels["vector"] = {"value": round(best_cosine, 6), "floor": settings.abstention.abstain_sim_floor,
+                              "relevant": best_cosine >= settings.abstention.abstain_sim_floor}
     terms = set(tokenize(query))
     if terms:
         found: set[str] = set()
         for item in top:
             found |= terms & content_terms(item.content)
         share = len(found) / len(terms)
-        channels["keyword"] = {"value": round(share, 4), "floor": settings.abstain_term_floor,
+        channels["keyword"] = {"value": round(share, 4), "floor": settings.abstention.abstain_term_floor,
                                "matched": sorted(found), "terms": sorted(terms),
-                               "relevant": share >= settings.abstain_term_floor}
+                               "relevant": share >= settings.abstention.abstain_term_floor}
     if best_cosine is not None:  # no vector in the top K yet (just written): the legs cannot agree or disagree
         both = [i for i in top
-                if i.bm25 is not None and i.cosine is not None and i.cosine >= settings.sim_candidate_floor]
+                if i.bm25 is not None and i.cosine is not None and i.cosine >= settings.funnel.sim_candidate_floor]
         channels["agreement"] = {"value": len(both), "relevant": bool(both)}
     named = entities(query)
     if named:
         channels["entity"] = _entity_channel(named, terms, top, settings)
-    if settings.abstain_relevance_floor > 0:
+    if settings.abstention.abstain_relevance_floor > 0:
         best_relevance = max(i.calibrated for i in top)
-        channels["relevance"] = {"value": round(best_relevance, 6), "floor": settings.abstain_relevance_floor,
-                                 "relevant": best_relevance >= settings.abstain_relevance_floor}
+        channels["relevance"] = {"value": round(best_relevance, 6),
+                                 "floor": settings.abstention.abstain_relevance_floor,
+                                 "relevant": best_relevance >= settings.abstention.abstain_relevance_floor}
     if reranked:
         best_ce = max(i.stages["rerank"]["ce"] for i in top)
-        channels["cross_encoder"] = {"value": round(best_ce, 6), "floor": settings.abstain_ce_floor,
-                                     "relevant": best_ce >= settings.abstain_ce_floor}
+        channels["cross_encoder"] = {"value": round(best_ce, 6), "floor": settings.abstention.abstain_ce_floor,
+                                     "relevant": best_ce >= settings.abstention.abstain_ce_floor}
 
     votes = sum(1 for c in channels.values() if c["relevant"])
     share = votes / len(channels)
-    vetoed = [name for name in settings.abstain_veto if name in channels and not channels[name]["relevant"]]
+    vetoed = [name for name in settings.abstention.abstain_veto if name in channels and not channels[name]["relevant"]]
     report.counts = {"judged": len(top), "channels": len(channels), "relevant_votes": votes}
     verdict: dict[str, Any] | None = None
     if vetoed:
         verdict = {"reason": f"vetoed by {', '.join(vetoed)}: " + "; ".join(_why(n, channels[n]) for n in vetoed),
                    "channels": channels}
-    elif share < settings.abstain_quorum:
+    elif share < settings.abstention.abstain_quorum:
         against = [n for n, c in channels.items() if not c["relevant"]]
         verdict = {"reason": f"{votes} of {len(channels)} channels find the top {len(top)} relevant (quorum "
-                             f"{settings.abstain_quorum:g}): " + "; ".join(_why(n, channels[n]) for n in against),
+                             f"{settings.abstention.abstain_quorum:g}): "
+                             + "; ".join(_why(n, channels[n]) for n in against),
                    "channels": channels}
     report.counts["abstained"] = verdict is not None
     # each channel's value beside its vote: what a threshold would be chosen on (bench/locomo_folds.py, out of fold)
@@ -119,9 +123,9 @@ def _entity_channel(named: list[str], terms: set[str], top: list[Item], settings
         shares = [(len(rest & statement_terms(i.content)) / len(rest), i) for i in top]
         best = max(share for share, _ in shares)
         if best > 0:
-            answering = [i for share, i in shares if share >= settings.abstain_entity_frac * best]
+            answering = [i for share, i in shares if share >= settings.abstention.abstain_entity_frac * best]
         else:  # no term in common: the memories close in meaning answer it (one without its vector yet may)
-            answering = [i for i in top if i.cosine is None or i.cosine >= settings.abstain_sim_floor]
+            answering = [i for i in top if i.cosine is None or i.cosine >= settings.abstention.abstain_sim_floor]
     else:
         best, answering = 1.0, top
     speakers = speakers_of(i.content for i in top)

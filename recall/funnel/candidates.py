@@ -42,20 +42,20 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
              frame: TimeFrame = NOW) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
     """The candidates by id, and facts about the legs (vector method, terms) for the explanation. With a `frame`
     (since / until, as_of) both legs search only the memories it holds, as it held them (recall/timeframe.py)."""
-    n = max(settings.candidates_per_leg, k * settings.topn_mult)
+    n = max(settings.hybrid.candidates_per_leg, k * settings.funnel.topn_mult)
     terms = tokenize(query)
     keyword, vectors = memory_tables(frame)
-    bm25 = bm25_top(conn, scope, terms, n, settings.bm25_k1, settings.bm25_b, statuses, keyword,
+    bm25 = bm25_top(conn, scope, terms, n, settings.keyword.bm25_k1, settings.keyword.bm25_b, statuses, keyword,
                     where_params=frame.params())
     [(hits, method)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses, vectors,
                                        where_params=frame.params())
     raw_cosine = dict(hits)
-    floor = settings.sim_candidate_floor
+    floor = settings.funnel.sim_candidate_floor
     ids = sorted({*bm25, *(i for i in raw_cosine if raw_cosine[i] >= floor)}, key=str)
     items: dict[uuid.UUID, Item] = {}
     # BM25 candidates outside the vector leg's top n (or under its floor) get their cosine with their rows.
     for row in conn.execute(text(_rows_sql(frame)), {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses),
-                                                     "q": query_vector, "model": settings.embedding_model,
+                                                     "q": query_vector, "model": settings.embedding.embedding_model,
                                                      **frame.params()}):
         items[row.memory_id] = Item(
             memory_id=row.memory_id, bm25=bm25.get(row.memory_id),
@@ -107,10 +107,11 @@ def staging_could_enter(conn: Connection, scope: Scope, query: str, query_vector
                (SELECT max(1 - (v.embedding <=> CAST(:q AS vector))) FROM memories m
                 JOIN {MEMORY_VECTORS.table} v ON v.tenant = m.tenant AND v.memory_id = m.memory_id
                 WHERE m.tenant = :tenant AND m.status = 'staging' AND {where} AND v.model = :model) AS best_cosine"""),
-        {**params, "terms": terms, "q": query_vector, "model": settings.embedding_model}).one()
+        {**params, "terms": terms, "q": query_vector, "model": settings.embedding.embedding_model}).one()
     if row.best_cosine is not None and float(row.best_cosine) >= bars.cosine:
         return True
-    staged = bm25_top(conn, scope, terms, 1, settings.bm25_k1, settings.bm25_b, ("staging",), MEMORY_KEYWORD)
+    staged = bm25_top(conn, scope, terms, 1, settings.keyword.bm25_k1, settings.keyword.bm25_b, ("staging",),
+                      MEMORY_KEYWORD)
     if not staged:
         return False
     return row.postings > WALK_OVER_POSTINGS or bars.bm25 is None or max(staged.values()) >= bars.bm25

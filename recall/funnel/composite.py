@@ -45,17 +45,17 @@ CENTRALITY_HALF = 3.0  # weighted degree at which centrality is 0.5
 
 def weights(settings: Settings, timed: bool = False) -> dict[str, float]:
     """The signals' weights; `timed`: the query names a span of time, so the time signal counts too."""
-    w = {"activation": settings.composite_w_activation, "hebbian": settings.composite_w_hebbian,
-         "centrality": settings.composite_w_centrality, "confidence": settings.composite_w_confidence,
-         "feedback": settings.composite_w_feedback}
-    return {**w, "time": settings.composite_w_time} if timed else w
+    w = {"activation": settings.funnel.composite_w_activation, "hebbian": settings.funnel.composite_w_hebbian,
+         "centrality": settings.funnel.composite_w_centrality, "confidence": settings.funnel.composite_w_confidence,
+         "feedback": settings.funnel.composite_w_feedback}
+    return {**w, "time": settings.funnel.composite_w_time} if timed else w
 
 
 def closeness(when: TimeTarget, occurred_at: datetime | None, settings: Settings) -> float:
     """The time signal: 1 inside the span, decaying with the days outside it; 0 with no occurred_at."""
     if occurred_at is None:
         return 0.0
-    return math.exp(-when.distance_days(occurred_at) / settings.time_boost_days)
+    return math.exp(-when.distance_days(occurred_at) / settings.funnel.time_boost_days)
 
 
 def relevance(items: list[Item], settings: Settings, cosine: Mapping[uuid.UUID, float | None] | None = None) -> None:
@@ -64,7 +64,7 @@ def relevance(items: list[Item], settings: Settings, cosine: Mapping[uuid.UUID, 
     cands = [Candidate(i.memory_id, i.bm25, i.cosine if cosine is None else cosine.get(i.memory_id, i.cosine))
              for i in items]
     by_id = {i.memory_id: i for i in items}
-    for s in fuse(cands, settings.weight_vector, settings.weight_keyword, float("-inf")):
+    for s in fuse(cands, settings.hybrid.weight_vector, settings.hybrid.weight_keyword, float("-inf")):
         item = by_id[s.memory_id]
         item.relevance = s.score
         item.stages.setdefault("relevance", {}).update({
@@ -81,7 +81,7 @@ def quality(item: Item, settings: Settings) -> float:
 
 def rescore(item: Item, settings: Settings) -> float:
     """relevance × quality × status factor: the composite for the item's current relevance."""
-    factor = settings.superseded_factor if item.status == "superseded" else 1.0
+    factor = settings.funnel.superseded_factor if item.status == "superseded" else 1.0
     return max(0.0, item.relevance) * item.stages["composite"]["quality"] * factor
 
 
@@ -108,7 +108,7 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
         used, not_useful = (act.used_count, act.not_useful_count) if act else (0, 0)
         deg = degree.get(item.memory_id, 0.0)
         signals = {
-            "activation": normalised_activation(n, age, settings.actr_decay),
+            "activation": normalised_activation(n, age, settings.lifecycle.actr_decay),
             "hebbian": min(1.0, hebbian.get(item.memory_id, 0.0) / HEBBIAN_CAP),
             "centrality": deg / (deg + CENTRALITY_HALF),
             "confidence": min(1.0, max(0.0, item.confidence)),
@@ -124,14 +124,14 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
         item.score = rescore(item, settings)
         item.stages["composite"]["score"] = round(item.score, 6)
         if item.status == "superseded":
-            item.stages["composite"]["superseded_factor"] = settings.superseded_factor
+            item.stages["composite"]["superseded_factor"] = settings.funnel.superseded_factor
     ranked = rank(pool)
-    top_n = max(k * settings.topn_mult, pool_size(k, settings))
+    top_n = max(k * settings.funnel.topn_mult, pool_size(k, settings))
     kept = ranked[:top_n]
-    report.config = {"weights": w, "top_n": top_n, "actr_decay": settings.actr_decay,
-                     "superseded_factor": settings.superseded_factor, "clock": now.isoformat()}
+    report.config = {"weights": w, "top_n": top_n, "actr_decay": settings.lifecycle.actr_decay,
+                     "superseded_factor": settings.funnel.superseded_factor, "clock": now.isoformat()}
     if when is not None:
-        report.config["time"] = {**when.as_dict(), "days": settings.time_boost_days}
+        report.config["time"] = {**when.as_dict(), "days": settings.funnel.time_boost_days}
     report.counts = {"scored": len(pool), "kept": len(kept), "cut": len(pool) - len(kept),
                      "with_activity": sum(1 for i in pool if i.activity is not None), "with_edges": len(degree)}
     return kept

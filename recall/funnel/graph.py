@@ -122,20 +122,21 @@ def _pairs(rows: list[Any]) -> list[Pair]:
 
 def neighbourhood(conn: Connection, tenant: str, ids: list[uuid.UUID], now: datetime, settings: Settings,
                   statuses: tuple[str, ...] = RECALLABLE) -> Neighbourhood:
-    """The memory_edges neighbours of `ids` (of settings.graph_kinds), their timeline neighbours and their entity
+    """The memory_edges neighbours of `ids` (of settings.graph.graph_kinds), their timeline neighbours and their entity
     neighbours (the rules in the module's docstring), in one statement. Timeline neighbours are read when
     "temporal" is walked with a span and a weight, entity neighbours when "entity" is walked with a weight and a
     max_df of at least 2; otherwise their branch is not in the statement."""
-    kinds = settings.graph_kinds
-    timeline = "temporal" in kinds and settings.graph_temporal_span > 0 and settings.graph_temporal_weight > 0
-    entity = "entity" in kinds and settings.graph_entity_weight > 0 and settings.graph_entity_max_df >= 2
+    kinds = settings.graph.graph_kinds
+    timeline = ("temporal" in kinds and settings.graph.graph_temporal_span > 0
+                and settings.graph.graph_temporal_weight > 0)
+    entity = "entity" in kinds and settings.graph.graph_entity_weight > 0 and settings.graph.graph_entity_max_df >= 2
     params: dict[str, Any] = {"tenant": tenant, "ids": ids, "kinds": list(kinds)}
     if timeline or entity:
         params["statuses"] = list(statuses)
     if timeline:
-        params |= {"span": settings.graph_temporal_span, "window": settings.graph_temporal_window_s}
+        params |= {"span": settings.graph.graph_temporal_span, "window": settings.graph.graph_temporal_window_s}
     if entity:
-        params["max_df"] = settings.graph_entity_max_df
+        params["max_df"] = settings.graph.graph_entity_max_df
     rows: dict[str, list[Any]] = {"edge": [], "timeline": [], "entity": []}
     for r in conn.execute(neighbourhood_statement(timeline, entity), params):
         rows[r.branch].append(r)
@@ -145,12 +146,14 @@ def neighbourhood(conn: Connection, tenant: str, ids: list[uuid.UUID], now: date
 
 def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, settings: Settings,
          report: StageReport, statuses: tuple[str, ...] = RECALLABLE) -> list[Item]:
-    beam, depth, gain, kinds = settings.graph_beam, settings.graph_depth, settings.graph_gain, settings.graph_kinds
+    beam, depth = settings.graph.graph_beam, settings.graph.graph_depth
+    gain, kinds = settings.graph.graph_gain, settings.graph.graph_kinds
     report.config = {"beam": beam, "depth": depth, "gain": gain, "kinds": list(kinds),
-                     "temporal_span": settings.graph_temporal_span,
-                     "temporal_window_s": settings.graph_temporal_window_s,
-                     "temporal_weight": settings.graph_temporal_weight,
-                     "entity_weight": settings.graph_entity_weight, "entity_max_df": settings.graph_entity_max_df}
+                     "temporal_span": settings.graph.graph_temporal_span,
+                     "temporal_window_s": settings.graph.graph_temporal_window_s,
+                     "temporal_weight": settings.graph.graph_temporal_weight,
+                     "entity_weight": settings.graph.graph_entity_weight,
+                     "entity_max_df": settings.graph.graph_entity_max_df}
     report.counts = {"edges_followed": 0, "reached": 0, "boosted": 0}
     if not pool or beam <= 0 or depth <= 0 or gain <= 0 or not kinds:
         report.skipped = "graph walk off (beam, depth, gain or kinds)"
@@ -164,10 +167,10 @@ def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, setting
         near = neighbourhood(conn, tenant, list(frontier), now, settings, statuses)
         edges = [(e.memory_id, e.neighbour_id, e.weight) for e in near.edges]
         if near.timeline is not None:
-            edges += [(src, dst, settings.graph_temporal_weight) for src, dst in near.timeline]
+            edges += [(src, dst, settings.graph.graph_temporal_weight) for src, dst in near.timeline]
             report.counts["temporal_adjacent"] = report.counts.get("temporal_adjacent", 0) + len(near.timeline)
         if near.entity is not None:
-            edges += [(src, dst, settings.graph_entity_weight) for src, dst in near.entity]
+            edges += [(src, dst, settings.graph.graph_entity_weight) for src, dst in near.entity]
             report.counts["entity_shared"] = report.counts.get("entity_shared", 0) + len(near.entity)
         report.counts["edges_followed"] += len(edges)
         for source, target, weight in edges:

@@ -29,20 +29,20 @@ from recall.vector import prf_cosines
 
 def feedback(conn: Connection, tenant: str, query: str, query_vector: str, pool: list[Item], settings: Settings,
              report: StageReport) -> list[Item]:
-    report.config = {"prf_top": settings.prf_top, "prf_beta": settings.prf_beta,
-                     "entity_weight": settings.entity_weight}
+    report.config = {"prf_top": settings.funnel.prf_top, "prf_beta": settings.funnel.prf_beta,
+                     "entity_weight": settings.funnel.entity_weight}
     report.counts = {"pool": len(pool), "rocchio": 0, "entity_boosted": 0}
     skipped = []
-    beta = settings.prf_beta
+    beta = settings.funnel.prf_beta
     best_cosine = max((i.cosine for i in pool if i.cosine is not None), default=None)
-    if not pool or settings.prf_top <= 0 or beta <= 0:
+    if not pool or settings.funnel.prf_top <= 0 or beta <= 0:
         skipped.append("Rocchio off (ENGRAMLOG_PRF_TOP or ENGRAMLOG_PRF_BETA is 0)")
-    elif best_cosine is None or best_cosine < settings.sim_candidate_floor:
+    elif best_cosine is None or best_cosine < settings.funnel.sim_candidate_floor:
         skipped.append("Rocchio skipped: no memory in the pool reaches the candidate floor")
     else:
-        top = [i.memory_id for i in pool[: settings.prf_top]]
+        top = [i.memory_id for i in pool[: settings.funnel.prf_top]]
         to_centroid, centroid_to_query = prf_cosines(conn, tenant, top, [i.memory_id for i in pool], query_vector,
-                                                     settings.embedding_model)
+                                                     settings.embedding.embedding_model)
         if centroid_to_query is None:
             skipped.append("Rocchio skipped: the top memories have no vectors")
         else:
@@ -61,10 +61,10 @@ def feedback(conn: Connection, tenant: str, query: str, query_vector: str, pool:
             report.notes["centroid_to_query"] = round(centroid_to_query, 6)
 
     named = entities(query)
-    if not named or settings.entity_weight <= 0:
+    if not named or settings.funnel.entity_weight <= 0:
         skipped.append("entity boost: the query names no entity" if not named else "entity boost off")
     else:
-        w = settings.entity_weight
+        w = settings.funnel.entity_weight
         speakers = speakers_of(i.content for i in pool)
         for item in pool:
             text_words = words(item.content)

@@ -41,7 +41,7 @@ _warned: set[str] = set()
 
 
 def pool_size(k: int, settings: Settings) -> int:
-    configured = settings.rerank_pool if settings.rerank_pool > 0 else max(k * 4, 40)
+    configured = settings.funnel.rerank_pool if settings.funnel.rerank_pool > 0 else max(k * 4, 40)
     return max(configured, k)
 
 
@@ -70,16 +70,17 @@ def load_cross_encoder(path: str, max_length: int, backend: str = "torch", cache
 
 
 def _model(settings: Settings) -> Any:
-    return load_cross_encoder(settings.reranker_model, settings.reranker_max_length, settings.inference_backend,
-                              settings.data_dir / "models", settings.reranker_quantize)
+    return load_cross_encoder(settings.rerank.reranker_model, settings.rerank.reranker_max_length,
+                              settings.embedding.inference_backend, settings.stack.data_dir / "models",
+                              settings.rerank.reranker_quantize)
 
 
 def unavailable(settings: Settings) -> str | None:
     """Why the reranker cannot run (None when it can)."""
-    if not settings.reranker_model:
+    if not settings.rerank.reranker_model:
         return "no cross-encoder configured (ENGRAMLOG_RERANKER_MODEL is unset): ordered by the composite alone"
-    if not Path(settings.reranker_model).exists():
-        return (f"cross-encoder {settings.reranker_model!r} not found (ENGRAMLOG_RERANKER_MODEL must be a local "
+    if not Path(settings.rerank.reranker_model).exists():
+        return (f"cross-encoder {settings.rerank.reranker_model!r} not found (ENGRAMLOG_RERANKER_MODEL must be a local "
                 "path): ordered by the composite alone")
     return None
 
@@ -93,8 +94,8 @@ def rerank(query: str, ranked: list[Item], k: int, settings: Settings, report: S
     """The pool, reranked (or in composite order when the stage is skipped)."""
     size = pool_size(k, settings)
     pool = ranked[:size]
-    report.config = {"rerank_pool": size, "model": settings.reranker_model or None,
-                     "blend_min": settings.rerank_blend_min, "blend_max": settings.rerank_blend_max}
+    report.config = {"rerank_pool": size, "model": settings.rerank.reranker_model or None,
+                     "blend_min": settings.rerank.rerank_blend_min, "blend_max": settings.rerank.rerank_blend_max}
     report.counts = {"in": len(ranked), "pool": len(pool), "cut": len(ranked) - len(pool), "scored": 0}
     reason = unavailable(settings)
     if reason is not None:
@@ -114,8 +115,8 @@ def rerank(query: str, ranked: list[Item], k: int, settings: Settings, report: S
         ce = [float(x) for x in model.predict([(query, i.content) for i in pool], batch_size=64,
                                               show_progress_bar=False)]
     spread = max(ce) - min(ce)
-    lam = settings.rerank_blend_min + (settings.rerank_blend_max - settings.rerank_blend_min) * min(
-        1.0, spread / SPREAD_FULL)
+    low, high = settings.rerank.rerank_blend_min, settings.rerank.rerank_blend_max
+    lam = low + (high - low) * min(1.0, spread / SPREAD_FULL)
     best = max(i.score for i in pool) or 1.0
     for item, p in zip(pool, ce, strict=True):
         composite = item.score / best

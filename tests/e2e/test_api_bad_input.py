@@ -113,7 +113,7 @@ def test_invalid_request_bodies_are_422(client, nothing_written):
 def test_oversized_content_is_413_at_the_documented_limit(client, engine, tenant, nothing_written):
     from infra.settings import get_settings
 
-    limit = get_settings().max_content_chars
+    limit = get_settings().limits.max_content_chars
     assert limit == 32768  # the documented default
     too_big = "word " * (limit // 5) + "x" * (limit % 5 + 1)
     assert len(too_big) == limit + 1

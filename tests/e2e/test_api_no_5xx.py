@@ -109,7 +109,8 @@ def test_an_exhausted_pool_is_a_json_503(app, client):
     from api.context import engine as engine_dependency
 
     # A real pool of one connection, held here: the request waits 0.2 s for it and gets a JSON 503.
-    tiny = create_engine(normalise_url(get_settings().database_url), pool_size=1, max_overflow=0, pool_timeout=0.2)
+    tiny = create_engine(normalise_url(get_settings().stack.database_url), pool_size=1, max_overflow=0,
+                         pool_timeout=0.2)
     held = tiny.connect()
     app.dependency_overrides[engine_dependency] = lambda: tiny
     try:

@@ -124,10 +124,9 @@ def test_a_tenant_beyond_its_concurrent_deep_recalls_gets_a_429_with_the_reason(
 # Another API process, as far as the database can tell: it holds the tenant's one slot until it is killed.
 _HOLDER = """
 import sys, time
-from dataclasses import replace
 from deep_recall import capacity
 from infra.db import get_engine
-from infra.settings import get_settings
+from infra.settings import get_settings, replace
 with capacity.tenant_slot(get_engine(), replace(get_settings(), deep_tenant_concurrent=1), sys.argv[1]):
     print("held", flush=True)
     time.sleep(600)

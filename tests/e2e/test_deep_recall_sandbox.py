@@ -70,4 +70,4 @@ def test_every_escape_is_contained_and_told_to_the_model(client, engine, tenant,
         assert expected in error, (code, error)
     assert f"[block {len(ESCAPES) + 1} output]\nstill alive 42" in feedback
     assert "root:" not in feedback and "/bin/bash" not in feedback  # nothing of the host leaked
-    assert len(feedback) <= settings.deep_output_chars + 200
+    assert len(feedback) <= settings.deep.deep_output_chars + 200

@@ -1,4 +1,4 @@
-"""GET /v1/events is bounded in bytes, not only in events (settings.events_page_bytes): a page of large events
+"""GET /v1/events is bounded in bytes, not only in events (settings.limits.events_page_bytes): a page of large events
 is cut short and still names its next_cursor, and paging on gives every event once, in log order."""
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def _near_copies(engine, tenant: str, fact: str) -> list[str]:
     from infra.embedding import get_embedder, to_pgvector
     from infra.settings import get_settings
 
-    literal = to_pgvector(get_embedder(get_settings().embedding_model).encode([fact])[0])
+    literal = to_pgvector(get_embedder(get_settings().embedding.embedding_model).encode([fact])[0])
     found = []
     with engine.connect() as conn:
         for table in ("memory_vectors", "knowledge_section_vectors", "transcript_chunk_vectors", "embedding_cache"):

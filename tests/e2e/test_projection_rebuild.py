@@ -84,7 +84,7 @@ def projected(engine):
     for p in PROJECTORS.values():
         catch_up(engine, p, 500, max_seconds=120)
     settings = get_settings()  # a recall of this module's own, on the projected memories: its hit-log rows
-    answer = recall(engine, get_embedder(settings.embedding_model), settings,
+    answer = recall(engine, get_embedder(settings.embedding.embedding_model), settings,
                     RecallRequest(Scope(tenant), "where did Alice move?", 3), {"source": "test"})
     assert answer.results  # recall_hits and memory_activity get rows of this module's own
     for p in PROJECTORS.values():
@@ -173,7 +173,7 @@ def test_rebuild_then_verify_reports_identical(engine, projected):
     from recall.scope import Scope
     from recall.service import RecallRequest, recall
 
-    answer = recall(engine, get_embedder(get_settings().embedding_model), get_settings(),
+    answer = recall(engine, get_embedder(get_settings().embedding.embedding_model), get_settings(),
                     RecallRequest(Scope(tenant), "where does Alice live?", 3), {"source": "test"})
     assert answer.results[0].memory_id == done[0].memory_id
 

@@ -133,7 +133,7 @@ def test_the_memories_domain_keeps_the_funnel_and_the_privacy_gate(engine, tenan
     remember_all(engine, tenant, ["Payroll runs on the 25th of every month"], agent_id="hr", tags=["salary"])
     remember_all(engine, tenant, ["Payroll questions go to the finance desk"], agent_id="ops")
     settings = get_settings()
-    embedder = get_embedder(settings.embedding_model)
+    embedder = get_embedder(settings.embedding.embedding_model)
     ask = MultiRequest(Scope(tenant), "when does payroll run", ("memories",))
     open_ = recall_multi(engine, embedder, settings, ask, {"actor": "test"})
     assert {h.content for h in open_.buckets[0].results} >= {"Payroll runs on the 25th of every month"}

@@ -60,7 +60,7 @@ def operator(app, client, monkeypatch):
     from infra.settings import replace
 
     settings = api.context.get_settings()
-    settings = replace(settings, api_keys={**settings.api_keys, "ops-key": "ops"}, operator_keys=("ops-key",))
+    settings = replace(settings, api_keys={**settings.api.api_keys, "ops-key": "ops"}, operator_keys=("ops-key",))
     monkeypatch.setattr(api.context, "get_settings", lambda: settings)
     with TestClient(app, headers={"Authorization": "Bearer ops-key"}) as c:
         yield c

@@ -89,7 +89,7 @@ def test_pending_then_sent(client: TestClient, engine) -> None:
 def test_bad_input_is_refused_and_nothing_is_written(client: TestClient, engine, tenant: str) -> None:
     from infra.settings import get_settings
 
-    huge = "x" * (get_settings().max_session_message_chars + 1)
+    huge = "x" * (get_settings().sessions.max_session_message_chars + 1)
     cases = [({"role": "developer", "content": "hi"}, 422),
              ({"messages": [{"role": "user", "content": "ok"}, {"role": "function", "content": "x"}]}, 422),
              ({"messages": [{"role": "user", "content": "ok"}, {"role": "user", "content": huge}]}, 413),

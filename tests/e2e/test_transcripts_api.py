@@ -136,8 +136,8 @@ def test_privacy_gate_and_tenant_isolation(ops, engine) -> None:
     settings = api.context.get_settings()
     from infra.settings import replace
 
-    tenant = settings.api_keys[c.headers["Authorization"].split()[1]]
-    reader_settings = replace(settings, api_keys={**settings.api_keys, reader_key: tenant})
+    tenant = settings.api.api_keys[c.headers["Authorization"].split()[1]]
+    reader_settings = replace(settings, api_keys={**settings.api.api_keys, reader_key: tenant})
     api.context.get_settings = lambda: reader_settings  # monkeypatched by the fixture: restored after the test
     with TestClient(c.app, headers={"Authorization": f"Bearer {reader_key}"}) as reader:
         exported = reader.get("/v1/events", params={"limit": 1000}).json()["events"]

@@ -41,7 +41,7 @@ def test_recall_compares_only_vectors_of_the_querys_model(app, engine, tenant, m
         query = {"query": "where are the spare keys kept?", "agent_id": "m"}
         first = http.post("/v1/recall", json=query).json()["results"][0]
         assert first["memory_id"] == w["memory_id"] and first["explanation"]["cosine"] is not None
-        model = get_settings().embedding_model
+        model = get_settings().embedding.embedding_model
         with engine.begin() as conn:  # as if written by another model, before a rebuild of vectors
             conn.execute(text("UPDATE memory_vectors SET model = 'another-model' WHERE tenant = :t"), {"t": tenant})
         try:

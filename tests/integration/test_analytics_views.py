@@ -189,7 +189,7 @@ def test_a_non_memory_hit_is_named_only_when_served_under_the_policy_in_force(en
     settings = get_settings()
 
     def knowledge_recall() -> str:
-        answer = recall_multi(engine, get_embedder(settings.embedding_model), settings,
+        answer = recall_multi(engine, get_embedder(settings.embedding.embedding_model), settings,
                               MultiRequest(Scope(tenant), "how do I roll back a deploy", ("knowledge",), 3), META)
         assert answer.buckets[0].results
         return str(answer.recall_id)

@@ -68,7 +68,7 @@ def test_as_of_answers_the_access_count_activation_and_clock_of_then(engine, ten
     assert at_p.access_count == 1
     age = age_hours(clock, at_p.last_access_at, clock)
     assert inputs["age_hours"] == round(age, 3)
-    d = settings().actr_decay
+    d = settings().lifecycle.actr_decay
     assert _composite(then, keeper.memory_id)["signals"]["activation"] == round(normalised_activation(1, age, d), 6)
 
 
@@ -84,7 +84,7 @@ def test_the_as_of_clock_holds_whatever_clock_the_caller_hands_in(engine, tenant
     far = datetime(2031, 1, 1, tzinfo=UTC)
 
     def at(frame: TimeFrame) -> dict:
-        found = search(engine, get_embedder(cfg.embedding_model), cfg,
+        found = search(engine, get_embedder(cfg.embedding.embedding_model), cfg,
                        RecallRequest(Scope(tenant), QUERY, 3, frame=frame), now=far)
         [r] = [r for r in found.results if r.memory_id == keeper.memory_id]
         return {"clock": found.explanation["clock"], **r.explanation["stages"]["composite"]}

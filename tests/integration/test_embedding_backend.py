@@ -154,9 +154,9 @@ def test_reranker_falls_back_to_torch_with_a_warning(cross_encoder_dir: Path, mo
 def test_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     from infra.settings import Settings
 
-    assert Settings().inference_backend in ("onnx", "torch")
+    assert Settings().embedding.inference_backend in ("onnx", "torch")
     monkeypatch.setenv("ENGRAMLOG_INFERENCE_BACKEND", "TORCH")
-    assert Settings().inference_backend == "torch"
+    assert Settings().embedding.inference_backend == "torch"
     monkeypatch.setenv("ENGRAMLOG_INFERENCE_BACKEND", "cuda")
     with pytest.raises(ValueError, match="ENGRAMLOG_INFERENCE_BACKEND"):
         Settings()
@@ -178,7 +178,7 @@ def test_recall_with_the_reranker_is_the_same_on_both_backends(engine: Any, cros
     for backend in ("torch", "onnx"):
         cfg = settings(inference_backend=backend, reranker_model=str(cross_encoder_dir), rerank_pool=10,
                        reranker_quantize="none", data_dir=cache_root.parent)  # fp32: the same model
-        embedder = Embedder(cfg.embedding_model, backend, cache_root)
+        embedder = Embedder(cfg.embedding.embedding_model, backend, cache_root)
         answers[backend] = recall(engine, embedder, cfg, RecallRequest(Scope(tenant, None), "how do I bake sourdough?",
                                                                        5), {"source": "test", "actor": "test"})
         assert stage(answers[backend], "rerank")["config"]["backend"] == backend

@@ -79,7 +79,7 @@ def test_batch_with_unknown_type_writes_nothing(engine, tenant):
 
 
 def test_batch_with_oversized_content_writes_nothing(engine, tenant):
-    limit = get_settings().max_content_chars
+    limit = get_settings().limits.max_content_chars
     assert append_events(engine, tenant, [memory("a" * limit)], {})  # exactly at the limit: accepted
     with pytest.raises(ContentTooLarge, match=f"the limit is {limit}"):
         append_events(engine, tenant, [memory("ok"), memory("a" * (limit + 1))], {})
@@ -89,7 +89,7 @@ def test_batch_with_oversized_content_writes_nothing(engine, tenant):
 def test_empty_and_oversized_batches_are_refused(engine, tenant):
     with pytest.raises(InvalidPayload, match="at least one event"):
         append_events(engine, tenant, [], {})
-    limit = get_settings().max_batch
+    limit = get_settings().limits.max_batch
     with pytest.raises(InvalidPayload, match=f"at most {limit}"):
         append_events(engine, tenant, [memory(str(i)) for i in range(limit + 1)], {})
     assert count(engine, tenant) == 0

@@ -30,7 +30,7 @@ def env_settings(monkeypatch, **env: str):
         monkeypatch.setenv(name, value)
     fresh = Settings()
     base = get_settings()  # the test stack's service URLs
-    return replace(fresh, database_url=base.database_url, redis_url=base.redis_url)
+    return replace(fresh, database_url=base.stack.database_url, redis_url=base.stack.redis_url)
 
 
 QUERY = "what temperature does the oven thermometer read after preheating?"

@@ -36,7 +36,7 @@ def test_a_late_committed_memory_is_a_neighbour_however_far_the_checkpoint_moved
     from services.remember import MemoryInput, remember
 
     fact = "The staging cluster's etcd backups run at 03:15 UTC every night"
-    embedder = get_embedder(get_settings().embedding_model)
+    embedder = get_embedder(get_settings().embedding.embedding_model)
     with engine.begin() as conn:  # as the governed write path leaves it: the text's embedding is cached
         embed_cached(conn, embedder, tenant, [fact])
     late_id = uuid.uuid4()

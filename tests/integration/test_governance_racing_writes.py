@@ -20,7 +20,7 @@ def _race(engine: Engine, tenant: str, content: str, scope: dict[str, str | None
     from infra.settings import get_settings
     from services.remember import MemoryInput, remember
 
-    get_embedder(get_settings().embedding_model).warm()  # the model loads before the race, not inside it
+    get_embedder(get_settings().embedding.embedding_model).warm()  # the model loads before the race, not inside it
     barrier = threading.Barrier(WRITERS)
     results: list[object] = [None] * WRITERS
 

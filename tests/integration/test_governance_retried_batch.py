@@ -74,7 +74,7 @@ def test_a_concurrent_retry_waiting_for_the_lock_is_not_decided_again(engine, te
     from infra.settings import get_settings
     from services.neighbours import lock_scopes, scope_lock_key
 
-    get_embedder(get_settings().embedding_model).warm()
+    get_embedder(get_settings().embedding.embedding_model).warm()
     decides = _count_decides(monkeypatch)
     results: list[Any] = [None, None]
 

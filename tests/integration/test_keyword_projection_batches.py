@@ -176,8 +176,8 @@ def test_bm25_scores_are_those_of_the_final_texts(engine, tenant, logged) -> Non
     settings = get_settings()
     terms = sorted(term_frequencies("tea river Alice bakery Friday deploy Porto sushi 北京 cat"))
     with engine.connect() as conn:
-        scores = bm25_top(conn, Scope(tenant=tenant), terms, 50, settings.bm25_k1, settings.bm25_b)
-    expected = _expected_bm25(final, terms, settings.bm25_k1, settings.bm25_b)
+        scores = bm25_top(conn, Scope(tenant=tenant), terms, 50, settings.keyword.bm25_k1, settings.keyword.bm25_b)
+    expected = _expected_bm25(final, terms, settings.keyword.bm25_k1, settings.keyword.bm25_b)
     assert scores.keys() == expected.keys()
     for memory_id, score in expected.items():
         assert scores[memory_id] == pytest.approx(score, rel=1e-9)

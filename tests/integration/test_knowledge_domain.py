@@ -77,12 +77,12 @@ def test_vector_leg_for_sections_with_a_vector(engine, tenant: str) -> None:
 
     setup(engine, tenant)
     settings = get_settings()
-    vec = "[" + ",".join(["1"] + ["0"] * (settings.embedding_dim - 1)) + "]"
+    vec = "[" + ",".join(["1"] + ["0"] * (settings.embedding.embedding_dim - 1)) + "]"
     with engine.begin() as conn:
         sid = conn.execute(text("SELECT section_id FROM knowledge_sections WHERE tenant = :t AND heading_path = "
                                 "'Deploys > Canary'"), {"t": tenant}).scalar_one()
         conn.execute(text("INSERT INTO knowledge_section_vectors VALUES (:t, :s, :m, CAST(:v AS vector))"),
-                     {"t": tenant, "s": sid, "m": settings.embedding_model, "v": vec})
+                     {"t": tenant, "s": sid, "m": settings.embedding.embedding_model, "v": vec})
     answer = ask(engine, tenant, "zebra unicorn", query_vector=vec)  # no shared word: the vector leg alone
     [hit] = answer.results
     assert hit.handle["heading_path"] == "Deploys > Canary" and abs(hit.legs["vector"] - 1.0) < 1e-6

@@ -94,7 +94,7 @@ def _answers(engine: Engine, tenant: str) -> list[tuple]:
     from recall.scope import Scope
 
     now = datetime(2030, 1, 1, tzinfo=UTC)
-    embedder = get_embedder(get_settings().embedding_model)
+    embedder = get_embedder(get_settings().embedding.embedding_model)
     out = []
     for query in QUERIES:
         q = DomainQuery(Scope(tenant), query, 5, now, NO_POLICY, embedder.query_vector(tenant, query))

@@ -35,7 +35,7 @@ def test_an_excluded_graph_neighbour_is_never_answered(engine, tenant):
                               {"t": tenant}).scalar_one()
     assert shared == 2
     settings = get_settings()
-    embedder = get_embedder(settings.embedding_model)
+    embedder = get_embedder(settings.embedding.embedding_model)
     ask = RecallRequest(Scope(tenant, agent_id="ops"), "what is Priya Raman working on?", 5, trace=True)
     open_ = recall(engine, embedder, settings, ask, {"actor": "test"})
     trace = open_.details["trace"]

@@ -1,6 +1,6 @@
 """A projector's batch is bounded in bytes, not only in events (eventstore/read.py read_after's max_bytes,
-settings.projection_batch_bytes): large events wait for the next batch, a single one larger than the bound is
-still a batch of one, and every event is read once, in order, however the batches are cut."""
+settings.projections.projection_batch_bytes): large events wait for the next batch, a single one larger than the bound
+is still a batch of one, and every event is read once, in order, however the batches are cut."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""One slow event never holds a projector: an apply over settings.projection_event_timeout_s (Python that never
-returns, a statement over its statement_timeout, the Dramatiq actor's own time limit) is one counted attempt of
+"""One slow event never holds a projector: an apply over settings.projections.projection_event_timeout_s (Python that
+never returns, a statement over its statement_timeout, the Dramatiq actor's own time limit) is one counted attempt of
 that event, parked after MAX_EVENT_FAILURES with the checkpoint past it, and the events after it are applied."""
 
 from __future__ import annotations

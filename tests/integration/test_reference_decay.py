@@ -82,7 +82,7 @@ def _statuses(engine: Engine, case: Case, tenant: str) -> dict[str, str]:
 def _recall(engine: Engine, case: Case, tenant: str, query: str) -> list[dict[str, Any]]:
     """A recall through recall/multi (its RecallServed is the reference); the handles it answered."""
     settings = get_settings()
-    answer = recall_multi(engine, get_embedder(settings.embedding_model), settings,
+    answer = recall_multi(engine, get_embedder(settings.embedding.embedding_model), settings,
                           MultiRequest(Scope(tenant), query, (case.domain,), 2), META)
     return [hit.handle for bucket in answer.buckets for hit in bucket.results]
 

@@ -4,13 +4,11 @@ sections of the asked tenant and project only, nearest first, as the exact scan 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from sqlalchemy import text
 
 from infra.embedding import to_pgvector
-from infra.settings import get_settings
+from infra.settings import get_settings, replace
 from projections.knowledge import KnowledgeProjector
 from projections.runner import catch_up
 from recall.domains.knowledge import SECTION_VECTORS
@@ -46,8 +44,8 @@ def _load(engine, tenant: str) -> dict[tuple[str, str | None, str], str]:
             topic = r.heading_path.split(" > ")[-1]
             ids[(r.tenant, r.project, topic)] = r.section_id
             conn.execute(text("INSERT INTO knowledge_section_vectors VALUES (:t, :s, :m, CAST(:v AS vector))"),
-                         {"t": r.tenant, "s": r.section_id, "m": settings.embedding_model,
-                          "v": to_pgvector(_unit(TOPICS.index(topic), settings.embedding_dim, 0.05, n))})
+                         {"t": r.tenant, "s": r.section_id, "m": settings.embedding.embedding_model,
+                          "v": to_pgvector(_unit(TOPICS.index(topic), settings.embedding.embedding_dim, 0.05, n))})
     return ids
 
 
@@ -61,7 +59,7 @@ def _search(engine, scope: Scope, query: np.ndarray, k: int, exact_max: int):
 
 def test_hnsw_path_answers_the_scopes_sections_nearest_first(engine, tenant: str) -> None:
     ids = _load(engine, tenant)
-    dim = get_settings().embedding_dim
+    dim = get_settings().embedding.embedding_dim
     for topic in ("canary", "backups"):
         query = _unit(TOPICS.index(topic), dim)
         for project in ("alpha", "beta"):
@@ -86,5 +84,5 @@ def test_the_index_serves_the_section_vector_order(engine, tenant: str) -> None:
         plan = "\n".join(conn.execute(text(
             "EXPLAIN SELECT section_id FROM knowledge_section_vectors v WHERE v.tenant = :t "
             "ORDER BY v.embedding <=> CAST(:q AS vector) LIMIT 5"),
-            {"t": tenant, "q": to_pgvector(_unit(0, get_settings().embedding_dim))}).scalars())
+            {"t": tenant, "q": to_pgvector(_unit(0, get_settings().embedding.embedding_dim))}).scalars())
     assert "knowledge_section_vectors_hnsw" in plan

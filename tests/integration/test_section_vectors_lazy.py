@@ -55,7 +55,7 @@ _EMBEDDED = text("SELECT section_id FROM knowledge_section_vectors WHERE tenant 
 
 def _embedded(engine: Engine, tenant: str) -> set[uuid.UUID]:
     with engine.connect() as conn:
-        return set(conn.execute(_EMBEDDED, {"t": tenant, "m": get_settings().embedding_model}).scalars())
+        return set(conn.execute(_EMBEDDED, {"t": tenant, "m": get_settings().embedding.embedding_model}).scalars())
 
 
 def _cached(engine: Engine, tenant: str) -> int:
@@ -65,7 +65,7 @@ def _cached(engine: Engine, tenant: str) -> int:
 
 def _recall(engine: Engine, tenant: str, query: str, k: int = 1) -> set[uuid.UUID]:
     settings = get_settings()
-    answer = recall_multi(engine, get_embedder(settings.embedding_model), settings,
+    answer = recall_multi(engine, get_embedder(settings.embedding.embedding_model), settings,
                           MultiRequest(Scope(tenant), query, ("knowledge",), k), META)
     [bucket] = answer.buckets
     return {handle_section(tenant, h.handle) for h in bucket.results}  # type: ignore[misc]
@@ -105,7 +105,7 @@ def test_a_section_has_a_vector_only_after_its_first_hit(engine, tenant: str) ->
 
     # Now the vector leg covers the embedded sections: a recall of the hit section scores it on both legs.
     settings = get_settings()
-    answer = recall_multi(engine, get_embedder(settings.embedding_model), settings,
+    answer = recall_multi(engine, get_embedder(settings.embedding.embedding_model), settings,
                           MultiRequest(Scope(tenant), "roll back a bad release", ("knowledge",), 3), META)
     legs = {handle_section(tenant, h.handle): h.legs for h in answer.buckets[0].results}
     assert legs[next(iter(hit))]["vector"] is not None

@@ -178,7 +178,7 @@ def _whole_fold_resume(engine, tenant: str, session_id: str, budget: int):
     with engine.connect() as conn:
         events = read_stream(conn, tenant, session_stream(session_id), (SessionMessagesAppended, SessionMessageSent))
     log = fold(session_id, events)
-    return log.last_position, build_resume(log, budget, get_settings().resume_turns)
+    return log.last_position, build_resume(log, budget, get_settings().sessions.resume_turns)
 
 
 def _paged_resume(engine, tenant: str, session_id: str, budget: int):

@@ -97,7 +97,7 @@ def _search(engine: Engine, tenant: str, query: str, policy: PrivacyPolicy = NO_
     qv = None
     if vector:
         from infra.embedding import to_pgvector
-        qv = to_pgvector(get_embedder(settings.embedding_model).encode_one(query))
+        qv = to_pgvector(get_embedder(settings.embedding.embedding_model).encode_one(query))
     from datetime import UTC, datetime
     return TranscriptsDomain().search(engine, DomainQuery(Scope(tenant), query, 3, datetime.now(UTC), policy, qv))
 
@@ -125,7 +125,7 @@ _EMBEDDED = text("SELECT chunk_id FROM transcript_chunk_vectors WHERE tenant = :
 
 def _embedded(engine: Engine, tenant: str) -> set:
     with engine.connect() as conn:
-        return set(conn.execute(_EMBEDDED, {"t": tenant, "m": get_settings().embedding_model}).scalars())
+        return set(conn.execute(_EMBEDDED, {"t": tenant, "m": get_settings().embedding.embedding_model}).scalars())
 
 
 def test_a_chunk_has_a_vector_only_after_its_first_hit(engine, tenant: str) -> None:
@@ -136,7 +136,7 @@ def test_a_chunk_has_a_vector_only_after_its_first_hit(engine, tenant: str) -> N
     assert _embedded(engine, tenant) == set()  # a put embeds nothing
 
     settings = get_settings()
-    answer = recall_multi(engine, get_embedder(settings.embedding_model), settings,
+    answer = recall_multi(engine, get_embedder(settings.embedding.embedding_model), settings,
                           MultiRequest(Scope(tenant), "widget9", ("transcripts",), 1), META)
     [bucket] = answer.buckets
     [hit] = bucket.results

@@ -90,10 +90,9 @@ def measure(engine, corpus, agent: str | None, exact_max_rows: int, ef_search: i
     """Mean recall@10 of nearest_vectors against the truth, the method it chose, and the plans the HNSW branch got.
     A query whose iterative scan gave up short and was answered exactly counts as the HNSW branch's (its method
     is "hnsw_iterative+exact"); test_short_iterative_scan_falls_back_to_exact covers that path."""
-    from dataclasses import replace
 
     from infra.embedding import to_pgvector
-    from infra.settings import get_settings
+    from infra.settings import get_settings, replace
     from recall.scope import Scope
     from recall.vector import nearest_vectors
 
@@ -124,7 +123,7 @@ def measure(engine, corpus, agent: str | None, exact_max_rows: int, ef_search: i
 def test_default_choice_1pct_filter(engine, corpus):
     from infra.settings import get_settings
 
-    recall_at_10, method, _ = measure(engine, corpus, SMALL, get_settings().exact_scan_max_rows)
+    recall_at_10, method, _ = measure(engine, corpus, SMALL, get_settings().hybrid.exact_scan_max_rows)
     MEASURED["1% filter, per-query choice"] = recall_at_10
     assert method == "exact"  # 200 rows: scanned exactly
     assert recall_at_10 >= 0.9, recall_at_10
@@ -133,7 +132,7 @@ def test_default_choice_1pct_filter(engine, corpus):
 def test_default_choice_10pct_filter(engine, corpus):
     from infra.settings import get_settings
 
-    recall_at_10, method, _ = measure(engine, corpus, LARGE, get_settings().exact_scan_max_rows)
+    recall_at_10, method, _ = measure(engine, corpus, LARGE, get_settings().hybrid.exact_scan_max_rows)
     MEASURED["10% filter, per-query choice"] = recall_at_10
     assert method == "exact"  # 2,000 rows: still under the exact-scan threshold
     assert recall_at_10 >= 0.9, recall_at_10

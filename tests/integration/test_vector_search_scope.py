@@ -9,7 +9,6 @@ archived memory, and a copy of a vector under another model.
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -33,7 +32,7 @@ def rows(engine, tenant):
     from infra.settings import get_settings
 
     rng = np.random.default_rng(7)
-    dim = get_settings().embedding_dim
+    dim = get_settings().embedding.embedding_dim
     directions = rng.normal(size=(2, dim))
     made: dict[uuid.UUID, tuple[str | None, str | None, str, str, np.ndarray]] = {}
     for s, (agent, project) in enumerate(SCOPES):
@@ -66,7 +65,7 @@ def rows(engine, tenant):
 
 
 def _settings(exact_scan_max_rows: int = 20_000):
-    from infra.settings import get_settings
+    from infra.settings import get_settings, replace
 
     return replace(get_settings(), embedding_model=MODEL, exact_scan_max_rows=exact_scan_max_rows,
                    hnsw_ef_search=200)

@@ -5,7 +5,6 @@ the nearest are in another status (then it searches again with the filter first)
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -21,7 +20,7 @@ def memories(engine, tenant):
     from infra.embedding import to_pgvector
     from infra.settings import get_settings
 
-    dim = get_settings().embedding_dim
+    dim = get_settings().embedding.embedding_dim
     rng = np.random.default_rng(11)
     query = rng.normal(size=dim)
     query /= np.linalg.norm(query)
@@ -53,7 +52,7 @@ def memories(engine, tenant):
 
 @pytest.mark.parametrize("k", [1, 5, 10])
 def test_exact_top_k_of_the_asked_statuses(engine, tenant, memories, k) -> None:
-    from infra.settings import get_settings
+    from infra.settings import get_settings, replace
     from recall.scope import Scope
     from recall.vector import nearest_vectors
 
@@ -72,7 +71,7 @@ def test_a_scope_small_enough_is_counted_and_searched_in_one_statement(engine, t
     _exact_unless_large); past exact_scan_max_rows that statement only counts, and the HNSW search follows."""
     from sqlalchemy import event
 
-    from infra.settings import get_settings
+    from infra.settings import get_settings, replace
     from recall.scope import Scope
     from recall.vector import nearest_vectors
 

@@ -21,7 +21,7 @@ def test_code_blocks_run_in_order_and_final_text_only_without_code() -> None:
 
 def test_budgets_default_and_override_within_the_operator_maxima() -> None:
     settings = replace(Settings(), deep_cap_iterations=30)
-    assert Limits.of(settings) == Limits(15, 20, 0.5, settings.deep_timeout_s)
+    assert Limits.of(settings) == Limits(15, 20, 0.5, settings.deep.deep_timeout_s)
     assert Limits.of(settings, iterations=30, cost_usd=1.0).iterations == 30
     for bad in ({"iterations": 31}, {"iterations": 0}, {"cost_usd": 100.0}, {"timeout_s": 10_000.0}):
         with pytest.raises(InvalidPayload):

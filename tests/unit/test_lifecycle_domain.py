@@ -83,7 +83,7 @@ def test_settings_refuse_decay_outside_range_at_load() -> None:
     old = os.environ.get("ENGRAMLOG_ACTR_DECAY")
     try:
         os.environ["ENGRAMLOG_ACTR_DECAY"] = "0.42"
-        assert Settings().actr_decay == 0.42
+        assert Settings().lifecycle.actr_decay == 0.42
         for bad in ("0.7", "0.1", "fast"):
             os.environ["ENGRAMLOG_ACTR_DECAY"] = bad
             with pytest.raises(ValueError, match="ENGRAMLOG_ACTR_DECAY"):

@@ -1,0 +1,57 @@
+"""How a setting is read from its environment variable, and the checks that refuse a bad value."""
+
+from __future__ import annotations
+
+import os
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def _parse_api_keys(raw: str) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in raw.split(","))):
+        key, sep, tenant = pair.partition(":")
+        if not sep or not key or not tenant:
+            raise ValueError(f"ENGRAMLOG_API_KEYS entry {pair!r} is not 'key:tenant'")
+        keys[key] = tenant
+    return keys
+
+
+def _actr_decay(raw: str) -> float:
+    from domain.activation import check_decay
+
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"ENGRAMLOG_ACTR_DECAY={raw!r} is not a number") from None
+    try:
+        return check_decay(value)
+    except ValueError as exc:
+        raise ValueError(f"ENGRAMLOG_ACTR_DECAY: {exc}") from None
+
+
+def _positive(name: str, default: str) -> float:
+    raw = _env(name, default)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {raw!r}")
+    return value
+
+
+def _at_least(name: str, default: str, least: int) -> int:
+    value = int(_positive(name, default))
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value}")
+    return value
+
+
+def _choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = _env(name, default).strip().lower()
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+    return value

@@ -2,8 +2,8 @@
 
 `Settings` is composed of small frozen dataclasses (settings.stack.database_url, settings.funnel.topn_mult, ...), each
 knob read from its ENGRAMLOG_* variable (a few from DATABASE_URL, REDIS_URL, RABBITMQ_URL) when the group is made.
-A knob keeps the name it had before the grouping, and no two groups share one, so `replace(settings, topn_mult=2)`
-names a knob alone and finds its group. The groups and their modules:
+No two groups share a knob's name, so `replace(settings, topn_mult=2)` names a knob alone and finds its group.
+The groups and their modules:
 
     service.py        stack, api, embedding, limits, projections, workers
     memory.py         governance, lifecycle, consolidation, scheduler
@@ -24,18 +24,19 @@ from infra.settings._env import _parse_api_keys
 from infra.settings.deep import DeepRecall, Llm
 from infra.settings.memory import Consolidation, Governance, Lifecycle, Scheduler
 from infra.settings.recall import Abstention, Funnel, Graph, Hybrid, Keyword, Rerank, Sessions
-from infra.settings.service import Api, Embedding, Limits, Projections, Stack, Workers
+from infra.settings.service import Api, Embedding, Limits, Projections, StackSettings, Workers
 
 __all__ = [
     "GROUP_OF_KNOB", "STACK_STATE_FILE", "Abstention", "Api", "Consolidation", "DeepRecall", "Embedding", "Funnel",
     "Governance", "Graph", "Hybrid", "Keyword", "Lifecycle", "Limits", "Llm", "Projections", "Rerank", "Scheduler",
-    "Sessions", "Settings", "Stack", "Workers", "_parse_api_keys", "get_settings", "read_stack_state", "replace",
+    "Sessions", "Settings", "StackSettings", "Workers", "_parse_api_keys", "get_settings", "read_stack_state",
+    "replace",
 ]
 
 
 @dataclass(frozen=True)
 class Settings:
-    stack: Stack = field(default_factory=Stack)
+    stack: StackSettings = field(default_factory=StackSettings)
     api: Api = field(default_factory=Api)
     embedding: Embedding = field(default_factory=Embedding)
     limits: Limits = field(default_factory=Limits)

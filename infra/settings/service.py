@@ -9,7 +9,7 @@ from infra.settings._env import _at_least, _choice, _env, _parse_api_keys, _posi
 
 
 @dataclass(frozen=True)
-class Stack:
+class StackSettings:
     """The stack: data_dir, the external services, the API's address, `engramlog up`'s limits, logging."""
 
     data_dir: Path = field(default_factory=lambda: Path(_env("ENGRAMLOG_DATA_DIR", ".engramlog")).resolve())

@@ -61,7 +61,7 @@ def ask_all(run: dict[str, Any], data: Path, timings: list[float]) -> Answers:
     from recall.service import RecallRequest, search
 
     settings = Settings()  # read from the environment now, not the cached one
-    engine, embedder = get_engine(), get_embedder(settings.embedding_model)
+    engine, embedder = get_engine(), get_embedder(settings.embedding.embedding_model)
     out: Answers = {}
     for conv in load_conversations(data, run["conversations"]):
         now = max(t["occurred_at"] for t in conv.turns)

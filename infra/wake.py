@@ -36,7 +36,7 @@ RUN_PROJECTIONS_ACTOR = "run_projections"
 
 # The pending flag lives in Redis (infra/broker.py's `redis_client`) whichever broker carries the queue; named by the
 # broker, so that processes on another broker sharing this Redis never hold back this broker's wake-ups.
-WAKE_PENDING_KEY = f"engramlog:projections:wake-pending:{get_settings().broker}"
+WAKE_PENDING_KEY = f"engramlog:projections:wake-pending:{get_settings().workers.broker}"
 WAKE_PENDING_TTL_S = 10
 # On the Redis broker the flag and the queue are one server: a flag that cannot be set means a send that cannot be
 # made, so it is not tried (a second timeout on the caller's path). On RabbitMQ the wake-up is sent regardless.

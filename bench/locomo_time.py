@@ -22,10 +22,9 @@ from typing import Any
 from bench.common import percentile
 from bench.locomo_data import SCORED_CATEGORIES, load_conversations
 from bench.locomo_folds import FIGURES, figures, folds
-from bench.locomo_metrics import score_question
+from bench.locomo_knobs import DEFAULT_TENANT, with_answers
 
 GRID = (0.0, 0.15, 0.3, 0.6)  # each value one pass over the time-naming questions
-DEFAULT_TENANT = "default"  # the tenant of a stack without API keys (api/context.py)
 
 
 def _ask_all(run: dict[str, Any], data: Path, weight: float, timings: list[float] | None = None
@@ -56,19 +55,6 @@ def _ask_all(run: dict[str, Any], data: Path, weight: float, timings: list[float
     return out
 
 
-def _with(questions: list[dict[str, Any]], answers: dict[tuple[str, int], list[str]]) -> list[dict[str, Any]]:
-    """The run's records with the re-asked questions' answers put in."""
-    out = []
-    for q in questions:
-        key = (q["sample_id"], q["qa_index"])
-        if key in answers:
-            q = {**q, "returned": answers[key], "scores_returned": [1.0] * len(answers[key])}
-            if "scores" in q:
-                q["scores"] = score_question(q["returned"], q["evidence"])
-        out.append(q)
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="the run's per-question dump (bench/results/runs/locomo-*.json)")
@@ -94,17 +80,17 @@ def main() -> None:
     for held in folds(run["conversations"]):
         train = [q for q in questions if q["sample_id"] not in held]
         test = [q for q in questions if q["sample_id"] in held]
-        best = max(grid, key=lambda w: (figures(_with(train, by_weight[w]))["mrr@10"] or 0.0, -abs(w - default)))
+        best = max(grid, key=lambda w: (figures(with_answers(train, by_weight[w]))["mrr@10"] or 0.0, -abs(w - default)))
         report["folds"].append({"held_out": list(held), "chosen_w_time": best,
-                                "tuned": figures(_with(test, by_weight[best])),
-                                "w_time_0": figures(_with(test, by_weight[0.0])),
-                                "default": figures(_with(test, by_weight[default]))})
+                                "tuned": figures(with_answers(test, by_weight[best])),
+                                "w_time_0": figures(with_answers(test, by_weight[0.0])),
+                                "default": figures(with_answers(test, by_weight[default]))})
     for kind in ("tuned", "w_time_0", "default"):
         report[kind] = {name: {"mean": statistics.fmean(v), "spread": max(v) - min(v)} for name in FIGURES
                         if (v := [x for f in report["folds"] if (x := f[kind][name]) is not None])}
-    report["full_split"] = {f"w_time={w:g}": figures(_with(questions, by_weight[w])) for w in grid}
+    report["full_split"] = {f"w_time={w:g}": figures(with_answers(questions, by_weight[w])) for w in grid}
     only = [q for q in questions if (q["sample_id"], q["qa_index"]) in timed_keys]
-    report["time_questions_only"] = {f"w_time={w:g}": figures(_with(only, by_weight[w])) for w in grid}
+    report["time_questions_only"] = {f"w_time={w:g}": figures(with_answers(only, by_weight[w])) for w in grid}
     report["latency_ms"] = {f"w_time={w:g}": {"n": len(v), "p50": round(percentile(v, 50), 2),
                                              "p95": round(percentile(v, 95), 2)} for w, v in lat.items()}
     report["latency_ms"]["pass_order"] = [f"w_time={w:g}" for w in grid]

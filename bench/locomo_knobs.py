@@ -22,15 +22,17 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench.common import percentile
-from bench.locomo_data import SCORED_CATEGORIES, load_conversations
+from bench.locomo_data import SCORED_CATEGORIES, Question, load_conversations
 from bench.locomo_folds import FIGURES, WRONGLY_ABSTAINED_MAX, figures, folds
 from bench.locomo_metrics import score_question
+from infra.settings import Settings
 
 DEFAULT_TENANT = "default"  # the tenant of a stack without API keys (api/context.py)
 Answers = dict[tuple[str, int], list[str]]
@@ -51,23 +53,23 @@ def knob(env: str, value: str | None) -> Iterator[None]:
             os.environ[env] = before
 
 
-def ask_all(run: dict[str, Any], data: Path, timings: list[float]) -> Answers:
-    """The dia_ids each question of the run gets with the settings the environment holds now (empty:
-    abstained)."""
+def ask_all(run: dict[str, Any], data: Path, timings: list[float], settings: Settings | None = None,
+            only: Callable[[Question, datetime], bool] | None = None) -> Answers:
+    """The dia_ids each question of the run gets (empty: abstained) with `settings` (default: those the
+    environment holds now, not the cached ones); `only`: the questions to ask, given their conversation's clock."""
     from infra.db import get_engine
     from infra.embedding import get_embedder
-    from infra.settings import Settings
     from recall.scope import Scope
     from recall.service import RecallRequest, search
 
-    settings = Settings()  # read from the environment now, not the cached one
+    settings = settings or Settings()
     engine, embedder = get_engine(), get_embedder(settings.embedding.embedding_model)
     out: Answers = {}
     for conv in load_conversations(data, run["conversations"]):
         now = max(t["occurred_at"] for t in conv.turns)
         scope = Scope(DEFAULT_TENANT, f"locomo-{run['run_id']}-{conv.sample_id}")
         for q in conv.questions:
-            if q.category in SCORED_CATEGORIES and not q.evidence:
+            if (q.category in SCORED_CATEGORIES and not q.evidence) or (only is not None and not only(q, now)):
                 continue
             started = time.perf_counter()
             found = search(engine, embedder, settings, RecallRequest(scope, q.question, run["k"],

@@ -15,44 +15,23 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
 from bench.common import percentile
-from bench.locomo_data import SCORED_CATEGORIES, load_conversations
 from bench.locomo_folds import FIGURES, figures, folds
-from bench.locomo_knobs import DEFAULT_TENANT, with_answers
+from bench.locomo_knobs import Answers, ask_all, with_answers
 
 GRID = (0.0, 0.15, 0.3, 0.6)  # each value one pass over the time-naming questions
 
 
-def _ask_all(run: dict[str, Any], data: Path, weight: float, timings: list[float] | None = None
-             ) -> dict[tuple[str, int], list[str]]:
+def _ask_all(run: dict[str, Any], data: Path, weight: float, timings: list[float]) -> Answers:
     """The dia_ids each time-naming question gets with W_TIME = weight (empty: abstained)."""
     from domain.temporal import resolve
-    from infra.db import get_engine
-    from infra.embedding import get_embedder
     from infra.settings import get_settings, replace
-    from recall.scope import Scope
-    from recall.service import RecallRequest, search
 
-    settings = replace(get_settings(), composite_w_time=weight)
-    engine, embedder = get_engine(), get_embedder(settings.embedding.embedding_model)
-    out: dict[tuple[str, int], list[str]] = {}
-    for conv in load_conversations(data, run["conversations"]):
-        now = max(t["occurred_at"] for t in conv.turns)
-        scope = Scope(DEFAULT_TENANT, f"locomo-{run['run_id']}-{conv.sample_id}")
-        for q in conv.questions:
-            if resolve(q.question, now) is None or (q.category in SCORED_CATEGORIES and not q.evidence):
-                continue
-            started = time.perf_counter()
-            found = search(engine, embedder, settings, RecallRequest(scope, q.question, run["k"],
-                                                                      reference_time=now))
-            if timings is not None:
-                timings.append((time.perf_counter() - started) * 1000)
-            out[(conv.sample_id, q.index)] = [str(r.metadata.get("dia_id")) for r in found.results]
-    return out
+    return ask_all(run, data, timings, replace(get_settings(), composite_w_time=weight),
+                   only=lambda q, now: resolve(q.question, now) is not None)
 
 
 def main() -> None:

@@ -8,22 +8,25 @@ not joined: joined, the planner inlined the CTE (a numeric ln per posting) and, 
 the average (1 / distinct terms), chose one index descent into the documents per posting, whatever a common term's
 real count.
 
-Past WALK_OVER_POSTINGS (200k) postings of the query's terms in the tenant, candidates come from each term's best
+Past WALK_OVER_POSTINGS (20k) postings of the query's terms in the tenant, candidates come from each term's best
 postings, not all of them: a term common to most documents would otherwise cost all its postings (sessions at
-100k messages: 840 ms). Below it every posting is read, as the cheaper plan. Each query term contributes its first
-PER_TERM postings, among the documents the scope and statuses allow, in impact order: (length + 10) / tf
-ascending, the order of a posting's BM25 weight tf·(k1+1) / (tf + k1·(1 − b + b·length/avgdl)) for b = 0.75 and
-an average length of 30 (the weight orders postings as (length + avgdl·(1−b)/b) / tf; with tf 1, the usual case in
-short texts, by length alone, whatever avgdl is). Migration 0021 indexes every postings table by (tenant, term,
-that order, id), so each term's walk reads its first PER_TERM postings that pass the filters and stops. The
-union of those candidates is then scored with Okapi BM25 exactly, over all of each candidate's postings of the
-query terms (looked up by document). A term with at most PER_TERM postings in scope gives all of them, so a
-document holding any rarer query term is always a candidate, and on a corpus where no query term is that common
-the answer is what scoring every posting gives; only documents that match nothing but common terms, beyond
-each one's PER_TERM best, are left out.
+100k messages: 840 ms). A term with at most FULL_WALK (2,000) postings is walked to its end; any other gives its
+first PER_TERM (500) postings, among the documents the scope and statuses allow, in impact order: (length + 10) /
+tf ascending, the order of a posting's BM25 weight tf·(k1+1) / (tf + k1·(1 − b + b·length/avgdl)) for b = 0.75
+and an average length of 30. Migration 0021 indexes every postings table by (tenant, term, that order, id), so
+each term's walk reads its first postings that pass the filters and stops. Each candidate is then scored with
+Okapi BM25 exactly: its walked postings, plus one primary-key probe for each term walked short of its end that
+its walk did not bring.
 
-Both plans are one statement: the count of the terms' postings picks one inside PostgreSQL (each branch gated by
-a one-time filter on it, so the other is never run), one round trip per keyword leg.
+The walk proves its own answer (a threshold test, as in Fagin's threshold algorithm): a document outside it
+holds none of the fully walked terms, and of each term walked short only postings past the last walked one, whose
+weight is bounded (_SHIFT: the impact order is the weight's order up to a bounded shift). When n candidates
+outscore the sum of those bounds, the walk's top n is the exact top n. Otherwise every posting is read, unless
+they number more than READ_ALL_MAX (50k): then the walk's best candidates answer (measured at 100k session
+messages: bench/sessions_recall.py). Below WALK_OVER_POSTINGS every posting is read at once, the cheaper plan.
+
+All plans are one statement: the count of the terms' postings and the walk's test pick one inside PostgreSQL
+(each branch gated by a one-time filter, so the others are never run), one round trip per keyword leg.
 """
 
 from __future__ import annotations
@@ -38,15 +41,17 @@ from readmodels.memories import MEMORY_POSTINGS
 from readmodels.postings import Postings
 from recall.scope import Scope, later_width
 
-PER_TERM = 1000  # each query term's postings that may bring in a candidate
-# Up to this many postings of the query's terms in the tenant (their df summed), every posting is read: walking
-# each term's best costs index probes per posting where reading them all is one hash join, and measured it did not
-# pay at the sizes tried (2 cores at load 25-30: 50k memories, whole tenant, 231 ms read whole against 287 ms
-# walked; 30k session messages, Zipf terms, 345 against 415 ms, same top 10), so the walk is kept for tenants
-# far past those (not measured yet: 100k+ messages, 1M memories).
-WALK_OVER_POSTINGS = 200_000
+PER_TERM = 500  # each open query term's postings walked, best first
+# Up to this many postings of the query's terms in the tenant (their df summed), every posting is read at once.
+WALK_OVER_POSTINGS = 20_000
+FULL_WALK = 2000  # a term with at most this many postings is walked to its end
+READ_ALL_MAX = 50_000  # past this many postings a walk that is not exact answers anyway
 # A posting's impact order, best first; migration 0021's (tenant, term, <this>, id) indexes serve it.
 IMPACT_ORDER = "(p.length + 10)::float8 / p.tf"
+# A posting's weight is (k1 + 1) / (1 + k1·b·r / avgdl) with r = (length + avgdl·(1 − b)/b) / tf: falling in r.
+# Past a term's last walked posting (impact x), r ≥ x + min(0, avgdl·(1 − b)/b − 10) (tf ≥ 1), which bounds the
+# weight of every posting the walk left; b = 0 bounds it by k1 + 1.
+_SHIFT = "CASE WHEN :b > 0 THEN least(0, s.avgdl * (1 - :b) / :b - 10) ELSE 0 END"
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,8 @@ MEMORY_KEYWORD = KeywordTables(
 def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float,
              statuses: tuple[str, ...] | None = None, tables: KeywordTables = MEMORY_KEYWORD,
              where_sql: str = "", where_params: dict[str, object] | None = None,
-             per_term: int = PER_TERM, walk_over: int = WALK_OVER_POSTINGS) -> dict[uuid.UUID, float]:
+             per_term: int = PER_TERM, walk_over: int = WALK_OVER_POSTINGS,
+             read_all_max: int = READ_ALL_MAX, full_walk: int = FULL_WALK) -> dict[uuid.UUID, float]:
     """The top `n` documents (memories by default) by BM25 for the distinct `terms`, within `scope` (and, when
     given, whose document has one of `statuses`: the funnel's eligibility rule; and `where_sql` on d), among each
     term's first `per_term` postings in impact order when the terms have more than `walk_over` postings (the
@@ -105,55 +111,80 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     distinct = sorted(set(terms))
     rows = conn.execute(text(_sql(t, where, scope.whole_tenant)),
                         {**params, "terms": distinct, "k1": k1, "b": b, "n": n, "per_term": per_term,
-                         "walk_over": walk_over, "width": later_width(n)})
+                         "walk_over": walk_over, "read_all_max": read_all_max,
+                         "full_walk": full_walk,
+                         "width": later_width(n)})
     return {r.id: float(r.score) for r in rows}
 
 
 def _sql(t: KeywordTables, where: str, later: bool) -> str:
-    """One statement for both plans: the query terms' postings in the tenant (their df summed) pick one in
-    PostgreSQL, each plan's branch gated by a one-time filter on that count, so the other is never run. `later`
+    """One statement for every plan: the query terms' postings in the tenant (their df summed) and the walk's own
+    bound pick one in PostgreSQL, each branch gated by a one-time filter, so the others are never run. `later`
     (a whole-tenant scope): reading every posting, the filters are looked up after scoring (_filter_later)."""
     key = t.id_column
     weight = "p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))"
     idf_of = "coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)"
     settled = "(SELECT ok FROM settled)"
+    walk_ok = "(SELECT ok FROM walk_ok)"
     return f"""
     WITH total AS MATERIALIZED (
         SELECT coalesce(sum(df), 0) AS postings FROM {t.terms} WHERE tenant = :tenant AND term = ANY(:terms)
     ), stats AS (
         SELECT n_docs, total_length::float8 / greatest(n_docs, 1) AS avgdl FROM {t.stats} WHERE tenant = :tenant
     ), idf AS MATERIALIZED (
-        SELECT t.term, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
+        SELECT t.term, t.df, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
         FROM {t.terms} t CROSS JOIN stats s WHERE t.tenant = :tenant AND t.term = ANY(:terms)
-    ), candidates AS MATERIALIZED (
-        SELECT DISTINCT c.id FROM idf i CROSS JOIN LATERAL (
-            SELECT p.{key} AS id FROM {t.postings} p
+    ), walked AS MATERIALIZED (
+        -- each term's best postings in impact order: all of a rare term's (df ≤ full_walk), per_term of another's
+        SELECT i.term, c.id, c.tf, c.length, c.impact FROM idf i CROSS JOIN LATERAL (
+            SELECT p.{key} AS id, p.tf, p.length, {IMPACT_ORDER} AS impact FROM {t.postings} p
             JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
             WHERE p.tenant = :tenant AND p.term = i.term AND {where}
             ORDER BY {IMPACT_ORDER}, p.{key}
-            LIMIT :per_term) c
+            LIMIT CASE WHEN i.df <= :full_walk THEN i.df ELSE :per_term END) c
+        WHERE (SELECT postings FROM total) > :walk_over
+    ), reach AS MATERIALIZED (
+        -- open: walked short of its end, so documents outside the walk may hold the term
+        SELECT i.term, i.idf, i.df > :full_walk AND count(w.id) >= :per_term AS open, max(w.impact) AS last
+        FROM idf i LEFT JOIN walked w ON w.term = i.term GROUP BY i.term, i.idf, i.df
+    ), walk_scored AS MATERIALIZED (
+        -- each candidate's exact score: its walked postings, plus one primary-key probe per open term its walk
+        -- did not bring (a term walked to its end holds no other)
+        SELECT c.id, c.score + coalesce((
+            SELECT sum(r.idf * {weight}) FROM reach r CROSS JOIN LATERAL (
+                SELECT p.tf, p.length FROM {t.postings} p
+                WHERE p.tenant = :tenant AND p.term = r.term AND p.{key} = c.id LIMIT 1) p
+            WHERE r.open AND r.term <> ALL(c.seen)), 0) AS score
+        FROM (SELECT p.id, array_agg(p.term) AS seen, sum(i.idf * {weight}) AS score
+              FROM walked p JOIN idf i ON i.term = p.term CROSS JOIN stats s GROUP BY p.id) c
+        CROSS JOIN stats s
+    ), unseen AS MATERIALIZED (
+        -- the most a document outside the walk can score: each open term's idf times the weight bound past its
+        -- last walked posting (_SHIFT)
+        SELECT coalesce(sum(r.idf * (:k1 + 1) / (1 + :k1 * :b * greatest(r.last + {_SHIFT}, 0) / s.avgdl)), 0)
+               AS most
+        FROM reach r CROSS JOIN stats s WHERE r.open
+    ), walk_ok AS MATERIALIZED (
+        -- the walk answers when its top n is exact (n candidates outscore any document outside it), or when
+        -- reading every posting is past read_all_max
+        SELECT (SELECT postings FROM total) > :walk_over AND (
+            (SELECT postings FROM total) > :read_all_max
+            OR (SELECT count(*) FROM walk_scored WHERE score > (SELECT most FROM unseen)) >= :n
+            OR NOT EXISTS (SELECT 1 FROM reach WHERE open)) AS ok
     ){_filter_later(t, where, weight, idf_of) if later else ""}
-    -- Few enough postings to read them all: every posting of the terms, the idf looked up per posting.
+    -- Read every posting of the terms, the idf looked up per posting: few postings, or a walk not exact.
     (SELECT p.{key} AS id, sum({idf_of} * {weight}) AS score
      FROM {t.postings} p
      CROSS JOIN stats s
      JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
-     WHERE (SELECT postings FROM total) <= :walk_over AND p.tenant = :tenant AND p.term = ANY(:terms) AND {where}
+     WHERE NOT {walk_ok} AND p.tenant = :tenant AND p.term = ANY(:terms) AND {where}
        {f"AND NOT {settled}" if later else ""}
      GROUP BY p.{key}
      ORDER BY score DESC, p.{key}
      LIMIT :n)
     UNION ALL
-    -- Past WALK_OVER_POSTINGS: each term's best postings bring the candidates, scored over all their postings.
-    (SELECT p.{key} AS id, sum(i.idf * {weight}) AS score
-     FROM candidates c
-     JOIN {t.postings} p ON p.tenant = :tenant AND p.{key} = c.id AND p.term = ANY(:terms)
-     JOIN idf i ON i.term = p.term
-     CROSS JOIN stats s
-     WHERE (SELECT postings FROM total) > :walk_over
-     GROUP BY p.{key}
-     ORDER BY score DESC, p.{key}
-     LIMIT :n)
+    -- The walk: each term's best postings bring the candidates, scored over all their postings.
+    (SELECT id, score FROM walk_scored WHERE {walk_ok} ORDER BY score DESC, id LIMIT :n)
     ORDER BY score DESC, id
     """
 
@@ -169,7 +200,7 @@ def _filter_later(t: KeywordTables, where: str, weight: str, idf_of: str) -> str
     return f""", scored AS MATERIALIZED (
         SELECT p.{key} AS id, sum({idf_of} * {weight}) AS score
         FROM {t.postings} p CROSS JOIN stats s
-        WHERE (SELECT postings FROM total) <= :walk_over AND p.tenant = :tenant AND p.term = ANY(:terms)
+        WHERE NOT (SELECT ok FROM walk_ok) AND p.tenant = :tenant AND p.term = ANY(:terms)
         GROUP BY p.{key}
     ), best AS MATERIALIZED (
         SELECT id, score FROM scored ORDER BY score DESC, id LIMIT :width

@@ -177,8 +177,10 @@ HISTORY = ("archived",)  # answered only when history is asked for, scored ×HIS
 
 
 def _rows(frame: TimeFrame) -> Any:
+    """What mix-rank and the privacy gate read of each candidate; the hits' own columns come with their windows."""
     return text(f"""
-    SELECT m.message_uid, m.distinct_terms, m.status, {MESSAGE_COLUMNS} FROM {frame.units(MESSAGES.versions)} m
+    SELECT m.message_uid, m.distinct_terms, m.status, m.session_id, m.seq, m.created_at, m.agent_id, m.project
+    FROM {frame.units(MESSAGES.versions)} m
     WHERE m.tenant = :tenant AND m.message_uid = ANY(:uids) AND m.sent
     """)
 
@@ -262,17 +264,17 @@ class SessionsDomain:
         grade = scale(SESSIONS, s.embedding.embedding_model)
         for w in merge_windows(spans):
             best = w.hits[0]
-            row = hit_rows[(w.session_id, best.candidate.seq)]
-            features = grade.features(q.query, row.content, None, bm25[row.message_uid])
+            found, row = hit_rows[(w.session_id, best.candidate.seq)], by_seq[(w.session_id, best.candidate.seq)]
+            features = grade.features(q.query, row.content, None, bm25[found.message_uid])
             window = [by_seq[k] for k in sorted(k for k in by_seq if k[0] == w.session_id
                                                 and w.first_seq <= k[1] <= w.last_seq)]
             results.append(DomainHit(
                 content=row.content, score=w.score, handle=handle_of(row), relevance=grade.of(features),
-                legs={"keyword": bm25[row.message_uid]},
+                legs={"keyword": bm25[found.message_uid]},
                 fields={"session_id": w.session_id, "seq": row.seq, "role": row.role, "tool_name": row.tool_name,
                         "created_at": row.created_at.isoformat(), "agent_id": row.agent_id,
-                        "project": row.project, "status": row.status, "window": _window_out(window),
-                        "hits": [{"message_id": hit_rows[(w.session_id, h.candidate.seq)].message_id,
+                        "project": row.project, "status": found.status, "window": _window_out(window),
+                        "hits": [{"message_id": by_seq[(w.session_id, h.candidate.seq)].message_id,
                                   "seq": h.candidate.seq, "score": h.score} for h in w.hits]},
                 explanation={"density": best.density, "recency": best.recency, "richness": best.richness,
                              "weights": {"density": s.sessions.session_w_density,

@@ -65,6 +65,33 @@ def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [plan, *(n for child in plan.get("Plans", []) for n in _plan_nodes(child))]
 
 
+def _branches_run(engine: Any, conn: Any, call: Any) -> list[bool]:
+    """Run `call` (one bm25_top) and EXPLAIN ANALYZE its statement: for each branch of its UNION (a narrowed
+    scope: the read of every posting, then the walk), whether it scanned anything (a gate that held it back runs
+    no scan under it)."""
+    captured: list[tuple[str, Any]] = []
+
+    def capture(conn_: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        captured.append((statement, params))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        call()
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    [(statement, params)] = captured
+    cursor = conn.connection.dbapi_connection.cursor()
+    cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params)
+    raw = cursor.fetchone()[0]
+    top = (raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"]
+
+    def scanned(node: dict[str, Any]) -> bool:
+        return ("Scan" in node["Node Type"] and node.get("Actual Loops", 0) > 0) or any(
+            scanned(c) for c in node.get("Plans", []) if c.get("Parent Relationship") not in ("InitPlan", "SubPlan"))
+
+    return [scanned(m) for m in top["Plans"] if m.get("Parent Relationship") == "Member"]
+
+
 def test_idf_is_computed_once_per_term_in_float8(engine, tenant: str) -> None:
     _load(engine, tenant)
     captured: list[tuple[str, Any]] = []
@@ -91,14 +118,18 @@ def test_idf_is_computed_once_per_term_in_float8(engine, tenant: str) -> None:
 
 def test_a_common_term_brings_only_its_best_postings_and_every_score_stays_exact(engine, tenant: str) -> None:
     """Each term brings its first `per_term` postings by impact ((length + 10) / tf); the candidates are scored
-    with the whole corpus's Okapi BM25, over all their postings of the query's terms."""
+    with the whole corpus's Okapi BM25, over all their postings of the query's terms. With no read of every
+    posting to fall back on (read_all_max 0), the walk answers its candidates even where it cannot prove them the
+    top n."""
     _load(engine, tenant)
     uid_of = {message_uid(tenant, "s1", f"m{i}"): f"m{i}" for i in range(len(CONTENTS))}
     with engine.connect() as conn:
         got = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None, SESSION_KEYWORD,
-                       "d.sent", per_term=1, walk_over=0)
+                       "d.sent", per_term=1, walk_over=0, full_walk=0, read_all_max=0)
         walked = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None,
                           SESSION_KEYWORD, "d.sent", walk_over=0)
+        proved = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None,
+                          SESSION_KEYWORD, "d.sent", per_term=1, walk_over=0, full_walk=0)
         everything = bm25_top(conn, Scope(tenant), tokenize("herring soup walrus"), 10, K1, B, None,
                               SESSION_KEYWORD, "d.sent")
     expected = _okapi("herring soup walrus")
@@ -107,9 +138,35 @@ def test_a_common_term_brings_only_its_best_postings_and_every_score_stays_exact
     for uid, score in got.items():
         assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9)
     assert {uid_of[u] for u in everything} == set(expected)  # few postings: every one is read
-    assert walked.keys() == everything.keys()  # the default cut holds every posting here
+    assert walked.keys() == everything.keys()  # every term is rare here (df ≤ full_walk): walked to its end
+    # a walk it cannot prove exact (4 candidates of 10 asked) falls back to reading every posting
+    assert list(proved) == list(everything)
     for uid, score in walked.items():
         assert math.isclose(score, everything[uid], rel_tol=1e-9)
+
+
+def test_a_walk_answers_alone_when_its_bound_proves_its_top_n(engine, tenant: str) -> None:
+    """A rare term (soup) walked to its end, a common one (filler) walked short: every document outside the walk
+    holds only the common term, so scores at most its idf times the weight bound past its last walked posting.
+    When n candidates outscore that, the walk's top n is the exact top n and the read of every posting never
+    runs; when they do not, it runs and answers the same top n."""
+    contents = [f"soup filler {'pad ' * i}" for i in range(3)] + [f"filler {'pad ' * (i % 7)}" for i in range(60)]
+    messages = [{"message_id": f"f{i}", "role": "user", "content": c} for i, c in enumerate(contents)]
+    append_messages(engine, tenant, "s1", messages, META)
+    catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
+    expected = _okapi_over(contents, "soup filler")
+    best_first = sorted(expected, key=lambda i: (-expected[i], str(message_uid(tenant, "s1", f"f{i}"))))
+    uid_of = {message_uid(tenant, "s1", f"f{i}"): i for i in range(len(contents))}
+    read_every: dict[int, bool] = {}
+    with engine.connect() as conn:
+        for n in (3, 10):
+            def call(n: int = n) -> dict[Any, float]:
+                return bm25_top(conn, Scope(tenant, session_id="s1"), tokenize("soup filler"), n, K1, B, None,
+                                SESSION_KEYWORD, "d.sent", per_term=5, walk_over=0, full_walk=3)
+            assert [uid_of[u] for u in call()] == best_first[:n]
+            every, walk = _branches_run(engine, conn, call)
+            read_every[n] = every
+    assert read_every == {3: False, 10: True}  # 3: soup's 3 outscore any filler-only message; 10: not provable
 
 
 def test_one_statement_picks_the_plan_and_never_runs_the_other(engine, tenant: str) -> None:
@@ -117,31 +174,14 @@ def test_one_statement_picks_the_plan_and_never_runs_the_other(engine, tenant: s
     round trip, and the plan not picked is never executed (a narrowed scope: a whole tenant's has a third plan, the
     next test's)."""
     _load(engine, tenant)
-    captured: list[tuple[str, Any]] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
-        captured.append((statement, params))
-
     plans = {}
     with engine.connect() as conn:
         for walk_over in (0, 10_000):
-            captured.clear()
-            event.listen(engine, "before_cursor_execute", capture)
-            try:
-                bm25_top(conn, Scope(tenant, session_id="s1"), tokenize("herring soup"), 10, K1, B, None,
-                         SESSION_KEYWORD, "d.sent", walk_over=walk_over)
-            finally:
-                event.remove(engine, "before_cursor_execute", capture)
-            [(statement, params)] = captured
-            cursor = conn.connection.dbapi_connection.cursor()
-            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params)
-            raw = cursor.fetchone()[0]
-            nodes = _plan_nodes((raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"])
-            gates = {"every" if "<=" in n["One-Time Filter"] else "walk": n for n in nodes if "One-Time Filter" in n}
-            plans[walk_over] = {plan: any(c.get("Actual Loops", 0) > 0 for c in n.get("Plans", []))
-                                for plan, n in gates.items()}
-    assert plans[0] == {"every": False, "walk": True}  # past walk_over: only the walk runs
-    assert plans[10_000] == {"every": True, "walk": False}  # under it: only the read of every posting
+            plans[walk_over] = _branches_run(engine, conn, lambda walk_over=walk_over: bm25_top(
+                conn, Scope(tenant, session_id="s1"), tokenize("herring soup"), 10, K1, B, None, SESSION_KEYWORD,
+                "d.sent", walk_over=walk_over))
+    assert plans[0] == [False, True]  # past walk_over: only the walk runs (both terms walked to their end)
+    assert plans[10_000] == [True, False]  # under it: only the read of every posting
 
 
 def _okapi_over(contents: list[str], query: str) -> dict[int, float]:

@@ -16,7 +16,8 @@ tf ascending, the order of a posting's BM25 weight tf·(k1+1) / (tf + k1·(1 −
 and an average length of 30. Migration 0021 indexes every postings table by (tenant, term, that order, id), so
 each term's walk reads its first postings that pass the filters and stops. Each candidate is then scored with
 Okapi BM25 exactly: its walked postings, plus one primary-key probe for each term walked short of its end that
-its walk did not bring.
+its walk did not bring; a candidate whose walked score, with every such term at its most, stays under the n-th
+best walked score cannot be in the top n and is not probed.
 
 The walk proves its own answer (a threshold test, as in Fagin's threshold algorithm): a document outside it
 holds none of the fully walked terms, and of each term walked short only postings past the last walked one, whose
@@ -147,6 +148,15 @@ def _sql(t: KeywordTables, where: str, later: bool) -> str:
         -- open: walked short of its end, so documents outside the walk may hold the term
         SELECT i.term, i.idf, i.df > :full_walk AND count(w.id) >= :per_term AS open, max(w.impact) AS last
         FROM idf i LEFT JOIN walked w ON w.term = i.term GROUP BY i.term, i.idf, i.df
+    ), partial AS MATERIALIZED (
+        -- each candidate's score from its walked postings, and the terms they hold
+        SELECT p.id, array_agg(p.term) AS seen, sum(i.idf * {weight}) AS score
+        FROM walked p JOIN idf i ON i.term = p.term CROSS JOIN stats s GROUP BY p.id
+    ), floor AS MATERIALIZED (
+        -- the n-th best walked score, a floor under the n-th best score: a candidate that cannot reach it even
+        -- with every open term at its most ((k1 + 1)·idf) is not in the top n, and is not probed
+        SELECT coalesce((SELECT score FROM partial ORDER BY score DESC LIMIT 1 OFFSET :n - 1), 0)
+               - (:k1 + 1) * coalesce((SELECT sum(idf) FROM reach WHERE open), 0) AS low
     ), walk_scored AS MATERIALIZED (
         -- each candidate's exact score: its walked postings, plus one primary-key probe per open term its walk
         -- did not bring (a term walked to its end holds no other)
@@ -155,9 +165,8 @@ def _sql(t: KeywordTables, where: str, later: bool) -> str:
                 SELECT p.tf, p.length FROM {t.postings} p
                 WHERE p.tenant = :tenant AND p.term = r.term AND p.{key} = c.id LIMIT 1) p
             WHERE r.open AND r.term <> ALL(c.seen)), 0) AS score
-        FROM (SELECT p.id, array_agg(p.term) AS seen, sum(i.idf * {weight}) AS score
-              FROM walked p JOIN idf i ON i.term = p.term CROSS JOIN stats s GROUP BY p.id) c
-        CROSS JOIN stats s
+        FROM partial c CROSS JOIN stats s
+        WHERE c.score >= (SELECT low FROM floor)
     ), unseen AS MATERIALIZED (
         -- the most a document outside the walk can score: each open term's idf times the weight bound past its
         -- last walked posting (_SHIFT)

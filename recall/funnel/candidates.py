@@ -17,7 +17,7 @@ from sqlalchemy import Connection, text
 from domain.text import tokenize
 from infra.settings import Settings
 from recall.funnel.types import Activity, Item, StageReport
-from recall.keyword import MEMORY_KEYWORD, WALK_OVER_POSTINGS, KeywordTables, bm25_top
+from recall.keyword import MEMORY_KEYWORD, READ_ALL_MAX, KeywordTables, bm25_top
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
 from recall.vector import MEMORY_VECTORS, VectorTable, nearest_vectors
@@ -94,7 +94,8 @@ def staging_could_enter(conn: Connection, scope: Scope, query: str, query_vector
                         bars: LegBars) -> bool:
     """Whether a staging memory of `scope` could be a candidate of the query in the current frame, were staging
     added to the statuses of the pass `bars` describes: its BM25 reaches the bar (any match when the query's terms
-    have more than WALK_OVER_POSTINGS postings, where the walk's candidates depend on the statuses) or its cosine
+    have more than READ_ALL_MAX postings, where a walk not proved exact answers and its candidates depend on the
+    statuses; up to it the keyword leg is the exact top n) or its cosine
     reaches the vector bar. When none can, a pass with staging added has the same candidates and answers no staging
     memory (the staging fallback, recall/service.py, skips it). A resolved query other than `bars.query`: True."""
     if query != bars.query:
@@ -114,7 +115,7 @@ def staging_could_enter(conn: Connection, scope: Scope, query: str, query_vector
                       MEMORY_KEYWORD)
     if not staged:
         return False
-    return row.postings > WALK_OVER_POSTINGS or bars.bm25 is None or max(staged.values()) >= bars.bm25
+    return row.postings > READ_ALL_MAX or bars.bm25 is None or max(staged.values()) >= bars.bm25
 
 
 def memory_tables(frame: TimeFrame) -> tuple[KeywordTables, VectorTable]:

@@ -220,3 +220,32 @@ def test_a_whole_tenant_read_filters_after_scoring_and_answers_what_filtering_fi
             assert [uid_of[u] for u in got] == want, (keep, n)
             for uid, score in got.items():
                 assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9)
+
+
+def test_every_plan_answers_okapi_bm25s_top_n_on_random_corpora(engine, tenant: str) -> None:
+    """Random Zipf-like messages and queries, every plan forced in turn (walk cuts of 1-7 postings, rare terms walked
+    to their end or not, n from 1 to 25): up to read_all_max postings the answer is always Okapi BM25's top n over
+    every document, walked and proved, or read in full when the walk cannot prove it."""
+    import random
+
+    rng = random.Random(14)
+    vocabulary = [f"w{i}" for i in range(12)]
+    weights = [1 / (i + 1) for i in range(len(vocabulary))]
+    contents = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 9))) for _ in range(90)]
+    messages = [{"message_id": f"r{i}", "role": "user", "content": c} for i, c in enumerate(contents)]
+    append_messages(engine, tenant, "s1", messages, META)
+    catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
+    uid_of = {message_uid(tenant, "s1", f"r{i}"): i for i in range(len(contents))}
+    with engine.connect() as conn:
+        for _ in range(150):
+            query = " ".join(rng.choices(vocabulary, k=rng.randint(1, 3)))
+            n, per_term, full_walk = rng.randint(1, 25), rng.randint(1, 7), rng.choice((0, 3, 10))
+            expected = _okapi_over(contents, query)
+            got = bm25_top(conn, Scope(tenant, session_id="s1"), tokenize(query), n, K1, B, None, SESSION_KEYWORD,
+                           "d.sent", per_term=per_term, walk_over=0, full_walk=full_walk)
+            case = (query, n, per_term, full_walk)
+            # the top n scores (ties at the cut may name either document), each returned score the document's own
+            assert [round(v, 9) for v in got.values()] == sorted((round(v, 9) for v in expected.values()),
+                                                                  reverse=True)[:n], case
+            for uid, score in got.items():
+                assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9), case

@@ -13,8 +13,9 @@ postings, not all of them: a term common to most documents would otherwise cost 
 100k messages: 840 ms). A term with at most FULL_WALK (2,000) postings is walked to its end; any other gives its
 first PER_TERM (500) postings, among the documents the scope and statuses allow, in impact order: (length + 10) /
 tf ascending, the order of a posting's BM25 weight tf·(k1+1) / (tf + k1·(1 − b + b·length/avgdl)) for b = 0.75
-and an average length of 30. Migration 0021 indexes every postings table by (tenant, term, that order, id), so
-each term's walk reads its first postings that pass the filters and stops. Each candidate is then scored with
+and an average length of 30. Migration 0021 indexes every postings table by (tenant, term, that order, id), with
+tf and length included since 0031, so each term's walk reads its first postings that pass the filters from the
+index alone and stops. Each candidate is then scored with
 Okapi BM25 exactly: its walked postings, plus one primary-key probe for each term walked short of its end that
 its walk did not bring; a candidate whose walked score, with every such term at its most, stays under the n-th
 best walked score cannot be in the top n and is not probed.
@@ -53,6 +54,7 @@ IMPACT_ORDER = "(p.length + 10)::float8 / p.tf"
 # Past a term's last walked posting (impact x), r ≥ x + min(0, avgdl·(1 − b)/b − 10) (tf ≥ 1), which bounds the
 # weight of every posting the walk left; b = 0 bounds it by k1 + 1.
 _SHIFT = "CASE WHEN :b > 0 THEN least(0, s.avgdl * (1 - :b) / :b - 10) ELSE 0 END"
+_WALK_OK = "(SELECT ok FROM walk_ok)"  # the walk answers (its CTE in _sql); every read of all postings is its NOT
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,7 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     distinct = sorted(set(terms))
     rows = conn.execute(text(_sql(t, where, scope.whole_tenant)),
                         {**params, "terms": distinct, "k1": k1, "b": b, "n": n, "per_term": per_term,
-                         "walk_over": walk_over, "read_all_max": read_all_max,
-                         "full_walk": full_walk,
+                         "walk_over": walk_over, "read_all_max": read_all_max, "full_walk": full_walk,
                          "width": later_width(n)})
     return {r.id: float(r.score) for r in rows}
 
@@ -126,7 +127,7 @@ def _sql(t: KeywordTables, where: str, later: bool) -> str:
     weight = "p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))"
     idf_of = "coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)"
     settled = "(SELECT ok FROM settled)"
-    walk_ok = "(SELECT ok FROM walk_ok)"
+    walk_ok = _WALK_OK
     return f"""
     WITH total AS MATERIALIZED (
         SELECT coalesce(sum(df), 0) AS postings FROM {t.terms} WHERE tenant = :tenant AND term = ANY(:terms)
@@ -209,7 +210,7 @@ def _filter_later(t: KeywordTables, where: str, weight: str, idf_of: str) -> str
     return f""", scored AS MATERIALIZED (
         SELECT p.{key} AS id, sum({idf_of} * {weight}) AS score
         FROM {t.postings} p CROSS JOIN stats s
-        WHERE NOT (SELECT ok FROM walk_ok) AND p.tenant = :tenant AND p.term = ANY(:terms)
+        WHERE NOT {_WALK_OK} AND p.tenant = :tenant AND p.term = ANY(:terms)
         GROUP BY p.{key}
     ), best AS MATERIALIZED (
         SELECT id, score FROM scored ORDER BY score DESC, id LIMIT :width

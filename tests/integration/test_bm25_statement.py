@@ -164,7 +164,7 @@ def test_a_walk_answers_alone_when_its_bound_proves_its_top_n(engine, tenant: st
                 return bm25_top(conn, Scope(tenant, session_id="s1"), tokenize("soup filler"), n, K1, B, None,
                                 SESSION_KEYWORD, "d.sent", per_term=5, walk_over=0, full_walk=3)
             assert [uid_of[u] for u in call()] == best_first[:n]
-            every, walk = _branches_run(engine, conn, call)
+            every, _walk = _branches_run(engine, conn, call)
             read_every[n] = every
     assert read_every == {3: False, 10: True}  # 3: soup's 3 outscore any filler-only message; 10: not provable
 

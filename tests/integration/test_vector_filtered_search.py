@@ -181,3 +181,21 @@ def test_forced_hnsw_iterative_1pct_filter_and_unfiltered(engine, corpus):
     MEASURED["tenant only (no agent filter), HNSW"] = whole
     assert plans == {"hnsw"}
     assert whole >= 0.8, whole
+
+
+@pytest.mark.parametrize("agent", [None, SMALL])
+def test_scope_size_is_counted_in_the_scope_index(engine, corpus, agent):
+    """The count that picks exact or HNSW reads the scope index alone (migration 0032: it leads with the model), not
+    the vectors' heap: no heap fetch when the visibility map is set, whether the scope is a tenant or one agent."""
+    from recall.scope import Scope
+
+    where, params = Scope(corpus["tenant"], agent_id=agent).where("v")
+    with engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM memory_vectors"))
+    with engine.connect() as conn, conn.begin():
+        conn.execute(text("SET LOCAL enable_seqscan = off"))  # what the index can serve, not what a planner prefers
+        plan = "\n".join(conn.execute(text(
+            f"EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM (SELECT 1 FROM memory_vectors v WHERE {where}"
+            " AND v.model = :model LIMIT :cap) c"), {**params, "model": "synthetic", "cap": 20_001}).scalars())
+    assert "Index Only Scan using memory_vectors_scope" in plan, plan
+    assert "Heap Fetches: 0" in plan, plan

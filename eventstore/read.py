@@ -18,7 +18,7 @@ plan, generic (as psycopg's prepared statements may get it) and custom.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -50,19 +50,25 @@ _HORIZON_GIVEN = "SELECT CAST(CAST(:below AS text) AS xid8) AS b"
 
 
 @lru_cache(maxsize=256)
-def _read_statement(n_types: int, until: bool, partitioned: bool = False) -> TextClause:
-    """One ordered, bounded index range per type (:type_0 ...), merged; then the rows of the first `limit` keys."""
+def _read_statement(n_types: int, until: bool, partitioned: bool = False, below: bool = False,
+                    per_type: bool = False) -> TextClause:
+    """One ordered, bounded index range per type (:type_0 ...), merged; then the rows of the first `limit` keys.
+    Below the horizon the caller gives (:below) when `partitioned` or `below`, else the horizon now. `per_type`:
+    each type's range starts after its own checkpoint (:tx_0, :pos_0 ...), not one for all (:tx, :pos)."""
     bound = _GAP_SAFE + (_UNTIL if until else "") + (_PARTITION if partitioned else "")
     ranges = " UNION ALL ".join(
-        f"(SELECT tx_id, position FROM events WHERE type = :type_{i} AND {bound} ORDER BY tx_id, position LIMIT :limit)"
+        f"(SELECT tx_id, position FROM events WHERE type = :type_{i} AND "
+        f"{bound.replace(':tx', f':tx_{i}').replace(':pos', f':pos_{i}') if per_type else bound}"
+        f" ORDER BY tx_id, position LIMIT :limit)"
         for i in range(n_types))
     # A batch is bounded in bytes too (:max_bytes of stored event data, pg_column_size: no value is read to be
     # measured): the events past it wait for the next batch; the first is always taken, however large.
     return text(f"""
-WITH horizon AS MATERIALIZED ({_HORIZON_GIVEN if partitioned else _HORIZON_NOW})
-SELECT {COLUMNS} FROM (
+WITH horizon AS MATERIALIZED ({_HORIZON_GIVEN if partitioned or below else _HORIZON_NOW})
+SELECT {COLUMNS}, e.keys FROM (
     SELECT e.*, sum(pg_column_size(e.data) + pg_column_size(e.metadata)) OVER w
-                - pg_column_size(e.data) - pg_column_size(e.metadata) AS bytes_before
+                - pg_column_size(e.data) - pg_column_size(e.metadata) AS bytes_before,
+           count(*) OVER () AS keys
     FROM events e
     WHERE e.position IN (SELECT k.position FROM ({ranges}) AS k ORDER BY k.tx_id, k.position LIMIT :limit)
     WINDOW w AS (ORDER BY e.tx_id, e.position)
@@ -79,10 +85,13 @@ def row_to_event(row: Row[Any]) -> RecordedEvent:
 
 def read_after(conn: Connection, after: Checkpoint, types: Sequence[str], limit: int,
                until: Checkpoint | None = None, max_bytes: int | None = None,
-               partition: tuple[int, int, int] | None = None) -> list[RecordedEvent]:
+               partition: tuple[int, int, int] | None = None, below: int | None = None) -> list[RecordedEvent]:
     """The next `limit` events of `types` after `after` (and at or before `until`), in (tx_id, position) order;
     with `max_bytes`, only as many as fit in it (at least one). `partition` = (index, count, horizon): only the
-    events of the tenants in that partition, below that horizon (a transaction id the caller read)."""
+    events of the tenants in that partition, below that horizon (a transaction id the caller read). `below`: a
+    horizon the caller read earlier (eventstore/horizon.py), so several reads share one look at pg_locks; an
+    earlier horizon is never later than the one now, so reading below it is as gap-safe (what it holds back is
+    read once the transactions that held it back end, whose commits wake the reader again)."""
     distinct = sorted(set(types))
     if not distinct:
         return []
@@ -91,10 +100,30 @@ def read_after(conn: Connection, after: Checkpoint, types: Sequence[str], limit:
                                  **{f"type_{i}": t for i, t in enumerate(distinct)}}
     if until is not None:
         params.update(until_tx=until.tx_id, until_pos=until.position)
+    if below is not None:
+        params.update(below=below)
     if partition is not None:
         params.update(partition=partition[0], partitions=partition[1], below=partition[2])
-    rows = conn.execute(_read_statement(len(distinct), until is not None, partition is not None), params)
+    rows = conn.execute(_read_statement(len(distinct), until is not None, partition is not None, below is not None),
+                        params)
     return open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=True)
+
+
+def read_types_after(conn: Connection, after: Mapping[str, Checkpoint], limit: int, max_bytes: int,
+                     below: int) -> tuple[list[RecordedEvent], bool]:
+    """The next `limit` events (at most `max_bytes` of them, at least one) of the types in `after`, each type's after
+    its own checkpoint, below the horizon `below`, in (tx_id, position) order: what several readers of those types
+    each read after their own checkpoint, read once (projections/round.py). Also whether more may follow: the
+    read stopped at `limit` or `max_bytes`, not at the horizon."""
+    distinct = sorted(after)
+    if not distinct:
+        return [], False
+    params: dict[str, object] = {"limit": limit, "max_bytes": max_bytes, "below": below}
+    for i, t in enumerate(distinct):
+        params.update({f"type_{i}": t, f"tx_{i}": after[t].tx_id, f"pos_{i}": after[t].position})
+    rows = conn.execute(_read_statement(len(distinct), False, below=True, per_type=True), params).all()
+    more = bool(rows) and (rows[0].keys >= limit or len(rows) < rows[0].keys)
+    return open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=True), more
 
 
 _AT = text(f"SELECT {COLUMNS} FROM events e WHERE e.position = :position")

@@ -136,9 +136,35 @@ def save_all(conn: Connection, name: str, checkpoint: Checkpoint) -> None:
     conn.execute(_CREATE, {"name": name, "n": count, "tx": checkpoint.tx_id, "pos": checkpoint.position})
 
 
+_LOAD_WHOLE = text("""
+SELECT name, tx_id::text::bigint AS tx_id, position FROM projection_checkpoints
+WHERE name = ANY(CAST(:names AS text[])) AND partition = 0 AND partitions = 1
+""")
+_SAVE_WHOLE = text("""
+UPDATE projection_checkpoints c SET tx_id = CAST(CAST(b.tx AS text) AS xid8), position = b.pos,
+                                    updated_at = clock_timestamp()
+FROM unnest(CAST(:names AS text[]), CAST(:txs AS bigint[]), CAST(:positions AS bigint[])) AS b(name, tx, pos)
+WHERE c.name = b.name AND c.partition = 0 AND c.partitions = 1
+""")
+
+
+def load_whole(conn: Connection, names: Sequence[str]) -> dict[str, Checkpoint]:
+    """The checkpoints of those of `names` that are one whole partition (a projection being split has none here)."""
+    return {r.name: Checkpoint(r.tx_id, r.position) for r in conn.execute(_LOAD_WHOLE, {"names": list(names)})}
+
+
+def save_whole(conn: Connection, checkpoints: dict[str, Checkpoint]) -> None:
+    """Each named projection's one whole partition at its checkpoint, in one statement."""
+    if checkpoints:
+        names = sorted(checkpoints)
+        conn.execute(_SAVE_WHOLE, {"names": names, "txs": [checkpoints[n].tx_id for n in names],
+                                   "positions": [checkpoints[n].position for n in names]})
+
+
 def lowest(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
     return min(checkpoints, default=Checkpoint())
 
 
 __all__ = ["EXCLUSIVE", "SHARED", "TRY_EXCLUSIVE", "TRY_SHARED", "WHOLE", "Partition", "Row", "layout",
-           "load", "load_for_tenant", "lock_key", "lowest", "partition_key", "rows", "save", "save_all"]
+           "load", "load_for_tenant", "load_whole", "lock_key", "lowest", "partition_key", "rows", "save", "save_all",
+           "save_whole"]

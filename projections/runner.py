@@ -58,16 +58,23 @@ def save_checkpoint(conn: Connection, name: str, checkpoint: Checkpoint) -> None
 _ONE_AT_A_TIME: dict[tuple[str, int], int] = {}
 
 
-def run_batch(engine: Engine, projector: Projector, batch_size: int, partition: Partition | None = None) -> int | None:
+def applying_one_at_a_time(name: str) -> bool:
+    """Whether some partition of `name` applies one event per transaction still, after a batch over its time limit."""
+    return any(n > 0 for (projection, _), n in _ONE_AT_A_TIME.items() if projection == name)
+
+
+def run_batch(engine: Engine, projector: Projector, batch_size: int, partition: Partition | None = None,
+              below: int | None = None) -> int | None:
     """Apply the next batch of `partition` (None: one batch of each partition in force). Answers the number
-    applied (a parked event included), or None when other runners hold it."""
+    applied (a parked event included), or None when other runners hold it. `below`: a horizon the caller read
+    (eventstore/read.py read_after), for a partition that is the whole projection."""
     if partition is None:
-        done = [run_batch(engine, projector, batch_size, p) for p in parts.layout(engine, projector.name)]
+        done = [run_batch(engine, projector, batch_size, p, below) for p in parts.layout(engine, projector.name)]
         return None if all(n is None for n in done) else sum(n or 0 for n in done)
     unit = (projector.name, partition.index)
     alone = _ONE_AT_A_TIME.get(unit, 0) > 0
     try:
-        n = _run_batch(engine, projector, 1 if alone else batch_size, partition)
+        n = _run_batch(engine, projector, 1 if alone else batch_size, partition, below)
     except Exception as exc:
         if (over := over_time_in(exc)) is None:
             raise
@@ -77,7 +84,7 @@ def run_batch(engine: Engine, projector: Projector, batch_size: int, partition: 
             _ONE_AT_A_TIME[unit] = len(over.events)
             if isinstance(over.cause, ActorTimeLimitExceeded):
                 raise over.cause from over  # the actor's own limit: it is over, as Dramatiq expects
-            return run_batch(engine, projector, batch_size, partition)
+            return run_batch(engine, projector, batch_size, partition, below)
         n = _count_over_time(engine, projector, over, partition)
         if isinstance(over.cause, ActorTimeLimitExceeded):
             raise over.cause from over  # the actor's own limit: it is over, as Dramatiq expects
@@ -94,11 +101,13 @@ def _claim(conn: Connection, name: str, partition: Partition) -> None:
 
 
 def _next(conn: Connection, projector: Projector, partition: Partition, checkpoint: Checkpoint, limit: int,
-          until: Checkpoint | None = None, max_bytes: int | None = None) -> tuple[list[RecordedEvent],
-                                                                                  Checkpoint | None]:
-    """The partition's next events; with none, how far the partition is then known to be done (or None)."""
+          until: Checkpoint | None = None, max_bytes: int | None = None,
+          below: int | None = None) -> tuple[list[RecordedEvent], Checkpoint | None]:
+    """The partition's next events; with none, how far the partition is then known to be done (or None). `below`: the
+    caller's horizon, for a whole projection (a partition reads its own, with the head under it)."""
     if partition.whole:
-        return read_after(conn, checkpoint, projector.types, limit, until=until, max_bytes=max_bytes), None
+        return read_after(conn, checkpoint, projector.types, limit, until=until, max_bytes=max_bytes,
+                          below=below), None
     horizon, head = horizon_and_head(conn)
     events = read_after(conn, checkpoint, projector.types, limit, until=until, max_bytes=max_bytes,
                         partition=(partition.index, partition.count, horizon))
@@ -128,7 +137,7 @@ def _count_over_time(engine: Engine, projector: Projector, over: OverTime, parti
 
 
 def apply_next(conn: Connection, projector: Projector, partition: Partition, batch_size: int,
-               until: Checkpoint | None = None) -> int:
+               until: Checkpoint | None = None, below: int | None = None) -> int:
     """Apply the partition's next batch in the caller's transaction (which holds its lock) and move its checkpoint.
     Answers the number applied (a parked event included)."""
     checkpoint = parts.load(conn, projector.name, partition)
@@ -136,7 +145,7 @@ def apply_next(conn: Connection, projector: Projector, partition: Partition, bat
         return 0  # the projection was partitioned anew meanwhile: the caller's layout is gone
     settings = get_settings()
     events, done_to = _next(conn, projector, partition, checkpoint, batch_size, until,
-                            max_bytes=settings.projections.projection_batch_bytes)
+                            max_bytes=settings.projections.projection_batch_bytes, below=below)
     if not events:
         if done_to is not None and done_to > checkpoint:  # nothing of its own below the horizon: done up to it
             parts.save(conn, projector.name, partition, done_to)
@@ -161,12 +170,13 @@ _TRY_CLAIM = text(f"""SELECT {NOT_APPENDING} AS quiet,
                                   THEN pg_try_advisory_xact_lock(hashtext(:partition)) ELSE false END AS claimed""")
 
 
-def _run_batch(engine: Engine, projector: Projector, batch_size: int, partition: Partition) -> int | None:
+def _run_batch(engine: Engine, projector: Projector, batch_size: int, partition: Partition,
+               below: int | None = None) -> int | None:
     with engine.begin() as conn:
         if not conn.execute(_TRY_CLAIM, {"projection": lock_key(projector.name),
                                          "partition": parts.partition_key(projector.name, partition)}).one().claimed:
             return None
-        return apply_next(conn, projector, partition, batch_size)
+        return apply_next(conn, projector, partition, batch_size, below=below)
 
 
 class PartitionHeldBack(RuntimeError):
@@ -205,12 +215,13 @@ def partitions_for(engine: Engine, projector: Projector, wanted: int) -> list[Pa
 
 def catch_up(engine: Engine, projector: Projector, batch_size: int, max_seconds: float = 60.0,
              partitions: int | None = None, max_batches: int | None = None,
-             layout: list[Partition] | None = None) -> int:
+             layout: list[Partition] | None = None, below: int | None = None) -> int:
     """Apply batches until every partition is caught up or held by another runner, or time is up; `partitions`:
     the count a worker is configured with (split anew to it, `partitions_for`); `max_batches`: at most this many
     per partition (the caller then asks whether more are due); `layout`: the partitions in force, when the caller
     has just read them (a partition split anew since applies nothing: its checkpoint row is gone). The partitions
-    are tried from a random one on, so runners that start together take different ones."""
+    are tried from a random one on, so runners that start together take different ones. `below`: a horizon the
+    caller read (eventstore/read.py read_after), shared by the batches of a whole projection."""
     applied = 0
     deadline = time.monotonic() + max_seconds
     if layout is None:
@@ -220,7 +231,7 @@ def catch_up(engine: Engine, projector: Projector, batch_size: int, max_seconds:
     for partition in layout[first:] + layout[:first]:
         batches = 0
         while time.monotonic() < deadline and (max_batches is None or batches < max_batches):
-            n = run_batch(engine, projector, batch_size, partition)
+            n = run_batch(engine, projector, batch_size, partition, below)
             if not n:
                 break
             applied, batches = applied + n, batches + 1

@@ -16,6 +16,7 @@ import structlog
 from sqlalchemy import Engine
 
 from domain.errors import ConcurrencyConflict, DomainError
+from eventstore.horizon import horizon_and_head
 from eventstore.progress import Standing, standings
 from infra.broker import broker  # noqa: F401 - binds the actors below to the configured broker
 from infra.db import get_engine
@@ -42,9 +43,13 @@ def catch_up_all(max_seconds: float = 60.0) -> int:
     and most appends concern a few of the projectors (a recall's hit-log event, six of fifteen), so the others are
     passed over (unless their partitions are to be split anew), and a projector that applied its events is not
     run again only to find nothing. A projector whose batch applied nothing (its first event failing, or another
-    runner holding it) waits for the next wake-up, as it did."""
+    runner holding it) waits for the next wake-up, as it did.
+
+    The due projectors that are one whole partition each (one worker) go in one transaction a round, the log read
+    once for all of them (projections/round.py); the others, and all of a round that failed, batch by batch."""
     from projections.registry import PROJECTORS
-    from projections.runner import catch_up
+    from projections.round import run_round
+    from projections.runner import applying_one_at_a_time, catch_up
 
     settings = get_settings()
     engine = get_engine()
@@ -53,19 +58,29 @@ def catch_up_all(max_seconds: float = 60.0) -> int:
     applied = 0
     due = list(PROJECTORS.values())
     while due:
-        standing = _standings(engine, due)
-        progressed = []
-        for projector in due:
+        standing, horizon = _standings(engine, due)
+        runnable = [p for p in due if not _passed_over(standing.get(p.name), wanted)]
+        together = [p for p in runnable if horizon is not None and _one_whole(standing.get(p.name), wanted)
+                    and not applying_one_at_a_time(p.name)]
+        progressed: list[Projector] = []
+        if together and horizon is not None:
+            try:
+                done = run_round(engine, together, batch, horizon)
+            except Exception as exc:  # nothing of the round kept: its projectors go batch by batch below
+                log.warning("projection.round_failed", projections=[p.name for p in together], error=str(exc)[:500],
+                            unavailable=is_unavailable(exc))
+            else:
+                applied += sum(done.applied.values())
+                progressed += [p for p in together if done.applied.get(p.name) or p.name in done.unread]
+                runnable = [p for p in runnable if p not in together]
+        for projector in runnable:
             found = standing.get(projector.name)
-            laid_out = found is not None and found.partitions == {wanted}  # nothing to split anew
-            if found is not None and laid_out and not found.ahead:
-                continue
             # the rows in force, read with the standings: the layout is not read again
-            in_force = found is not None and laid_out and found.stored
+            in_force = found is not None and found.partitions == {wanted} and found.stored
             layout = [Partition(i, wanted) for i in range(wanted)] if in_force else None
             try:
                 n = catch_up(engine, projector, batch, deadline - time.monotonic(), wanted, max_batches=1,
-                             layout=layout)
+                             layout=layout, below=horizon)
             except Exception as exc:
                 log.warning("projection.catch_up_failed", projection=projector.name, error=str(exc)[:500],
                             unavailable=is_unavailable(exc))
@@ -79,15 +94,27 @@ def catch_up_all(max_seconds: float = 60.0) -> int:
     return applied
 
 
-def _standings(engine: Engine, projectors: list[Projector]) -> dict[str, Standing]:
-    """Where each of `projectors` stands; none known when the statement fails (each is then tried, and fails or
-    not on its own)."""
+def _passed_over(found: Standing | None, wanted: int) -> bool:
+    """Nothing to do: no event of its types after its checkpoint, and no partitions to split anew."""
+    return found is not None and found.partitions == {wanted} and not found.ahead
+
+
+def _one_whole(found: Standing | None, wanted: int) -> bool:
+    """Laid out as one whole partition, as this worker wants it: its batch can go in a round (projections/round.py)."""
+    return wanted == 1 and found is not None and found.stored and found.partitions == {1}
+
+
+def _standings(engine: Engine, projectors: list[Projector]) -> tuple[dict[str, Standing], int | None]:
+    """Where each of `projectors` stands, and the log's horizon read just before, which the round's reads share
+    (one look at pg_locks a round, not one a batch: eventstore/read.py read_after); none known when a statement
+    fails (each projector is then tried, and fails or not on its own, reading its own horizon)."""
     try:
         with engine.connect() as conn:
-            return standings(conn, {p.name: p.types for p in projectors})
+            horizon, _ = horizon_and_head(conn)
+            return standings(conn, {p.name: p.types for p in projectors}), horizon
     except Exception as exc:
         log.warning("projection.standings_failed", error=str(exc)[:500], unavailable=is_unavailable(exc))
-        return {}
+        return {}, None
 
 
 @dramatiq.actor(queue_name=PROJECTIONS_QUEUE, actor_name=RUN_PROJECTIONS_ACTOR, max_retries=0,

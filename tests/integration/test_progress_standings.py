@@ -13,6 +13,7 @@ from sqlalchemy import Connection
 from domain.events import RecordedEvent
 from eventstore.progress import standings
 from projections.registry import PROJECTORS
+from projections.round import run_round
 from projections.runner import catch_up
 from services.remember import MemoryInput, remember
 
@@ -59,7 +60,9 @@ def test_a_reader_is_ahead_until_it_has_applied_every_event_of_its_types(engine,
 
 
 def test_catch_up_all_runs_only_the_projectors_with_events_ahead(engine, tenant, monkeypatch) -> None:
-    """Rounds of one batch per partition, each after one standings statement."""
+    """Rounds of one batch per partition, each after one standings statement; a projector is run batch by batch or
+    in the round's one transaction (projections/round.py), which is given the due projectors only."""
+    import projections.round
     import projections.runner
     from workers.actors import catch_up_all
 
@@ -71,7 +74,12 @@ def test_catch_up_all_runs_only_the_projectors_with_events_ahead(engine, tenant,
         ran.append(projector.name)
         return catch_up(engine_, projector, *args, **kwargs)
 
+    def recording_round(engine_: Any, projectors: Any, *args: Any, **kwargs: Any) -> Any:
+        ran.extend(p.name for p in projectors)
+        return run_round(engine_, projectors, *args, **kwargs)
+
     monkeypatch.setattr(projections.runner, "catch_up", recording)
+    monkeypatch.setattr(projections.round, "run_round", recording_round)
     _write(engine, tenant, "Bob's phone is 555-1234")
     catch_up_all()
     assert {counting.name, "memories", "keyword"} <= set(ran)

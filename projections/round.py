@@ -1,0 +1,99 @@
+"""One round of a worker's catch-up in one transaction: the due projectors' next batches, the log read once for all.
+
+A wake-up follows every append, and most appends are one event that several projectors read (a recall's hit-log
+event: eight of them). Applied projector by projector (projections/runner.py), each batch paid its own transaction,
+claim, checkpoint read and write, and its own read and decryption of the same event: at bench/recall_multi.py's
+default sizes about 75 statements and 57 ms of CPU (the worker's and PostgreSQL's) per recall, more than the recall.
+
+A round, for projectors that are one whole partition each (one worker, the default):
+- claims each projector in one statement (its projection's lock shared, its partition's exclusive, as a batch
+  does: one held by another runner is left out) and loads their checkpoints in one, once the locks are held;
+- reads the events of all their types once (eventstore/read.py read_types_after: each type after the lowest
+  checkpoint of the projectors that read it, below the horizon the caller read), opened once;
+- applies each projector's share, in log order, guarded as a batch is (projections/dead_letters.py apply_guarded:
+  its own savepoint, a bad event isolated, counted and in time parked);
+- moves every checkpoint in one statement, in the round's transaction: each event applied once, as per batch.
+
+A share is a prefix of what the projector's own read would give: its types after its checkpoint, up to where the
+shared read stopped (batch_size events, projection_batch_bytes). When the read stopped there, not at the horizon,
+the projectors with an empty share may have more: `Round.unread` names them and the caller asks again.
+
+A round that fails as a whole (a batch over its time limit gives its transaction up) keeps nothing; the caller
+runs those projectors batch by batch instead (runner.catch_up), which counts the slow event on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import structlog
+from sqlalchemy import Engine, text
+
+from eventstore.horizon import NOT_APPENDING
+from eventstore.read import Checkpoint, read_types_after
+from infra.settings import get_settings
+from projections import partitions as parts
+from projections.base import Projector
+from projections.dead_letters import apply_guarded
+
+log = structlog.get_logger(__name__)
+
+# Declares the transaction not appending (eventstore/horizon.py), then tries each projector's locks in turn.
+_CLAIM = text(f"""
+SELECT {NOT_APPENDING} AS quiet, c.name,
+       CASE WHEN pg_try_advisory_xact_lock_shared(hashtext(c.projection))
+            THEN pg_try_advisory_xact_lock(hashtext(c.part)) ELSE false END AS claimed
+FROM unnest(CAST(:names AS text[]), CAST(:projections AS text[]), CAST(:parts AS text[]))
+     WITH ORDINALITY AS c(name, projection, part, ord)
+ORDER BY c.ord
+""")
+
+
+@dataclass(frozen=True)
+class Round:
+    applied: dict[str, int]  # per claimed projector: events applied or parked
+    unread: tuple[str, ...] = ()  # claimed, with an empty share of a read that stopped short of the horizon
+
+
+def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, horizon: int) -> Round:
+    """The next batch of each of `projectors` (each one whole partition), in one transaction (the module's
+    docstring). A projector another runner holds, or that is no longer one whole partition, is not in `applied`."""
+    settings = get_settings().projections
+    by_name = {p.name: p for p in projectors}
+    with engine.begin() as conn:
+        names = list(by_name)
+        claims = conn.execute(_CLAIM, {"names": names, "projections": [parts.lock_key(n) for n in names],
+                                       "parts": [parts.partition_key(n, parts.WHOLE) for n in names]})
+        claimed = [r.name for r in claims if r.claimed]
+        checkpoints = parts.load_whole(conn, claimed)
+        if not checkpoints:
+            return Round({})
+        after: dict[str, Checkpoint] = {}
+        for name, checkpoint in checkpoints.items():
+            for t in by_name[name].types:
+                after[t] = min(after.get(t, checkpoint), checkpoint)
+        events, more = read_types_after(conn, after, batch_size, settings.projection_batch_bytes, horizon)
+        applied: dict[str, int] = {}
+        moved: dict[str, Checkpoint] = {}
+        for name, checkpoint in checkpoints.items():
+            projector = by_name[name]
+            types = set(projector.types)
+            share = [e for e in events if e.type in types and Checkpoint(e.tx_id, e.position) > checkpoint]
+            applied[name] = 0
+            if not share:
+                continue
+            if (prepare := getattr(projector, "prepare", None)) is not None:
+                prepare()  # what it needs loaded (a model), outside the events' time limit
+            done = apply_guarded(conn, projector, share, settings.projection_event_timeout_s)
+            if done:
+                moved[name] = Checkpoint(done[-1].tx_id, done[-1].position)
+                applied[name] = len(done)
+        parts.save_whole(conn, moved)
+    unread = tuple(n for n in checkpoints if more and n not in moved and not any(
+        e.type in by_name[n].types and Checkpoint(e.tx_id, e.position) > checkpoints[n] for e in events))
+    log.debug("projection.round", applied={n: c for n, c in applied.items() if c}, events=len(events), unread=unread)
+    return Round(applied, unread)
+
+
+__all__ = ["Round", "run_round"]

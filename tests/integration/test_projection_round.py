@@ -1,0 +1,90 @@
+"""A round (projections/round.py): the due projectors' batches in one transaction, the log read once for all of them.
+
+The projections are shared by the test session (other files' workers may run them too), so each test follows its
+own tenant's rows and asks only that the checkpoints reach its events.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from sqlalchemy import text
+
+from eventstore.append import append
+from eventstore.horizon import horizon_and_head
+from eventstore.read import Checkpoint, read_types_after
+from projections import partitions as parts
+from projections.registry import get_projector
+from projections.round import run_round
+from projections.runner import catch_up, has_reached
+from tests.integration.test_projection_partitions import counts, mem_event
+
+NAMES = ("memories", "keyword")
+
+
+def horizon(engine) -> int:
+    with engine.connect() as conn:
+        return horizon_and_head(conn)[0]
+
+
+def reached(engine, projector, position: int) -> bool:
+    with engine.connect() as conn:
+        return has_reached(conn, projector, position)
+
+
+def rounds_until(engine, names: tuple[str, ...], position: int, batch_size: int) -> list[dict[str, int]]:
+    """Rounds of `names` until each has applied up to `position`; what each round applied."""
+    projectors = [get_projector(n) for n in names]
+    for p in projectors:
+        catch_up(engine, p, 1, max_seconds=0.0)  # its checkpoint row, when none: a round needs one
+    seen: list[dict[str, int]] = []
+    deadline = time.monotonic() + 120
+    while not all(reached(engine, p, position) for p in projectors):
+        assert time.monotonic() < deadline, seen[-5:]
+        seen.append(run_round(engine, projectors, batch_size, horizon(engine)).applied)
+    return seen
+
+
+def test_a_round_applies_each_projectors_events_once(engine):
+    """Small batches, so the shared read stops short of the horizon: every event applied once by each projector."""
+    tenant = f"round-{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        last = append(conn, tenant, [mem_event(f"round fact number {i}") for i in range(7)], {})[-1]
+    seen = rounds_until(engine, NAMES, last, batch_size=2)
+    assert any(len([n for n, c in r.items() if c]) == 2 for r in seen), seen  # both applied in one round
+    assert counts(engine, tenant) == (7, 7, 7)
+
+
+def test_a_projector_held_by_another_runner_is_left_out(engine):
+    """The keyword projection's partition claimed elsewhere: the round applies the memories projection's share alone;
+    keyword's events wait, and are applied once it is free."""
+    tenant = f"round-{uuid.uuid4().hex[:8]}"
+    rounds_until(engine, NAMES, 0, batch_size=500)  # checkpoint rows
+    with engine.begin() as conn:
+        last = append(conn, tenant, [mem_event("held elsewhere")], {})[-1]
+    with engine.connect() as other, other.begin():
+        other.execute(parts.EXCLUSIVE, {"key": parts.partition_key("keyword", parts.WHOLE)})
+        applied = run_round(engine, [get_projector(n) for n in NAMES], 500, horizon(engine)).applied
+        assert "keyword" not in applied
+        assert not reached(engine, get_projector("keyword"), last)
+    rounds_until(engine, NAMES, last, batch_size=500)
+    assert counts(engine, tenant) == (1, 1, 1)
+
+
+def test_the_shared_read_starts_each_type_after_its_own_checkpoint(engine):
+    """Two types, one far behind the other: the read gives each from its own checkpoint, in log order, and says
+    whether it stopped at its limit."""
+    tenant = f"round-{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        first = append(conn, tenant, [mem_event("one"), mem_event("two"), mem_event("three")], {})
+    with engine.connect() as conn:
+        at = conn.execute(text("SELECT tx_id::text::bigint FROM events WHERE position = :p"),
+                          {"p": first[1]}).scalar_one()
+        below = horizon_and_head(conn)[0]
+        events, more = read_types_after(conn, {"MemoryRecorded": Checkpoint(at, first[1]),
+                                               "NoSuchType": Checkpoint()}, 500, 2**40, below)
+        assert [e.position for e in events if e.tenant == tenant] == [first[2]]
+        assert not more
+        events, more = read_types_after(conn, {"MemoryRecorded": Checkpoint(at, first[0])}, 1, 2**40, below)
+        assert [e.position for e in events] == [first[1]] and more

@@ -8,7 +8,7 @@ what the projector has applied since: an operator's explicit choice) and `skip` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -142,6 +142,20 @@ def _apply(conn: Connection, projector: Projector, events: Sequence[RecordedEven
         if (over := over_time(exc)) is not None:
             raise OverTime(events, over) from exc
         raise
+
+
+_RECOVERED_MANY = text("""
+DELETE FROM projection_dead_letters d
+USING unnest(CAST(:projections AS text[]), CAST(:positions AS bigint[])) AS b(projection, position)
+WHERE d.status = 'failing' AND d.projection = b.projection AND d.position = b.position
+""")
+
+
+def recovered(conn: Connection, applied: Mapping[str, Sequence[RecordedEvent]]) -> None:
+    """Each projection's events it has now applied are no longer failing dead letters (one statement for all)."""
+    pairs = [(name, e.position) for name, events in applied.items() for e in events]
+    if pairs:
+        conn.execute(_RECOVERED_MANY, {"projections": [n for n, _ in pairs], "positions": [p for _, p in pairs]})
 
 
 def apply_guarded(conn: Connection, projector: Projector, events: Sequence[RecordedEvent],

@@ -10,16 +10,19 @@ A round, for projectors that are one whole partition each (one worker, the defau
   does: one held by another runner is left out) and loads their checkpoints in one, once the locks are held;
 - reads the events of all their types once (eventstore/read.py read_types_after: each type after the lowest
   checkpoint of the projectors that read it, below the horizon the caller read), opened once;
-- applies each projector's share, in log order, guarded as a batch is (projections/dead_letters.py apply_guarded:
-  its own savepoint, a bad event isolated, counted and in time parked);
+- applies each projector's share, in log order, within the batch time limit (projections/time_limit.py);
 - moves every checkpoint in one statement, in the round's transaction: each event applied once, as per batch.
+
+No savepoint per projector: a round is the optimistic path. Any failure (a bad event, a batch over its time limit,
+which gives its transaction up) abandons the whole round, nothing of it kept, and the caller runs those
+projectors batch by batch instead (runner.catch_up), where a bad event is isolated in a savepoint, counted and in
+time parked (projections/dead_letters.py), and a slow one is found alone.
 
 A share is a prefix of what the projector's own read would give: its types after its checkpoint, up to where the
 shared read stopped (batch_size events, projection_batch_bytes). When the read stopped there, not at the horizon,
-the projectors with an empty share may have more: `Round.unread` names them and the caller asks again.
+any of them may have more: `Round.more` says so and the caller asks again. Each such round applies at least the
+read's first event (it follows the checkpoint of a projector of its type), so asking again always moves on.
 
-A round that fails as a whole (a batch over its time limit gives its transaction up) keeps nothing; the caller
-runs those projectors batch by batch instead (runner.catch_up), which counts the slow event on its own.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ from dataclasses import dataclass
 import structlog
 from sqlalchemy import Engine, text
 
+from domain.events import RecordedEvent
 from eventstore.horizon import NOT_APPENDING
 from eventstore.read import Checkpoint, read_types_after
 from infra.settings import get_settings
 from projections import partitions as parts
 from projections.base import Projector
-from projections.dead_letters import apply_guarded
+from projections.dead_letters import recovered
+from projections.time_limit import time_limit
 
 log = structlog.get_logger(__name__)
 
@@ -52,8 +57,8 @@ ORDER BY c.ord
 
 @dataclass(frozen=True)
 class Round:
-    applied: dict[str, int]  # per claimed projector: events applied or parked
-    unread: tuple[str, ...] = ()  # claimed, with an empty share of a read that stopped short of the horizon
+    applied: dict[str, int]  # per claimed projector: events applied
+    more: bool = False  # the read stopped at its limit, short of the horizon: any of them may have more
 
 
 def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, horizon: int) -> Round:
@@ -75,7 +80,7 @@ def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, 
                 after[t] = min(after.get(t, checkpoint), checkpoint)
         events, more = read_types_after(conn, after, batch_size, settings.projection_batch_bytes, horizon)
         applied: dict[str, int] = {}
-        moved: dict[str, Checkpoint] = {}
+        shares: dict[str, Sequence[RecordedEvent]] = {}
         for name, checkpoint in checkpoints.items():
             projector = by_name[name]
             types = set(projector.types)
@@ -85,15 +90,14 @@ def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, 
                 continue
             if (prepare := getattr(projector, "prepare", None)) is not None:
                 prepare()  # what it needs loaded (a model), outside the events' time limit
-            done = apply_guarded(conn, projector, share, settings.projection_event_timeout_s)
-            if done:
-                moved[name] = Checkpoint(done[-1].tx_id, done[-1].position)
-                applied[name] = len(done)
+            with time_limit(settings.projection_event_timeout_s):
+                projector.apply(conn, share)
+            shares[name], applied[name] = share, len(share)
+        recovered(conn, shares)
+        moved = {name: Checkpoint(share[-1].tx_id, share[-1].position) for name, share in shares.items()}
         parts.save_whole(conn, moved)
-    unread = tuple(n for n in checkpoints if more and n not in moved and not any(
-        e.type in by_name[n].types and Checkpoint(e.tx_id, e.position) > checkpoints[n] for e in events))
-    log.debug("projection.round", applied={n: c for n, c in applied.items() if c}, events=len(events), unread=unread)
-    return Round(applied, unread)
+    log.debug("projection.round", applied={n: c for n, c in applied.items() if c}, events=len(events), more=more)
+    return Round(applied, more)
 
 
 __all__ = ["Round", "run_round"]

@@ -71,7 +71,10 @@ def catch_up_all(max_seconds: float = 60.0) -> int:
                             unavailable=is_unavailable(exc))
             else:
                 applied += sum(done.applied.values())
-                progressed += [p for p in together if done.applied.get(p.name) or p.name in done.unread]
+                # asked again, as a batch that applied events is: a wake-up taken by a catch-up that a concurrent
+                # one held off, or events its horizon held back, are read in the next round, under a later horizon
+                progressed += [p for p in together
+                               if done.applied.get(p.name) or (done.more and p.name in done.applied)]
                 runnable = [p for p in runnable if p not in together]
         for projector in runnable:
             found = standing.get(projector.name)

@@ -1,16 +1,17 @@
-"""A round (projections/round.py): the due projectors' batches in one transaction, the log read once for all of them.
-
-The projections are shared by the test session (other files' workers may run them too), so each test follows its
-own tenant's rows and asks only that the checkpoints reach its events.
-"""
+"""A round (projections/round.py): the due projectors' batches in one transaction, the log read once for all of them;
+a round that fails keeps nothing and its projectors go batch by batch (workers/actors.py catch_up_all)."""
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import text
+import pytest
+from sqlalchemy import Connection, text
 
+from domain.events import RecordedEvent
 from eventstore.append import append
 from eventstore.horizon import horizon_and_head
 from eventstore.read import Checkpoint, read_types_after
@@ -20,7 +21,24 @@ from projections.round import run_round
 from projections.runner import catch_up, has_reached
 from tests.integration.test_projection_partitions import counts, mem_event
 
+pytestmark = pytest.mark.own_database
 NAMES = ("memories", "keyword")
+
+
+class PoisonedProjector:
+    """Fails on any MemoryRecorded whose content says "poison"; counts the others."""
+
+    types = ("MemoryRecorded",)
+    tables: tuple[str, ...] = ()
+    name = "test_poisoned"
+
+    def __init__(self) -> None:
+        self.applied: list[int] = []
+
+    def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+        if any("poison" in e.data.get("content", "") for e in events):
+            raise ValueError("poisoned event")
+        self.applied += [e.position for e in events]
 
 
 def horizon(engine) -> int:
@@ -88,3 +106,40 @@ def test_the_shared_read_starts_each_type_after_its_own_checkpoint(engine):
         assert not more
         events, more = read_types_after(conn, {"MemoryRecorded": Checkpoint(at, first[0])}, 1, 2**40, below)
         assert [e.position for e in events] == [first[1]] and more
+
+
+def test_a_failing_round_keeps_nothing_and_its_projectors_go_batch_by_batch(engine, monkeypatch):
+    """One projector's bad event fails the round: nothing of it is kept, the batch-by-batch path applies the others'
+    events once and counts the bad one as one failed attempt (projections/dead_letters.py), as without rounds."""
+    from projections.dead_letters import dead_letters
+    from projections.registry import PROJECTORS
+    from workers.actors import catch_up_all
+
+    poisoned = PoisonedProjector()
+    monkeypatch.setitem(PROJECTORS, poisoned.name, poisoned)
+    tenant = f"round-{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        append(conn, tenant, [mem_event("a harmless fact")], {})
+    catch_up_all()  # the poisoned projector's checkpoint row: it goes in rounds from now on
+    assert counts(engine, tenant) == (1, 1, 1) and len(poisoned.applied) >= 1
+    rounds: list[Any] = []
+    import projections.round
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        try:
+            rounds.append(run_round(*args, **kwargs))
+        except Exception as exc:
+            rounds.append(exc)
+            raise
+        return rounds[-1]
+
+    monkeypatch.setattr(projections.round, "run_round", recording)
+    with engine.begin() as conn:
+        bad = append(conn, tenant, [mem_event("a poison pill"), mem_event("after the pill")], {})
+    catch_up_all()
+    assert any(isinstance(r, ValueError) for r in rounds), rounds
+    assert counts(engine, tenant) == (3, 3, 3)  # the other projectors applied both, once
+    with engine.connect() as conn:
+        [letter] = [d for d in dead_letters(conn, poisoned.name) if d.position == bad[0]]
+    assert letter.attempts == 1 and letter.status == "failing"
+    assert bad[0] not in poisoned.applied

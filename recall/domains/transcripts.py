@@ -126,16 +126,17 @@ class TranscriptsDomain:
             rows = {r.chunk_id: r for r in conn.execute(_rows(q.frame), {"tenant": scope.tenant, "ids": ids,
                                                                          **q.frame.params()})}
         allowed = [i for i in ids if i in rows and not excluded(q.policy, rows[i].transcript_id)]
+        fused = scored(legs, allowed, CHUNK_LEG, lambda i: rows[i].status, settings)
+        fused.sort(key=lambda f: (-f.score, rows[f.id].transcript_id, rows[f.id].ord))
         grade = scale(TRANSCRIPTS, settings.embedding.embedding_model)
         hits = [DomainHit(content=row.text, score=f.score, handle=handle_of(row), legs=f.legs, relevance=rel,
                           fields={"transcript_id": row.transcript_id, "ord": row.ord,
                                   "lines": [row.first_line, row.last_line], "turns": [row.first_turn, row.last_turn],
                                   "started_at": row.started_at, "version": row.version, "status": row.status},
                           explanation=why)
-                for f in scored(legs, allowed, CHUNK_LEG, lambda i: rows[i].status, settings)
+                for f in fused[:q.k]  # ranked by the fused score: only the answered ones are graded
                 for row in (rows[f.id],)
                 for rel, why in (graded(f, grade, q.query, row.text),)]
-        hits.sort(key=lambda h: (-h.score, h.handle["transcript_id"], h.handle["ord"]))
         return answer(hits, q.k, len(ids), len(allowed))
 
     def fetch(self, conn: Connection, scope: Scope, handle: dict[str, Any], policy: PrivacyPolicy,

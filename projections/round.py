@@ -21,7 +21,10 @@ time parked (projections/dead_letters.py), and a slow one is found alone.
 A share is a prefix of what the projector's own read would give: its types after its checkpoint, up to where the
 shared read stopped (batch_size events, projection_batch_bytes). When the read stopped there, not at the horizon,
 any of them may have more: `Round.more` says so and the caller asks again. Each such round applies at least the
-read's first event (it follows the checkpoint of a projector of its type), so asking again always moves on.
+read's first event (it follows the checkpoint of a projector of its type), so asking again always moves on. A
+projector far ahead of another that reads one of its types finds nothing in such a read (`Round.unread`): the
+caller runs it batch by batch at once, so that one lagging projector (a bulk load's vectors) does not hold the
+others to its pace.
 
 """
 
@@ -59,6 +62,7 @@ ORDER BY c.ord
 class Round:
     applied: dict[str, int]  # per claimed projector: events applied
     more: bool = False  # the read stopped at its limit, short of the horizon: any of them may have more
+    unread: tuple[str, ...] = ()  # claimed, with nothing in a read that stopped short: their events lie past it
 
 
 def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, horizon: int) -> Round:
@@ -96,8 +100,10 @@ def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, 
         recovered(conn, shares)
         moved = {name: Checkpoint(share[-1].tx_id, share[-1].position) for name, share in shares.items()}
         parts.save_whole(conn, moved)
-    log.debug("projection.round", applied={n: c for n, c in applied.items() if c}, events=len(events), more=more)
-    return Round(applied, more)
+    unread = tuple(n for n in checkpoints if more and n not in shares)
+    log.debug("projection.round", applied={n: c for n, c in applied.items() if c}, events=len(events), more=more,
+              unread=unread)
+    return Round(applied, more, unread)
 
 
 __all__ = ["Round", "run_round"]

@@ -73,9 +73,9 @@ def catch_up_all(max_seconds: float = 60.0) -> int:
                 applied += sum(done.applied.values())
                 # asked again, as a batch that applied events is: a wake-up taken by a catch-up that a concurrent
                 # one held off, or events its horizon held back, are read in the next round, under a later horizon
-                progressed += [p for p in together
-                               if done.applied.get(p.name) or (done.more and p.name in done.applied)]
-                runnable = [p for p in runnable if p not in together]
+                progressed += [p for p in together if done.applied.get(p.name)]
+                # the ones past the round's read go batch by batch now, from their own checkpoints
+                runnable = [p for p in runnable if p not in together or p.name in done.unread]
         for projector in runnable:
             found = standing.get(projector.name)
             # the rows in force, read with the standings: the layout is not read again

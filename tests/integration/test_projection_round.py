@@ -143,3 +143,38 @@ def test_a_failing_round_keeps_nothing_and_its_projectors_go_batch_by_batch(engi
         [letter] = [d for d in dead_letters(conn, poisoned.name) if d.position == bad[0]]
     assert letter.attempts == 1 and letter.status == "failing"
     assert bad[0] not in poisoned.applied
+
+
+def test_a_lagging_projector_does_not_hold_the_others_to_its_pace(engine, monkeypatch):
+    """A projector far behind reads MemoryRecorded from its own checkpoint in small rounds; the memories projection,
+    past that read, is applied batch by batch at once (Round.unread), not after the laggard has caught up."""
+    from infra.settings import get_settings, replace
+    from projections.registry import PROJECTORS
+    from projections.runner import catch_up
+    from workers.actors import catch_up_all
+
+    tenant = f"round-{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        append(conn, tenant, [mem_event(f"history {i}") for i in range(12)], {})
+    catch_up_all()
+    with engine.begin() as conn:
+        last = append(conn, tenant, [mem_event("the newest fact")], {})[-1]
+    seen_at_second_batch: list[bool] = []
+
+    class Laggard:
+        name, types, tables = "test_laggard", ("MemoryRecorded",), ()
+        batches = 0
+
+        def apply(self, conn: Connection, events: Sequence[RecordedEvent]) -> None:
+            Laggard.batches += 1
+            if Laggard.batches == 2:
+                seen_at_second_batch.append(reached(engine, get_projector("memories"), last))
+
+    laggard = Laggard()
+    catch_up(engine, laggard, 1, max_seconds=0.0)  # its checkpoint row, at the log's start
+    monkeypatch.setitem(PROJECTORS, laggard.name, laggard)
+    small = replace(get_settings(), projection_batch_size=5)
+    monkeypatch.setattr("workers.actors.get_settings", lambda: small)
+    catch_up_all()
+    assert Laggard.batches >= 3 and seen_at_second_batch == [True]
+    assert reached(engine, laggard, last)

@@ -37,6 +37,7 @@ import structlog
 from sqlalchemy import Engine, text
 
 from domain.events import RecordedEvent
+from eventstore.codec import FORGOTTEN
 from eventstore.horizon import NOT_APPENDING
 from eventstore.read import Checkpoint, read_types_after
 from infra.settings import get_settings
@@ -56,6 +57,12 @@ FROM unnest(CAST(:names AS text[]), CAST(:projections AS text[]), CAST(:parts AS
      WITH ORDINALITY AS c(name, projection, part, ord)
 ORDER BY c.ord
 """)
+
+
+def _stored_type(event: RecordedEvent) -> str:
+    """The type the log stores: a forgotten event (its key gone) is read as a ContentForgotten, which no handler
+    applies but which the projectors of its own type are still given, so their checkpoints move past it."""
+    return str(event.data.get("original_type", event.type)) if event.type == FORGOTTEN else event.type
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,7 @@ def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, 
         for name, checkpoint in checkpoints.items():
             projector = by_name[name]
             types = set(projector.types)
-            share = [e for e in events if e.type in types and Checkpoint(e.tx_id, e.position) > checkpoint]
+            share = [e for e in events if _stored_type(e) in types and Checkpoint(e.tx_id, e.position) > checkpoint]
             applied[name] = 0
             if not share:
                 continue

@@ -178,3 +178,17 @@ def test_a_lagging_projector_does_not_hold_the_others_to_its_pace(engine, monkey
     catch_up_all()
     assert Laggard.batches >= 3 and seen_at_second_batch == [True]
     assert reached(engine, laggard, last)
+
+
+def test_a_forgotten_event_moves_the_checkpoints_of_its_readers(engine):
+    """An event whose key is gone is read as a ContentForgotten (eventstore/codec.py): no handler applies it, but the
+    projectors of its stored type are given it, so a round moves their checkpoints past it (else a read waiting on
+    that position would wait forever)."""
+    tenant = f"round-{uuid.uuid4().hex[:8]}"
+    event = mem_event("a fact whose key is destroyed")
+    with engine.begin() as conn:
+        [position] = append(conn, tenant, [event], {})
+        conn.execute(text("DELETE FROM subject_keys WHERE tenant = :t AND stream_id = :s"),
+                     {"t": tenant, "s": event.stream_id})
+    rounds_until(engine, NAMES, position, batch_size=500)
+    assert counts(engine, tenant) == (0, 0, 0)

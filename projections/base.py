@@ -67,6 +67,13 @@ def apply_in_order(conn: Connection, events: Sequence[RecordedEvent], one_by_one
         run.flush(conn)
 
 
+def prepare(projector: Projector) -> None:
+    """Load what the projector needs (a model) before a batch, outside the events' time limit: a cold start is no
+    event's fault. Projectors without a `prepare` need nothing."""
+    if (load := getattr(projector, "prepare", None)) is not None:
+        load()
+
+
 def types_of(*handlers: Mapping[type[EventSchema], object] | Iterable[type[EventSchema]]) -> tuple[str, ...]:
     """The stored type names of the event classes a projector's handlers apply, in declaration order."""
     return tuple(dict.fromkeys(cls.type_name() for mapping in handlers for cls in mapping))

@@ -39,11 +39,6 @@ ON CONFLICT (projection, position) DO UPDATE SET
     status = CASE WHEN projection_dead_letters.attempts + 1 >= :max THEN 'parked' ELSE 'failing' END
 RETURNING attempts, status
 """)
-# An event that failed before and now applied (the failure was not the event's): no longer a dead letter.
-_RECOVERED = text("""
-DELETE FROM projection_dead_letters WHERE projection = :projection AND status = 'failing'
-  AND position = ANY(:positions)
-""")
 _LIST = text("""
 SELECT projection, position, tenant, event_id, event_type, error, attempts, status, first_failed_at,
        last_failed_at, resolved_at, resolved_by
@@ -144,7 +139,8 @@ def _apply(conn: Connection, projector: Projector, events: Sequence[RecordedEven
         raise
 
 
-_RECOVERED_MANY = text("""
+# Events that failed before and are now applied (the failure was not the event's): no longer dead letters.
+_RECOVERED = text("""
 DELETE FROM projection_dead_letters d
 USING unnest(CAST(:projections AS text[]), CAST(:positions AS bigint[])) AS b(projection, position)
 WHERE d.status = 'failing' AND d.projection = b.projection AND d.position = b.position
@@ -155,7 +151,7 @@ def recovered(conn: Connection, applied: Mapping[str, Sequence[RecordedEvent]]) 
     """Each projection's events it has now applied are no longer failing dead letters (one statement for all)."""
     pairs = [(name, e.position) for name, events in applied.items() for e in events]
     if pairs:
-        conn.execute(_RECOVERED_MANY, {"projections": [n for n, _ in pairs], "positions": [p for _, p in pairs]})
+        conn.execute(_RECOVERED, {"projections": [n for n, _ in pairs], "positions": [p for _, p in pairs]})
 
 
 def apply_guarded(conn: Connection, projector: Projector, events: Sequence[RecordedEvent],
@@ -166,7 +162,7 @@ def apply_guarded(conn: Connection, projector: Projector, events: Sequence[Recor
     `limit`: seconds the batch, then each event, may take; over it OverTime is raised (runner.py counts it)."""
     try:
         _apply(conn, projector, events, limit)
-        conn.execute(_RECOVERED, {"projection": projector.name, "positions": [e.position for e in events]})
+        recovered(conn, {projector.name: events})
         return list(events)
     except Exception as exc:
         if isinstance(exc, OverTime) or _not_the_events(exc):
@@ -181,7 +177,7 @@ def apply_guarded(conn: Connection, projector: Projector, events: Sequence[Recor
             if record_failure(conn, projector.name, event, exc) != "parked":
                 break
         done.append(event)
-    conn.execute(_RECOVERED, {"projection": projector.name, "positions": [e.position for e in done]})
+    recovered(conn, {projector.name: done})
     return done
 
 

@@ -19,13 +19,12 @@ projectors batch by batch instead (runner.catch_up), where a bad event is isolat
 time parked (projections/dead_letters.py), and a slow one is found alone.
 
 A share is a prefix of what the projector's own read would give: its types after its checkpoint, up to where the
-shared read stopped (batch_size events, projection_batch_bytes). When the read stopped there, not at the horizon,
-any of them may have more: `Round.more` says so and the caller asks again. Each such round applies at least the
-read's first event (it follows the checkpoint of a projector of its type), so asking again always moves on. A
-projector far ahead of another that reads one of its types finds nothing in such a read (`Round.unread`): the
-caller runs it batch by batch at once, so that one lagging projector (a bulk load's vectors) does not hold the
-others to its pace.
-
+shared read stopped (batch_size events, projection_batch_bytes). The caller asks again, under a later horizon, the
+projectors that applied events (as it does a batch that applied); each round whose read stopped short of the
+horizon applies at least its first event (it follows the checkpoint of a projector of its type), so asking again
+always moves on. A projector far ahead of another that reads one of its types finds nothing in such a read
+(`Round.unread`): the caller runs it batch by batch at once, so that one lagging projector (a bulk load's vectors)
+does not hold the others to its pace.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from eventstore.horizon import NOT_APPENDING
 from eventstore.read import Checkpoint, read_types_after
 from infra.settings import get_settings
 from projections import partitions as parts
-from projections.base import Projector
+from projections.base import Projector, prepare
 from projections.dead_letters import recovered
 from projections.time_limit import time_limit
 
@@ -68,7 +67,6 @@ def _stored_type(event: RecordedEvent) -> str:
 @dataclass(frozen=True)
 class Round:
     applied: dict[str, int]  # per claimed projector: events applied
-    more: bool = False  # the read stopped at its limit, short of the horizon: any of them may have more
     unread: tuple[str, ...] = ()  # claimed, with nothing in a read that stopped short: their events lie past it
 
 
@@ -99,8 +97,7 @@ def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, 
             applied[name] = 0
             if not share:
                 continue
-            if (prepare := getattr(projector, "prepare", None)) is not None:
-                prepare()  # what it needs loaded (a model), outside the events' time limit
+            prepare(projector)
             with time_limit(settings.projection_event_timeout_s):
                 projector.apply(conn, share)
             shares[name], applied[name] = share, len(share)
@@ -110,7 +107,7 @@ def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, 
     unread = tuple(n for n in checkpoints if more and n not in shares)
     log.debug("projection.round", applied={n: c for n, c in applied.items() if c}, events=len(events), more=more,
               unread=unread)
-    return Round(applied, more, unread)
+    return Round(applied, unread)
 
 
 __all__ = ["Round", "run_round"]

@@ -30,7 +30,7 @@ from eventstore.progress import progress
 from eventstore.read import Checkpoint, read_after
 from infra.settings import get_settings
 from projections import partitions as parts
-from projections.base import Projector
+from projections.base import Projector, prepare
 from projections.dead_letters import OverTime, apply_guarded, open_counts, over_time_in, record_failure
 from projections.partitions import EXCLUSIVE, SHARED, TRY_EXCLUSIVE, Partition, lock_key
 from projections.time_limit import ActorTimeLimitExceeded
@@ -150,8 +150,7 @@ def apply_next(conn: Connection, projector: Projector, partition: Partition, bat
         if done_to is not None and done_to > checkpoint:  # nothing of its own below the horizon: done up to it
             parts.save(conn, projector.name, partition, done_to)
         return 0
-    if (prepare := getattr(projector, "prepare", None)) is not None:
-        prepare()  # what the projector needs loaded (a model), outside the events' time limit
+    prepare(projector)
     done = apply_guarded(conn, projector, events, settings.projections.projection_event_timeout_s)
     if not done:  # its first event failed and is not parked yet: tried again on the next run
         return 0

@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from api.context import Caller, caller, engine
 from api.schemas import MAX_POSITION, MinPosition
 from domain.errors import NotCaughtUp
+from infra.db import reading
 from infra.settings import get_settings
 from projections.registry import PROJECTORS
 from projections.runner import has_reached
@@ -35,7 +36,7 @@ def pending(engine: Engine, position: int, names: tuple[str, ...] = READ_MODELS,
             tenant: str | None = None) -> list[str]:
     """The read models among `names` that have not applied `position` yet (with `tenant`: that tenant's events
     up to it)."""
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         return [name for name in names if not has_reached(conn, PROJECTORS[name], position, tenant)]
 
 

@@ -48,6 +48,15 @@ def transaction(engine: Engine | None = None) -> Iterator[Connection]:
 
 
 @contextmanager
+def reading(engine: Engine) -> Iterator[Connection]:
+    """A connection in autocommit, for reads that need no common snapshot (each statement sees what is committed
+    when it runs). No transaction is opened, so none is rolled back: psycopg forgets every statement it has
+    prepared on a ROLLBACK, and a plain `engine.connect()` that only read ends in one when it is returned."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        yield conn
+
+
+@contextmanager
 def read_only(engine: Engine) -> Iterator[Connection]:
     """A connection in a read-only transaction (psycopg opens it with BEGIN READ ONLY: no extra round trip), for
     reads that must see one snapshot and write nothing, such as a recall."""
@@ -55,5 +64,5 @@ def read_only(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
-__all__ = ["Connection", "Engine", "engine_for", "get_engine", "normalise_url", "ping", "read_only", "text",
+__all__ = ["Connection", "Engine", "engine_for", "get_engine", "normalise_url", "ping", "read_only", "reading", "text",
            "transaction"]

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from domain.errors import InvalidPayload
 from eventstore.read import head_position
+from infra.db import reading
 
 READ_MODELS = ("memories", "keyword")
 
@@ -21,7 +22,7 @@ def refuse_beyond_head(engine: Engine, position: int, name: str = "position", te
     """A position the log has not reached was never answered by a write: InvalidPayload (422) now, no wait. With
     `tenant` (every tenant key's read), the log is that tenant's: its head decides and is the one named, so a key
     never learns how far other tenants have written."""
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         head = head_position(conn, tenant)
     if position > head:
         raise InvalidPayload(f"{name} {position} is beyond the log's head ({head}): nothing was written there yet")

@@ -21,6 +21,7 @@ from domain.events import (
 )
 from eventstore.append import append
 from eventstore.stream import read_stream
+from infra.db import reading
 from infra.wake import appended
 
 
@@ -68,7 +69,7 @@ def _handle_key(domain: str, memory_id: Any, handle: dict[str, Any] | None) -> t
 def served_record(engine: Engine, tenant: str, recall_id: uuid.UUID) -> dict[str, Any]:
     """A recall's RecallServed payload and position, each result marked `drilled` when a ResultDrilled on the
     recall's stream names it (the tenant's own recall only: another's is unknown)."""
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         rows = read_stream(conn, tenant, recall_stream(recall_id))
     served = next((r for r in rows if r.is_a(RecallServed)), None)
     if served is None:

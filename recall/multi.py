@@ -25,6 +25,7 @@ from sqlalchemy import Engine
 
 from domain.errors import InvalidPayload
 from domain.privacy import NO_POLICY, PrivacyPolicy
+from infra.db import reading
 from infra.embedding import Embedder
 from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
@@ -99,7 +100,7 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
     started = time.perf_counter()
     now = datetime.now(UTC)
     scope = request.scope
-    with engine.connect() as conn:  # every domain's data check in one statement
+    with reading(engine) as conn:  # every domain's data check in one statement
         found = held(conn, {d: DOMAINS[d].data_check(scope) for d in (request.domains or DOMAINS)})
     with_data = [d for d, has in found.items() if has]
     asked = list(request.domains) or with_data  # asked for by name: answered, if only with "no data"

@@ -32,7 +32,7 @@ from domain.memory_status import RECALLABLE
 from domain.privacy import NO_POLICY, PrivacyPolicy
 from domain.temporal import TimeTarget, resolve
 from domain.text import has_nul, tokenize
-from infra.db import read_only
+from infra.db import read_only, reading
 from infra.embedding import Embedder
 from infra.metrics import RECALL_LATENCY
 from infra.settings import Settings
@@ -189,7 +189,7 @@ def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settin
     held = {t for i in first.ranked[:request.k] for t in tokenize(i.content)}
     missing = sorted({t for t in tokenize(first.query) if t not in held})
     if missing:
-        with engine.connect() as conn:
+        with reading(engine) as conn:
             staged = bm25_top(conn, replace(request.scope, policy=policy), missing, 1, settings.keyword.bm25_k1,
                               settings.keyword.bm25_b, ("staging",), candidates.memory_tables(request.frame)[0],
                               where_params=request.frame.params())

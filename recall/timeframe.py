@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from domain.errors import InvalidPayload
 from eventstore.positions import position_at, recorded_at, settled
+from infra.db import reading
 from readmodels.memories import MEMORY_COLUMNS
 from readmodels.unit_versions import UnitVersions
 from recall.consistency import refuse_beyond_head
@@ -135,7 +136,7 @@ def clock_of(engine: Engine, tenant: str, frame: TimeFrame, now: datetime) -> da
     read from the log, so the same as_of always gives the same clock; `now` when the tenant had recorded nothing."""
     if frame.as_of is None:
         return now
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         return recorded_at(conn, tenant, frame.as_of) or now
 
 
@@ -148,10 +149,10 @@ def resolve_as_of(engine: Engine, tenant: str, as_of: int | datetime | None) -> 
     if isinstance(as_of, datetime):
         if as_of.utcoffset() is None:
             raise InvalidPayload("as_of must be a log position or a timestamp with a timezone")
-        with engine.connect() as conn:
+        with reading(engine) as conn:
             return position_at(conn, tenant, as_of)
     refuse_beyond_head(engine, as_of, "as_of", tenant)
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         return settled(conn, tenant, as_of)
 
 

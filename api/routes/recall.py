@@ -19,6 +19,7 @@ from api.recall_schemas import BucketOut, DomainResultOut, FusedResultOut, Multi
 from api.schemas import RecallIn, RecallOut, RecallRecordOut, RecallResultOut
 from domain.errors import NotFound
 from domain.privacy import PrivacyPolicy
+from infra.db import reading
 from infra.embedding import get_embedder
 from infra.settings import get_settings
 from recall.consistency import READ_MODELS
@@ -34,7 +35,7 @@ T = TypeVar("T")
 
 def _policy(db: Engine, tenant: str) -> PrivacyPolicy:
     """The tenant's privacy policy, read once per request and handed to every domain."""
-    with db.connect() as conn:
+    with reading(db) as conn:
         return policy_of(conn, tenant)
 
 
@@ -116,7 +117,7 @@ def get_recall_record(recall_id: uuid.UUID, who: Annotated[Caller, Depends(calle
     privacy policy in force now (recall/privacy.py visible_recall_record: 404 as unknown when it was scoped to
     excluded items)."""
     record = get_recall(db, who.tenant, recall_id)
-    with db.connect() as conn:
+    with reading(db) as conn:
         shown = visible_recall_record(conn, who.tenant, policy_of(conn, who.tenant), record)
     if shown is None:
         raise NotFound(f"no recall {recall_id}")

@@ -36,8 +36,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
+from infra.db import unprepared
 from readmodels.item_domains import UNIT_STATUS, ItemDomain
 from readmodels.memories import MEMORY_POSTINGS
 from readmodels.postings import Postings
@@ -112,10 +113,10 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     # where_params bind where_sql's parameters, or a status_filter's (a recall's time frame: recall/timeframe.py)
     params = {**params, **(where_params or {})}
     distinct = sorted(set(terms))
-    rows = conn.execute(text(_sql(t, where, scope.whole_tenant)),
-                        {**params, "terms": distinct, "k1": k1, "b": b, "n": n, "per_term": per_term,
-                         "walk_over": walk_over, "read_all_max": read_all_max, "full_walk": full_walk,
-                         "width": later_width(n)})
+    rows = unprepared(conn, _sql(t, where, scope.whole_tenant),
+                      {**params, "terms": distinct, "k1": k1, "b": b, "n": n, "per_term": per_term,
+                       "walk_over": walk_over, "read_all_max": read_all_max, "full_walk": full_walk,
+                       "width": later_width(n)})
     return {r.id: float(r.score) for r in rows}
 
 

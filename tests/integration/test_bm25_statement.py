@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
-
-from sqlalchemy import event
+from unittest import mock
 
 from domain.text import term_frequencies, tokenize
+from infra.db import unprepared
 from projections.runner import catch_up
 from projections.sessions import SessionsProjector, message_uid
+from recall import keyword
 from recall.domains.sessions import SESSION_KEYWORD
 from recall.keyword import bm25_top
 from recall.scope import Scope
@@ -65,25 +66,28 @@ def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [plan, *(n for child in plan.get("Plans", []) for n in _plan_nodes(child))]
 
 
+def _explained(conn: Any, call: Any, options: str) -> dict[str, Any]:
+    """Run `call` (one bm25_top on `conn`) and EXPLAIN (`options`, FORMAT JSON) the one statement it ran, with its
+    values bound as bm25_top binds them (infra/db.py unprepared): the top plan node."""
+    captured: list[tuple[str, Any]] = []
+
+    def capture(conn_: Any, statement: str, params: Any) -> list[Any]:
+        captured.append((statement, params))
+        return unprepared(conn_, statement, params)
+
+    with mock.patch.object(keyword, "unprepared", capture):
+        call()
+    [(statement, params)] = captured
+    [row] = unprepared(conn, f"EXPLAIN ({options}, FORMAT JSON) " + statement, params)
+    raw = row[0]
+    return (raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"]
+
+
 def _branches_run(engine: Any, conn: Any, call: Any) -> list[bool]:
     """Run `call` (one bm25_top) and EXPLAIN ANALYZE its statement: for each branch of its UNION (a narrowed
     scope: the read of every posting, then the walk), whether it scanned anything (a gate that held it back runs
     no scan under it)."""
-    captured: list[tuple[str, Any]] = []
-
-    def capture(conn_: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
-        captured.append((statement, params))
-
-    event.listen(engine, "before_cursor_execute", capture)
-    try:
-        call()
-    finally:
-        event.remove(engine, "before_cursor_execute", capture)
-    [(statement, params)] = captured
-    cursor = conn.connection.dbapi_connection.cursor()
-    cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params)
-    raw = cursor.fetchone()[0]
-    top = (raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"]
+    top = _explained(conn, call, "ANALYZE")
 
     def scanned(node: dict[str, Any]) -> bool:
         return ("Scan" in node["Node Type"] and node.get("Actual Loops", 0) > 0) or any(
@@ -94,22 +98,10 @@ def _branches_run(engine: Any, conn: Any, call: Any) -> list[bool]:
 
 def test_idf_is_computed_once_per_term_in_float8(engine, tenant: str) -> None:
     _load(engine, tenant)
-    captured: list[tuple[str, Any]] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
-        captured.append((statement, params))
-
     with engine.connect() as conn:
-        event.listen(engine, "before_cursor_execute", capture)
-        try:
-            bm25_top(conn, Scope(tenant), tokenize("walrus herring"), 10, K1, B, None, SESSION_KEYWORD, "d.sent")
-        finally:
-            event.remove(engine, "before_cursor_execute", capture)
-        statement, params = captured[-1]
-        cursor = conn.connection.dbapi_connection.cursor()
-        cursor.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + statement, params)
-        raw = cursor.fetchone()[0]
-    nodes = _plan_nodes((raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"])
+        plan = _explained(conn, lambda: bm25_top(conn, Scope(tenant), tokenize("walrus herring"), 10, K1, B, None,
+                                                 SESSION_KEYWORD, "d.sent"), "VERBOSE")
+    nodes = _plan_nodes(plan)
     assert any(n.get("Subplan Name") == "CTE idf" for n in nodes)  # materialized: once per query term
     aggregate_outputs = " ".join(" ".join(n.get("Output", [])) for n in nodes if n["Node Type"] == "Aggregate")
     assert "sum(" in aggregate_outputs

@@ -108,7 +108,9 @@ def split_sections(document: str) -> list[Section]:
 def has_body(text: str) -> bool:
     """Whether a section holds any text beyond its headings (a `# Deploys` title alone answers nothing)."""
     fences = _Fences()
-    return any(line.strip() and (fences.inside(line) or _heading(line) is None) for line in _LINE.findall(text))
+    # Lines one at a time: the first line of body ends the look, so a long section costs only its opening lines.
+    return any(line.strip() and (fences.inside(line) or _heading(line) is None)
+               for line in (m.group() for m in _LINE.finditer(text)))
 
 
 __all__ = ["PATH_SEPARATOR", "PREAMBLE", "UNTITLED", "Section", "has_body", "split_sections"]

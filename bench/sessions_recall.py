@@ -109,12 +109,15 @@ def timed_multi(client: Any, qs: list[str], domains: list[str] | None, k: int | 
 
 def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
     """The sessions domain's steps timed in process on the same database, and the BM25 plan of the slowest."""
-    from sqlalchemy import event, text
+    from unittest import mock
+
+    from sqlalchemy import text
 
     from domain.privacy import NO_POLICY
     from domain.text import tokenize
-    from infra.db import get_engine
+    from infra.db import get_engine, unprepared
     from infra.settings import get_settings
+    from recall import keyword
     from recall.domains.sessions import RECALLED, SESSION_KEYWORD, SessionsDomain, _rows, _scope, windows
     from recall.keyword import bm25_top
     from recall.scope import Scope
@@ -153,19 +156,15 @@ def profile(qs: list[str], tenant: str = "default") -> dict[str, Any]:
             slowest = max(slowest, ((t2 - t1) * 1000, q))
         captured: list[tuple[str, Any]] = []
 
-        def capture(conn_: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        def capture(conn_: Any, statement: str, params: Any) -> list[Any]:
             captured.append((statement, params))
+            return unprepared(conn_, statement, params)
 
-        event.listen(engine, "before_cursor_execute", capture)
-        try:
+        with mock.patch.object(keyword, "unprepared", capture):  # the statement bm25_top runs, values and all
             bm25_top(conn, scope, tokenize(slowest[1]), n, s.keyword.bm25_k1, s.keyword.bm25_b, RECALLED,
                      SESSION_KEYWORD, "d.sent")
-        finally:
-            event.remove(engine, "before_cursor_execute", capture)
         statement, params = captured[-1]
-        cursor = conn.connection.cursor()
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, params)
-        plan = [r[0] for r in cursor.fetchall()]
+        plan = [r[0] for r in unprepared(conn, "EXPLAIN (ANALYZE, BUFFERS) " + statement, params)]
         terms = sorted(set(tokenize(slowest[1])))
         dfs: dict[str, int] = dict(conn.execute(
             text("SELECT term, df FROM session_terms WHERE tenant = :t AND term = ANY(:terms)"),

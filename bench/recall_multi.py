@@ -9,7 +9,8 @@ The tenant (the keyless API's `default`):
 - sessions: `--messages` session messages (POST /v1/sessions/{id}/messages, 200 a session, bench/corpus.py
   sentences, so they share the memories' vocabulary);
 - transcripts: `--transcripts` transcripts of `--turns` turns (PUT /v1/transcripts/{id}, bench/transcripts.py);
-- code: `engramlog code index` of an installed package (`--package`, default rich), the CLI against the API.
+- code: `engramlog code index` of installed packages (`--package`, default rich; several: one repo each), the CLI
+  against the API.
 Queries, round-robin over the domains' material: words of a memory sentence, of a session sentence, 3 concept
 words of a generated section, code questions (bench/code_index.py QUERIES), 3 transcript words.
 
@@ -19,7 +20,10 @@ timed in process on the same database with the same quota and query vector (its 
 HTTP, the query embedding and the hit-log append). The load average with each figure (other work shares the CPUs).
 
     python -m bench.recall_multi [--memories 3000] [--sections 1000] [--messages 10000] [--transcripts 3]
-        [--turns 2000] [--package rich] [--queries 150] [--output FILE]
+        [--turns 2000] [--package rich [...]] [--queries 150] [--output FILE]
+
+At 10 times the default sizes (issue 16): --memories 30000 --sections 10000 --messages 100000 --transcripts 30
+--package rich httpx pydantic.
 """
 
 from __future__ import annotations
@@ -194,9 +198,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             position = max(position, p)
             loads["transcripts"] = {"n": args.transcripts, "turns": args.turns, "put_s": round(seconds, 1)}
             print(f"  transcripts: {args.transcripts} x {args.turns} turns put in {seconds:.1f}s", flush=True)
-            seconds, said = _index_code(args.package)
-            loads["code"] = {"package": args.package, "cli_s": round(seconds, 1), "cli_said": said}
-            print(f"  code: engramlog code index {args.package} in {seconds:.1f}s: {said}", flush=True)
+            loads["code"] = []
+            for package in args.package:
+                seconds, said = _index_code(package)
+                loads["code"].append({"package": package, "cli_s": round(seconds, 1), "cli_said": said})
+                print(f"  code: engramlog code index {package} in {seconds:.1f}s: {said}", flush=True)
             head = max(position, max(p.head or 0 for p in client.projections()))
             loads["projected_after_loads_s"] = round(wait_projected(client, head), 1)
             print(f"  projected {loads['projected_after_loads_s']}s after the loads", flush=True)
@@ -247,7 +253,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--transcripts", type=int, default=3)
     parser.add_argument("--turns", type=int, default=2000)
-    parser.add_argument("--package", default="rich")
+    parser.add_argument("--package", nargs="+", default=["rich"], help="installed packages to index, each its repo")
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--output", type=Path)
     parser.add_argument("--reuse", action="store_true",
@@ -257,7 +263,7 @@ def main() -> None:
     result = run(args)
     result["command"] = (f"python -m bench.recall_multi --memories {args.memories} --sections {args.sections} "
                          f"--messages {args.messages} --transcripts {args.transcripts} --turns {args.turns} "
-                         f"--package {args.package} --queries {args.queries}")
+                         f"--package {' '.join(args.package)} --queries {args.queries}")
     print(f"saved {save_result('recall-multi', result, args.output)}")
 
 

@@ -100,22 +100,21 @@ def staging_could_enter(conn: Connection, scope: Scope, query: str, query_vector
     memory (the staging fallback, recall/service.py, skips it). A resolved query other than `bars.query`: True."""
     if query != bars.query:
         return True
-    terms = sorted(set(tokenize(query)))
-    where, params = scope.where("v")
-    row = conn.execute(text(f"""
-        SELECT (SELECT coalesce(sum(df), 0) FROM {MEMORY_KEYWORD.terms}
-                WHERE tenant = :tenant AND term = ANY(:terms)) AS postings,
-               (SELECT max(1 - (v.embedding <=> CAST(:q AS vector))) FROM memories m
-                JOIN {MEMORY_VECTORS.table} v ON v.tenant = m.tenant AND v.memory_id = m.memory_id
-                WHERE m.tenant = :tenant AND m.status = 'staging' AND {where} AND v.model = :model) AS best_cosine"""),
-        {**params, "terms": terms, "q": query_vector, "model": settings.embedding.embedding_model}).one()
-    if row.best_cosine is not None and float(row.best_cosine) >= bars.cosine:
+    # The best staging memory by the vector leg's own search (exact or iterative HNSW by the scope's size), so the
+    # test is as exact as the pass it stands for. An exact scan of every staging memory's vector read the whole
+    # table: 17 ms at 30k memories with 3.8k in staging, against 1-2 ms through HNSW with the same answer.
+    [(best, _method)] = nearest_vectors(conn, scope, [query_vector], 1, settings, ("staging",), MEMORY_VECTORS)
+    if best and best[0][1] >= bars.cosine:
         return True
+    terms = sorted(set(tokenize(query)))
     staged = bm25_top(conn, scope, terms, 1, settings.keyword.bm25_k1, settings.keyword.bm25_b, ("staging",),
                       MEMORY_KEYWORD)
     if not staged:
         return False
-    return row.postings > READ_ALL_MAX or bars.bm25 is None or max(staged.values()) >= bars.bm25
+    postings = conn.execute(text(f"SELECT coalesce(sum(df), 0) FROM {MEMORY_KEYWORD.terms}"
+                                 " WHERE tenant = :tenant AND term = ANY(:terms)"),
+                            {"tenant": scope.tenant, "terms": terms}).scalar_one()
+    return postings > READ_ALL_MAX or bars.bm25 is None or max(staged.values()) >= bars.bm25
 
 
 def memory_tables(frame: TimeFrame) -> tuple[KeywordTables, VectorTable]:

@@ -208,3 +208,25 @@ def test_the_staging_pass_is_skipped_when_no_staging_memory_could_be_a_candidate
     assert fallback is not None and fallback["used"] is False, lunch["explanation"]
     assert fallback["second_pass"].startswith("skipped: no staging memory"), fallback
     assert staged["memory_id"] not in [r["memory_id"] for r in lunch["results"]]
+
+
+def test_the_staging_test_finds_a_staging_memory_by_meaning_through_hnsw(client, governance_settings, monkeypatch):
+    """Whether a staging memory could enter the second pass is asked of the vector leg's own search: past
+    exact_scan_max_rows that is iterative HNSW (an exact scan of every staging vector read the whole table). A
+    staging memory that shares no term with the query, only its meaning, still sends the recall to staging."""
+    import api.routes.recall
+    from infra.settings import get_settings, replace
+
+    governance_settings(gate_active=0.99)
+    staged = write(client, "The VPN gateway rotates its certificates every 45 days", agent_id="ops",
+                   signals=ZERO_SIGNALS)
+    governance_settings()
+    active = write(client, "The office printer is on the second floor", agent_id="ops")
+    assert staged["disposition"] == "staging"
+    hnsw = replace(get_settings(), exact_scan_max_rows=1)
+    monkeypatch.setattr(api.routes.recall, "get_settings", lambda: hnsw)
+    answer = recall(client, "how frequently is the tunnel endpoint's TLS identity renewed?", active["position"],
+                    agent_id="ops")
+    fallback = answer["explanation"]["staging_fallback"]
+    assert fallback is not None and fallback["second_pass"] == "run", answer["explanation"]
+    assert answer["explanation"]["vector_method"].startswith("hnsw"), answer["explanation"]

@@ -1,0 +1,71 @@
+"""The worker's standings and a read's has-it-reached look at each reader type's first events after its checkpoint
+through events_type_tx_position, whatever the planner guesses of a type's share of the log: with a bare LIMIT 1 it
+once chose to read the whole log past ~60k events (1 s a standings call at 65k events, 15-40 ms a has_reached;
+docs/recall.md, session 16). The statements are captured and explained as a one-off execution plans them and as
+a prepared statement's generic plan may: every scan of `events` under a LIMIT is that index, bounded by type and
+checkpoint, and none reads the log whole."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from test_eventstore_read_plan import numbered, walk
+
+from eventstore.progress import has_reached, standings
+from projections.registry import PROJECTORS
+
+pytestmark = pytest.mark.own_database
+
+
+def _captured(engine: Any, ask: Any) -> tuple[str, dict[str, Any]]:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def grab(conn, cursor, statement, parameters, context, executemany):
+        seen.append((statement, dict(parameters)))
+
+    with engine.connect() as conn:
+        event.listen(conn, "before_cursor_execute", grab)
+        ask(conn)
+        event.remove(conn, "before_cursor_execute", grab)
+    [found] = seen
+    return found
+
+
+def _plan(engine: Any, statement: str, params: dict[str, Any], generic: bool) -> dict[str, Any]:
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        raw.execute("SET LOCAL enable_seqscan = off")  # a small test table: the shape, not the size, is checked
+        if generic:
+            row = raw.execute("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + numbered(statement)).fetchone()
+        else:
+            row = raw.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+        conn.rollback()
+    doc = row[0] if not isinstance(row[0], str) else json.loads(row[0])
+    return doc[0]["Plan"]
+
+
+ASKS = {
+    "standings": lambda conn: standings(conn, {n: p.types for n, p in PROJECTORS.items()}),
+    "has_reached": lambda conn: has_reached(conn, "memories", PROJECTORS["memories"].types, 1),
+    "has_reached for a tenant": lambda conn: has_reached(conn, "memories", PROJECTORS["memories"].types, 1, "t"),
+}
+
+
+@pytest.mark.parametrize("generic", [True, False], ids=["generic plan", "custom plan"])
+@pytest.mark.parametrize("ask", list(ASKS))
+def test_each_type_is_looked_at_from_its_checkpoint_in_index_order(engine, ask, generic) -> None:
+    statement, params = _captured(engine, ASKS[ask])
+    plan = _plan(engine, statement, params, generic)
+    limited = [n for n, parent in walk(plan)
+               if n.get("Relation Name") == "events" and parent is not None and parent["Node Type"] == "Limit"]
+    assert limited, plan
+    for node in limited:
+        assert node.get("Index Name") == "events_type_tx_position", node
+        cond = node.get("Index Cond", "")
+        assert "type =" in cond and "ROW(tx_id" in cond, cond
+    for node, _parent in walk(plan):
+        if node.get("Relation Name") == "events" and node.get("Index Name") == "events_pkey":
+            assert "position\" =" in node.get("Index Cond", "") or ">=" in node.get("Index Cond", ""), node

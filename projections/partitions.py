@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, text
 
 from eventstore.read import Checkpoint
+from infra.db import reading
 
 PROJECTION_LOCK = "engramlog.projection.{name}"
 
@@ -90,9 +91,8 @@ def rows(conn: Connection, name: str) -> list[Row]:
 def layout(engine: Engine, name: str, wanted: int | None = None) -> list[Partition]:
     """The partitions in force for `name`: the rows' (created with `wanted`, default one, when there are none).
     With `wanted` (a worker's configured count), split anew into that many where the rows allow it now."""
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         found = rows(conn, name)
-        conn.rollback()
     if found and (wanted is None or found[0].partition.count == wanted):
         return [r.partition for r in found]
     with engine.begin() as conn:

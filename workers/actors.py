@@ -19,7 +19,7 @@ from domain.errors import ConcurrencyConflict, DomainError
 from eventstore.horizon import horizon_and_head
 from eventstore.progress import Standing, standings
 from infra.broker import broker  # noqa: F401 - binds the actors below to the configured broker
-from infra.db import get_engine
+from infra.db import get_engine, reading
 from infra.db_errors import is_unavailable
 from infra.settings import get_settings
 from infra.wake import PROJECTIONS_QUEUE, RUN_PROJECTIONS_ACTOR, wake_taken
@@ -112,7 +112,7 @@ def _standings(engine: Engine, projectors: list[Projector]) -> tuple[dict[str, S
     (one look at pg_locks a round, not one a batch: eventstore/read.py read_after); none known when a statement
     fails (each projector is then tried, and fails or not on its own, reading its own horizon)."""
     try:
-        with engine.connect() as conn:
+        with reading(engine) as conn:  # autocommit: no ROLLBACK to make psycopg forget what it prepared
             horizon, _ = horizon_and_head(conn)
             return standings(conn, {p.name: p.types for p in projectors}), horizon
     except Exception as exc:

@@ -194,13 +194,19 @@ def test_positions_route_says_when_a_write_is_recallable(client):
     assert beyond.status_code == 422, beyond.text
 
 
-def test_the_staging_pass_is_skipped_when_no_staging_memory_could_be_a_candidate(client, governance_settings):
+def _a_staged_and_an_active_memory(client, governance_settings) -> tuple[dict, dict]:
+    """A VPN fact held in staging and an unrelated active one, for agent `ops`."""
     governance_settings(gate_active=0.99)
     staged = write(client, "The VPN gateway rotates its certificates every 45 days", agent_id="ops",
                    signals=ZERO_SIGNALS)
     governance_settings()
     active = write(client, "The office printer is on the second floor", agent_id="ops")
     assert staged["disposition"] == "staging"
+    return staged, active
+
+
+def test_the_staging_pass_is_skipped_when_no_staging_memory_could_be_a_candidate(client, governance_settings):
+    staged, active = _a_staged_and_an_active_memory(client, governance_settings)
     # Weak for the active memory, and nothing the staging one holds: the second pass could only rank the first
     # pass's candidates again, so it is skipped, and the answer is the first pass's.
     lunch = recall(client, "lunch menu tomorrow", active["position"], agent_id="ops")
@@ -217,12 +223,7 @@ def test_the_staging_test_finds_a_staging_memory_by_meaning_through_hnsw(client,
     import api.routes.recall
     from infra.settings import get_settings, replace
 
-    governance_settings(gate_active=0.99)
-    staged = write(client, "The VPN gateway rotates its certificates every 45 days", agent_id="ops",
-                   signals=ZERO_SIGNALS)
-    governance_settings()
-    active = write(client, "The office printer is on the second floor", agent_id="ops")
-    assert staged["disposition"] == "staging"
+    _staged, active = _a_staged_and_an_active_memory(client, governance_settings)
     hnsw = replace(get_settings(), exact_scan_max_rows=1)
     monkeypatch.setattr(api.routes.recall, "get_settings", lambda: hnsw)
     answer = recall(client, "how frequently is the tunnel endpoint's TLS identity renewed?", active["position"],

@@ -7,12 +7,11 @@ checkpoint, and none reads the log whole."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from sqlalchemy import event
-from test_eventstore_read_plan import numbered, walk
+from test_eventstore_read_plan import explain, walk
 
 from eventstore.progress import has_reached, standings
 from projections.registry import PROJECTORS
@@ -34,19 +33,6 @@ def _captured(engine: Any, ask: Any) -> tuple[str, dict[str, Any]]:
     return found
 
 
-def _plan(engine: Any, statement: str, params: dict[str, Any], generic: bool) -> dict[str, Any]:
-    with engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        raw.execute("SET LOCAL enable_seqscan = off")  # a small test table: the shape, not the size, is checked
-        if generic:
-            row = raw.execute("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + numbered(statement)).fetchone()
-        else:
-            row = raw.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
-        conn.rollback()
-    doc = row[0] if not isinstance(row[0], str) else json.loads(row[0])
-    return doc[0]["Plan"]
-
-
 ASKS = {
     "standings": lambda conn: standings(conn, {n: p.types for n, p in PROJECTORS.items()}),
     "has_reached": lambda conn: has_reached(conn, "memories", PROJECTORS["memories"].types, 1),
@@ -58,7 +44,7 @@ ASKS = {
 @pytest.mark.parametrize("ask", list(ASKS))
 def test_each_type_is_looked_at_from_its_checkpoint_in_index_order(engine, ask, generic) -> None:
     statement, params = _captured(engine, ASKS[ask])
-    plan = _plan(engine, statement, params, generic)
+    plan = explain(engine, statement, params, generic)
     limited = [n for n, parent in walk(plan)
                if n.get("Relation Name") == "events" and parent is not None and parent["Node Type"] == "Limit"]
     assert limited, plan

@@ -23,34 +23,32 @@ _TENANT_ROW = f"SELECT * FROM ({_ROWS}) r WHERE r.partition = engramlog_partitio
 # Events of the reader's types after their partition's checkpoint (each partition's range from its own checkpoint).
 _AHEAD = """FROM events e WHERE e.type = ANY(:types) AND (e.tx_id, e.position) > (c.tx_id, c.position)
             AND engramlog_partition(e.tenant, c.partitions) = c.partition"""
+# Events of one type (t.type) after the checkpoint, read from events_type_tx_position's range for that type past
+# the checkpoint: the cost is the lag's, not the log's. A look for the first of them walks that range in order
+# (_FIRST), whatever the planner guesses of a type's share of the log: with a bare LIMIT 1 it read the whole log
+# past ~60k events (1 s a standings call, 15-40 ms a has_reached; a tenant's lag 30-50 ms by its own events).
+_AHEAD_OF_TYPE = _AHEAD.replace("= ANY(:types)", "= t.type")
+_FIRST = "ORDER BY e.tx_id, e.position LIMIT 1"
+# The lag (its events and the oldest one's time) of the checkpoint rows c, type by type.
+_LAG = """lag AS (SELECT coalesce(sum(a.n), 0) AS events, min(a.oldest) AS oldest
+               FROM c, unnest(CAST(:types AS text[])) t(type),
+                    LATERAL (SELECT count(*) AS n, min(e.recorded_at) AS oldest {ahead}) a)"""
 _PROGRESS = text(f"""
-WITH c AS MATERIALIZED ({_ROWS})
+WITH c AS MATERIALIZED ({_ROWS}), {_LAG.format(ahead=_AHEAD_OF_TYPE)}
 SELECT (SELECT min(position) FROM c) AS position,
        (SELECT coalesce(max(position), 0) FROM events) AS head,
        (SELECT max(updated_at) FROM c) AS updated_at,
-       (SELECT coalesce(sum(a.n), 0) FROM c, LATERAL (SELECT count(*) AS n {_AHEAD}) a) AS lag_events,
-       (SELECT extract(epoch FROM clock_timestamp() - min(a.t))
-          FROM c, LATERAL (SELECT min(e.recorded_at) AS t {_AHEAD}) a) AS lag_seconds
+       lag.events AS lag_events, extract(epoch FROM clock_timestamp() - lag.oldest) AS lag_seconds
+FROM lag
 """)
 _TENANT_PROGRESS = text(f"""
-WITH c AS MATERIALIZED ({_TENANT_ROW})
+WITH c AS MATERIALIZED ({_TENANT_ROW}), {_LAG.format(ahead=_AHEAD_OF_TYPE + " AND e.tenant = :tenant")}
 SELECT (SELECT coalesce(max(position), 0) FROM events WHERE tenant = :tenant) AS head,
        (SELECT coalesce(max(e.position), 0) FROM events e
          WHERE e.tenant = :tenant AND (e.tx_id, e.position) <= (c.tx_id, c.position)) AS position,
-       c.updated_at,
-       (SELECT count(*) FROM events e
-         WHERE e.tenant = :tenant AND e.type = ANY(:types)
-           AND (e.tx_id, e.position) > (c.tx_id, c.position)) AS lag_events,
-       (SELECT extract(epoch FROM clock_timestamp() - min(e.recorded_at)) FROM events e
-         WHERE e.tenant = :tenant AND e.type = ANY(:types)
-           AND (e.tx_id, e.position) > (c.tx_id, c.position)) AS lag_seconds
-FROM c
+       c.updated_at, lag.events AS lag_events, extract(epoch FROM clock_timestamp() - lag.oldest) AS lag_seconds
+FROM c, lag
 """)
-# Events of one type (t.type) after the checkpoint, walked in the order of events_type_tx_position: so a look for
-# the first of them reads the index from the checkpoint on, whatever the planner guesses of a type's share of the
-# log (with a bare LIMIT 1 it read the whole log past ~60k events: 1 s a standings call, 15-40 ms a has_reached).
-_AHEAD_OF_TYPE = _AHEAD.replace("= ANY(:types)", "= t.type")
-_FIRST = "ORDER BY e.tx_id, e.position LIMIT 1"
 # A position stands for its whole transaction: a write's governance decisions are appended after it in the
 # same transaction, and reading the write back must see them applied too.
 _CAUGHT_UP = """

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import event
 from test_eventstore_read_plan import explain, walk
 
-from eventstore.progress import has_reached, standings
+from eventstore.progress import has_reached, progress, standings
 from projections.registry import PROJECTORS
 
 pytestmark = pytest.mark.own_database
@@ -38,6 +38,10 @@ ASKS = {
     "has_reached": lambda conn: has_reached(conn, "memories", PROJECTORS["memories"].types, 1),
     "has_reached for a tenant": lambda conn: has_reached(conn, "memories", PROJECTORS["memories"].types, 1, "t"),
 }
+LAGS = {
+    "progress": lambda conn: progress(conn, "memories", PROJECTORS["memories"].types),
+    "progress of a tenant": lambda conn: progress(conn, "memories", PROJECTORS["memories"].types, "t"),
+}
 
 
 @pytest.mark.parametrize("generic", [True, False], ids=["generic plan", "custom plan"])
@@ -55,3 +59,18 @@ def test_each_type_is_looked_at_from_its_checkpoint_in_index_order(engine, ask, 
     for node, _parent in walk(plan):
         if node.get("Relation Name") == "events" and node.get("Index Name") == "events_pkey":
             assert "position\" =" in node.get("Index Cond", "") or ">=" in node.get("Index Cond", ""), node
+
+
+@pytest.mark.parametrize("generic", [True, False], ids=["generic plan", "custom plan"])
+@pytest.mark.parametrize("ask", list(LAGS))
+def test_a_lag_is_counted_from_the_checkpoint_type_by_type(engine, ask, generic) -> None:
+    """A projection's lag (GET /v1/projections, the console) costs the lag, not the log: a tenant's was counted
+    over all its events of the reader's types (30-50 ms at 65k events)."""
+    statement, params = _captured(engine, LAGS[ask])
+    plan = explain(engine, statement, params, generic)
+    typed = [n for n, _parent in walk(plan) if n.get("Relation Name") == "events"
+             and "type" in n.get("Index Cond", "") + n.get("Filter", "")]
+    assert typed, plan
+    for node in typed:
+        assert node.get("Index Name") == "events_type_tx_position", node
+        assert "type =" in node["Index Cond"] and "ROW(tx_id" in node["Index Cond"], node

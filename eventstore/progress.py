@@ -20,14 +20,13 @@ _ROWS = """
   SELECT 0, 1, '0'::xid8, 0, NULL WHERE NOT EXISTS (SELECT 1 FROM projection_checkpoints p WHERE p.name = :name)"""
 # The row of :tenant's partition.
 _TENANT_ROW = f"SELECT * FROM ({_ROWS}) r WHERE r.partition = engramlog_partition(:tenant, r.partitions)"
-# Events of the reader's types after their partition's checkpoint (each partition's range from its own checkpoint).
-_AHEAD = """FROM events e WHERE e.type = ANY(:types) AND (e.tx_id, e.position) > (c.tx_id, c.position)
-            AND engramlog_partition(e.tenant, c.partitions) = c.partition"""
-# Events of one type (t.type) after the checkpoint, read from events_type_tx_position's range for that type past
-# the checkpoint: the cost is the lag's, not the log's. A look for the first of them walks that range in order
-# (_FIRST), whatever the planner guesses of a type's share of the log: with a bare LIMIT 1 it read the whole log
-# past ~60k events (1 s a standings call, 15-40 ms a has_reached; a tenant's lag 30-50 ms by its own events).
-_AHEAD_OF_TYPE = _AHEAD.replace("= ANY(:types)", "= t.type")
+# Events of one type (t.type) after their partition's checkpoint (each partition's range from its own checkpoint),
+# read from events_type_tx_position's range for that type past the checkpoint: the cost is the lag's, not the log's.
+# A look for the first of them walks that range in order (_FIRST), whatever the planner guesses of a type's share
+# of the log: with a bare LIMIT 1 it read the whole log past ~60k events (1 s a standings call, 15-40 ms a
+# has_reached; a tenant's lag 30-50 ms by its own events).
+_AHEAD_OF_TYPE = """FROM events e WHERE e.type = t.type AND (e.tx_id, e.position) > (c.tx_id, c.position)
+                    AND engramlog_partition(e.tenant, c.partitions) = c.partition"""
 _FIRST = "ORDER BY e.tx_id, e.position LIMIT 1"
 # The lag (its events and the oldest one's time) of the checkpoint rows c, type by type.
 _LAG = """lag AS (SELECT coalesce(sum(a.n), 0) AS events, min(a.oldest) AS oldest

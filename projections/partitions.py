@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
 
+from eventstore.horizon import NOT_APPENDING
 from eventstore.read import Checkpoint
 from infra.db import reading
 
@@ -54,6 +55,24 @@ TRY_SHARED = text("SELECT pg_try_advisory_xact_lock_shared(hashtext(:key))")
 SHARED = text("SELECT pg_advisory_xact_lock_shared(hashtext(:key))")
 TRY_EXCLUSIVE = text("SELECT pg_try_advisory_xact_lock(hashtext(:key))")
 EXCLUSIVE = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
+# A batch's or a round's first statement, one round trip: this transaction appends nothing (however long it runs,
+# readers of the log need not wait for it), then, for each (projection, partition) in turn, the projection's lock
+# shared and, only when that is had, the partition's exclusive (TRY_SHARED and TRY_EXCLUSIVE in one statement).
+_TRY_CLAIM = text(f"""
+SELECT {NOT_APPENDING} AS quiet,
+       CASE WHEN pg_try_advisory_xact_lock_shared(hashtext(c.projection))
+            THEN pg_try_advisory_xact_lock(hashtext(c.part)) ELSE false END AS claimed
+FROM unnest(CAST(:projections AS text[]), CAST(:parts AS text[])) WITH ORDINALITY AS c(projection, part, ord)
+ORDER BY c.ord
+""")
+
+
+def try_claim(conn: Connection, wanted: Sequence[tuple[str, Partition]]) -> list[bool]:
+    """Declare the transaction not appending and try to claim each (projection name, partition): whether each was
+    claimed, in order. One held by another runner is not waited for."""
+    rows = conn.execute(_TRY_CLAIM, {"projections": [lock_key(name) for name, _ in wanted],
+                                     "parts": [partition_key(name, partition) for name, partition in wanted]})
+    return [bool(r.claimed) for r in rows]
 
 _ROWS = text("""
 SELECT partition, partitions, tx_id::text::bigint AS tx_id, position FROM projection_checkpoints
@@ -167,4 +186,4 @@ def lowest(checkpoints: Sequence[Checkpoint]) -> Checkpoint:
 
 __all__ = ["EXCLUSIVE", "SHARED", "TRY_EXCLUSIVE", "TRY_SHARED", "WHOLE", "Partition", "Row", "layout",
            "load", "load_for_tenant", "load_whole", "lock_key", "lowest", "partition_key", "rows", "save", "save_all",
-           "save_whole"]
+           "save_whole", "try_claim"]

@@ -33,11 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from domain.events import RecordedEvent
 from eventstore.codec import FORGOTTEN
-from eventstore.horizon import NOT_APPENDING
 from eventstore.read import Checkpoint, read_types_after
 from infra.settings import get_settings
 from projections import partitions as parts
@@ -46,17 +45,6 @@ from projections.dead_letters import recovered
 from projections.time_limit import time_limit
 
 log = structlog.get_logger(__name__)
-
-# Declares the transaction not appending (eventstore/horizon.py), then tries each projector's locks in turn.
-_CLAIM = text(f"""
-SELECT {NOT_APPENDING} AS quiet, c.name,
-       CASE WHEN pg_try_advisory_xact_lock_shared(hashtext(c.projection))
-            THEN pg_try_advisory_xact_lock(hashtext(c.part)) ELSE false END AS claimed
-FROM unnest(CAST(:names AS text[]), CAST(:projections AS text[]), CAST(:parts AS text[]))
-     WITH ORDINALITY AS c(name, projection, part, ord)
-ORDER BY c.ord
-""")
-
 
 def _stored_type(event: RecordedEvent) -> str:
     """The type the log stores: a forgotten event (its key gone) is read as a ContentForgotten, which no handler
@@ -77,9 +65,8 @@ def run_round(engine: Engine, projectors: Sequence[Projector], batch_size: int, 
     by_name = {p.name: p for p in projectors}
     with engine.begin() as conn:
         names = list(by_name)
-        claims = conn.execute(_CLAIM, {"names": names, "projections": [parts.lock_key(n) for n in names],
-                                       "parts": [parts.partition_key(n, parts.WHOLE) for n in names]})
-        claimed = [r.name for r in claims if r.claimed]
+        claims = parts.try_claim(conn, [(n, parts.WHOLE) for n in names])
+        claimed = [n for n, ok in zip(names, claims, strict=True) if ok]
         checkpoints = parts.load_whole(conn, claimed)
         if not checkpoints:
             return Round({})

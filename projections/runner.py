@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass
 
 import structlog
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 
 from domain.events import RecordedEvent
-from eventstore.horizon import NOT_APPENDING, declare_not_appending, horizon_and_head
+from eventstore.horizon import declare_not_appending, horizon_and_head
 from eventstore.progress import has_reached as log_reached
 from eventstore.progress import progress
 from eventstore.read import Checkpoint, read_after
@@ -95,7 +95,7 @@ def run_batch(engine: Engine, projector: Projector, batch_size: int, partition: 
 
 def _claim(conn: Connection, name: str, partition: Partition) -> None:
     """The projection's lock shared and the partition's exclusive, for this transaction, waiting for both (a batch
-    tries them instead, in its first statement: _TRY_CLAIM)."""
+    tries them instead, in its first statement: partitions.py try_claim)."""
     conn.execute(SHARED, {"key": lock_key(name)})
     conn.execute(EXCLUSIVE, {"key": parts.partition_key(name, partition)})
 
@@ -161,19 +161,10 @@ def apply_next(conn: Connection, projector: Projector, partition: Partition, bat
     return len(done)
 
 
-# A batch's first statement, one round trip: this transaction appends nothing (however long it runs, readers of the
-# log need not wait for it), then the projection's lock shared and, only when that is had, the partition's
-# (partitions.py's TRY_SHARED and TRY_EXCLUSIVE, in one statement).
-_TRY_CLAIM = text(f"""SELECT {NOT_APPENDING} AS quiet,
-                             CASE WHEN pg_try_advisory_xact_lock_shared(hashtext(:projection))
-                                  THEN pg_try_advisory_xact_lock(hashtext(:partition)) ELSE false END AS claimed""")
-
-
 def _run_batch(engine: Engine, projector: Projector, batch_size: int, partition: Partition,
                below: int | None = None) -> int | None:
     with engine.begin() as conn:
-        if not conn.execute(_TRY_CLAIM, {"projection": lock_key(projector.name),
-                                         "partition": parts.partition_key(projector.name, partition)}).one().claimed:
+        if not parts.try_claim(conn, [(projector.name, partition)])[0]:
             return None
         return apply_next(conn, projector, partition, batch_size, below=below)
 

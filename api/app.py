@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import psycopg
 import structlog
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.context import loopback_refusal
-from api.parameters import parameter_problem
+from api.guard import RequestGuard
 from api.routes import code as code_routes
 from api.routes import dead_letters, events, events_import, feedback, memories, operations, policy, positions, recall
 from api.routes import deep_recall as deep_recall_routes
@@ -38,7 +36,6 @@ from recall.funnel import rerank
 
 log = structlog.get_logger(__name__)
 MAX_BODY_BYTES = 64 * 1024 * 1024
-CallNext = Callable[[Request], Awaitable[Response]]  # an HTTP middleware's next step
 
 
 def _printable(detail: object) -> object:
@@ -87,33 +84,7 @@ def create_app() -> FastAPI:
 
     mount_console(app)  # the operators' and analysts' pages at /console, same keys (console/)
     mount_mcp(app)  # the MCP tools as streamable HTTP at /mcp, same bearer keys (mcp_server/http.py)
-    @app.middleware("http")
-    async def correlation(request: Request, call_next: CallNext) -> Response:
-        correlation_id = request.headers.get("x-correlation-id") or str(uuid.uuid4())
-        request.state.correlation_id = correlation_id
-        structlog.contextvars.bind_contextvars(correlation_id=correlation_id)
-        try:
-            response = await call_next(request)
-        finally:
-            structlog.contextvars.unbind_contextvars("correlation_id")
-        response.headers["x-correlation-id"] = correlation_id
-        return response
-
-    @app.middleware("http")
-    async def plain_text_parameters(request: Request, call_next: CallNext) -> Response:
-        # Every route at once: a NUL or invalid UTF-8 in the path or the query is refused before any handler.
-        problem = parameter_problem(request.scope)
-        if problem:
-            return _error(422, "invalid_request", [problem])
-        return await call_next(request)
-
-    @app.middleware("http")
-    async def loopback_only(request: Request, call_next: CallNext) -> Response:
-        # Outermost: a refused request reads no body. Keys off → this machine only, by peer and by Host (rebinding).
-        refusal = loopback_refusal(request.scope.get("client"), request.headers.get("host"))
-        if refusal:
-            return _error(403, "loopback_only", refusal)
-        return await call_next(request)
+    app.add_middleware(RequestGuard, error=_error)  # loopback, plain-text parameters, correlation id
 
     @app.exception_handler(DomainError)
     async def domain_error(request: Request, exc: DomainError) -> JSONResponse:

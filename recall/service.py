@@ -9,11 +9,12 @@ explanation, so GET /v1/recalls/{id} can say why a recall answered what it did.
 
 Statuses: by default only active and dormant memories are recalled (dormant ones rank lower through
 activation), and staging ones when those do not answer (the staging fallback: the gate abstained or the best
-cosine is weak; the explanation's `staging_fallback` says why, and each result's `from_staging`; that second pass
-is skipped when no staging memory could enter its candidates, recall/funnel/candidates.py staging_could_enter,
-since it could then only rank the first pass's candidates again); include_staging
-adds staging always, include_history adds superseded (score × superseded_factor),
-include_archived adds archived. Discarded and merged memories are never recalled.
+cosine is weak; the explanation's `staging_fallback` says why, and each result's `from_staging`; the first pass
+searches its legs at twice the breadth with staging, so that second pass ranks legs already searched, and is
+skipped when no staging memory enters them, since it could then only rank the first pass's candidates again:
+recall/funnel/candidates.py search_with_staging); include_staging adds staging always, include_history adds
+superseded (score × superseded_factor), include_archived adds archived.
+Discarded and merged memories are never recalled.
 """
 
 from __future__ import annotations
@@ -120,26 +121,32 @@ class _Pass:
     trace: dict[str, list[str]]
     excluded: int = 0  # results the privacy gate dropped after the graph walk
     skipped: str | None = None  # why this pass ranked nothing (the staging fallback's, when staging cannot answer)
+    # The staging fallback's legs, searched with this pass's (candidates.search_with_staging): None when no
+    # staging memory enters them; only when `staging_searched`.
+    staging_legs: candidates.Legs | None = None
+    staging_searched: bool = False
 
     def best_cosine(self, k: int) -> float | None:
         return max((i.cosine for i in self.ranked[:k] if i.cosine is not None), default=None)
 
 
-NO_STAGING_CANDIDATE = "skipped: no staging memory reaches the first pass's BM25 or vector bar"
+NO_STAGING_CANDIDATE = "skipped: no staging memory enters the BM25 or vector top n with staging"
 
 
 def _run(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
          statuses: tuple[str, ...], now: datetime, vectors: dict[str, str], policy: PrivacyPolicy,
-         when: TimeTarget | None = None, after: candidates.LegBars | None = None) -> _Pass:
-    """One pass of the funnel. `after`: the staging fallback's pass, after the pass whose legs those are; skipped,
-    ranking nothing, when no staging memory could enter its candidates: it would rank that pass's candidates
-    again, answering no staging memory, so it could not be used."""
+         when: TimeTarget | None = None, first: _Pass | None = None) -> _Pass:
+    """One pass of the funnel. A first pass that may be followed by the staging fallback's searches its legs for
+    both at once (candidates.search_with_staging). `first`: the pass the staging fallback's pass follows; with
+    the same query, it ranks the legs that pass searched for it, or is skipped, ranking nothing, when no staging
+    memory enters them: it would rank that pass's candidates again, answering no staging memory."""
     # The policy's agents, projects and sessions are filtered in every leg's SQL (recall/scope.py); the gate after
     # the graph walk checks every remaining item, tags included, whatever stage brought it in.
     scope, k = replace(request.scope, policy=policy), request.k
     reports = {name: StageReport(name) for name in
                ("embed", "coref", "candidates", "composite", "prf", "graph", "rerank", "abstain")}
     trace: dict[str, list[str]] = {}
+    current = request.frame.current and not request.frame.dated
     with read_only(engine) as conn:
         with timed(reports["coref"]) as r:
             query = coref.resolve(conn, scope, request.query, statuses, settings.funnel.coref_recent, r, request.frame)
@@ -148,12 +155,23 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
                 vectors[query] = embedder.query_vector(scope.tenant, query)
             query_vector = vectors[query]
             r.config = {"model": embedder.model}
-        if (after is not None and request.frame.current and not request.frame.dated
-                and not candidates.staging_could_enter(conn, scope, query, query_vector, settings, after)):
-            return _Pass(statuses, query, {}, {}, [], reports, False, None, trace, skipped=NO_STAGING_CANDIDATE)
         with timed(reports["candidates"]) as r:
-            items, legs = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r,
-                                              request.frame)
+            legs, staging_legs, searched = None, None, False
+            if first is not None and first.staging_searched and query == first.query:
+                if first.staging_legs is None:
+                    return _Pass(statuses, query, {}, {}, [], reports, False, None, trace, skipped=NO_STAGING_CANDIDATE)
+                legs = first.staging_legs
+            elif (first is None and current and settings.abstention.staging_fallback
+                  and "staging" not in statuses):
+                legs, staging_legs = candidates.search_with_staging(
+                    conn, scope, query, query_vector, candidates.breadth(k, settings), statuses, settings)
+                searched = True
+            items, legs_facts = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r,
+                                                    request.frame, legs)
+            if searched:
+                r.config["legs"] = "searched at twice the breadth with staging, for the staging fallback too"
+            elif legs is not None:
+                r.config["legs"] = "the first pass's search with staging"
         with timed(reports["composite"]) as r:
             ranked = composite.score(conn, scope.tenant, items, k, now, settings, r, when)
         if request.trace:
@@ -173,7 +191,8 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
         abstained = abstain.judge(query, ranked, reranked, settings, r)
     if request.trace:
         trace["ranked"] = [str(i.memory_id) for i in ranked[:k]]
-    return _Pass(statuses, query, items, legs, ranked, reports, reranked, abstained, trace, excluded)
+    return _Pass(statuses, query, items, legs_facts, ranked, reports, reranked, abstained, trace, excluded,
+                 staging_legs=staging_legs, staging_searched=searched)
 
 
 def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settings,
@@ -228,7 +247,7 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
         why = _weak(engine, chosen, request, settings, policy)
     if why:
         second = _run(engine, embedder, settings, request, (*chosen.statuses, "staging"), now, vectors, policy,
-                      when, after=chosen.legs["bars"])
+                      when, first=chosen)
         staged = [str(i.memory_id) for i in second.ranked[:k] if i.status == "staging"]
         used = second.abstained is None and bool(staged)
         fallback = {"reason": why, "used": used, "staging_results": staged if used else [],

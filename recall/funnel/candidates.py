@@ -17,7 +17,7 @@ from sqlalchemy import Connection, text
 from domain.text import tokenize
 from infra.settings import Settings
 from recall.funnel.types import Activity, Item, StageReport
-from recall.keyword import MEMORY_KEYWORD, READ_ALL_MAX, KeywordTables, bm25_top
+from recall.keyword import MEMORY_KEYWORD, KeywordTables, bm25_top
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
 from recall.vector import MEMORY_VECTORS, VectorTable, nearest_vectors
@@ -37,21 +37,78 @@ def _rows_sql(frame: TimeFrame) -> str:
             f"{frame.valid_sql('m.occurred_at')}")
 
 
-def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: int, statuses: tuple[str, ...],
-             settings: Settings, report: StageReport,
-             frame: TimeFrame = NOW) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
-    """The candidates by id, and facts about the legs (vector method, terms) for the explanation. With a `frame`
-    (since / until, as_of) both legs search only the memories it holds, as it held them (recall/timeframe.py)."""
-    n = max(settings.hybrid.candidates_per_leg, k * settings.funnel.topn_mult)
-    terms = tokenize(query)
+@dataclass(frozen=True)
+class Legs:
+    """One search of the two legs: the query and breadth `n` searched, the BM25 top n (id → score, best first), the
+    vector leg's top n (id → cosine, best first, before the floor) and how that leg searched ("exact",
+    "hnsw_iterative", ...)."""
+    query: str
+    n: int
+    bm25: dict[uuid.UUID, float]
+    cosine: dict[uuid.UUID, float]
+    method: str
+
+    def entering(self, floor: float) -> set[uuid.UUID]:
+        """Who the legs make a candidate: the BM25 top n, and the vector top n at or above the floor."""
+        return {*self.bm25, *(i for i, c in self.cosine.items() if c >= floor)}
+
+
+def search_legs(conn: Connection, scope: Scope, query: str, query_vector: str, n: int, statuses: tuple[str, ...],
+                settings: Settings, frame: TimeFrame = NOW) -> Legs:
+    """Both legs' top n for `query` among the memories of `scope` in one of `statuses`, as `frame` holds them."""
     keyword, vectors = memory_tables(frame)
-    bm25 = bm25_top(conn, scope, terms, n, settings.keyword.bm25_k1, settings.keyword.bm25_b, statuses, keyword,
-                    where_params=frame.params())
+    bm25 = bm25_top(conn, scope, tokenize(query), n, settings.keyword.bm25_k1, settings.keyword.bm25_b, statuses,
+                    keyword, where_params=frame.params())
     [(hits, method)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses, vectors,
                                        where_params=frame.params())
-    raw_cosine = dict(hits)
+    return Legs(query, n, bm25, dict(hits), method)
+
+
+def breadth(k: int, settings: Settings) -> int:
+    """How many memories each leg brings: max(candidates_per_leg, k · topn_mult)."""
+    return max(settings.hybrid.candidates_per_leg, k * settings.funnel.topn_mult)
+
+
+def search_with_staging(conn: Connection, scope: Scope, query: str, query_vector: str, n: int,
+                        statuses: tuple[str, ...], settings: Settings) -> tuple[Legs, Legs | None]:
+    """The legs of a pass over `statuses` and of the staging fallback's pass (`statuses` and staging), from one
+    search of 2n over both, when it proves the first: a leg's scores do not depend on the statuses searched (idf
+    and avgdl are the tenant's), so the top n over `statuses` is the first n of the 2n not in staging whenever at
+    least n of them are not, or the search ran out. Otherwise the first pass's legs are searched on their own.
+    Exact where the legs are (iterative HNSW stays approximate, as it is on its own). As (first, with staging),
+    with staging None when no staging memory enters its candidates: that pass would rank the first pass's
+    candidates again and answer no staging memory, so the fallback (recall/service.py) skips it."""
+    wide = search_legs(conn, scope, query, query_vector, 2 * n, (*statuses, "staging"), settings)
+    ids = list({*wide.bm25, *wide.cosine})
+    staged = set(conn.execute(text("SELECT memory_id FROM memories WHERE tenant = :tenant"
+                                   " AND memory_id = ANY(:ids) AND status = 'staging'"),
+                              {"tenant": scope.tenant, "ids": ids}).scalars()) if ids else set()
+
+    def split(scores: dict[uuid.UUID, float]) -> tuple[dict[uuid.UUID, float] | None, dict[uuid.UUID, float]]:
+        kept = [(i, v) for i, v in scores.items() if i not in staged]
+        proved = len(scores) < 2 * n or len(kept) >= n
+        return (dict(kept[:n]) if proved else None), dict(list(scores.items())[:n])
+
+    (bm25, bm25_all), (cosine, cosine_all) = split(wide.bm25), split(wide.cosine)
+    with_staging = Legs(query, n, bm25_all, cosine_all, wide.method)
+    second = with_staging if with_staging.entering(settings.funnel.sim_candidate_floor) & staged else None
+    if bm25 is None or cosine is None:
+        return search_legs(conn, scope, query, query_vector, n, statuses, settings), second
+    return Legs(query, n, bm25, cosine, wide.method), second
+
+
+def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: int, statuses: tuple[str, ...],
+             settings: Settings, report: StageReport, frame: TimeFrame = NOW,
+             legs: Legs | None = None) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
+    """The candidates by id, and facts about the legs (vector method, terms) for the explanation. With a `frame`
+    (since / until, as_of) both legs search only the memories it holds, as it held them (recall/timeframe.py).
+    `legs`: searched already for `query` over `statuses` at this breadth (search_with_staging)."""
+    n = breadth(k, settings)
+    if legs is None:
+        legs = search_legs(conn, scope, query, query_vector, n, statuses, settings, frame)
+    bm25, raw_cosine = legs.bm25, legs.cosine
     floor = settings.funnel.sim_candidate_floor
-    ids = sorted({*bm25, *(i for i in raw_cosine if raw_cosine[i] >= floor)}, key=str)
+    ids = sorted(legs.entering(floor), key=str)
     items: dict[uuid.UUID, Item] = {}
     # BM25 candidates outside the vector leg's top n (or under its floor) get their cosine with their rows.
     for row in conn.execute(text(_rows_sql(frame)), {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses),
@@ -73,48 +130,7 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
                      "candidates": len(items)}
     for item in items.values():
         item.stages["candidates"] = {"legs": item.legs, "bm25": item.bm25, "cosine": item.cosine}
-    bars = LegBars(query, n, min(bm25.values()) if len(bm25) >= n else None,
-                   max(floor, min(raw_cosine.values())) if method == "exact" and len(raw_cosine) >= n else floor)
-    return items, {"vector_method": method, "terms": sorted(set(terms)), "bars": bars}
-
-
-@dataclass(frozen=True)
-class LegBars:
-    """What a memory must reach to enter a pass's candidates through each leg, read off that pass's legs: its full
-    BM25 top n's lowest score (None: the leg was short, any match enters) and, when the vector leg was exact and
-    full, its lowest cosine (else only the floor). The scores do not depend on statuses (idf and avgdl are the
-    tenant's), so a memory under both bars could not displace one of these candidates."""
-    query: str
-    n: int
-    bm25: float | None
-    cosine: float
-
-
-def staging_could_enter(conn: Connection, scope: Scope, query: str, query_vector: str, settings: Settings,
-                        bars: LegBars) -> bool:
-    """Whether a staging memory of `scope` could be a candidate of the query in the current frame, were staging
-    added to the statuses of the pass `bars` describes: its BM25 reaches the bar (any match when the query's terms
-    have more than READ_ALL_MAX postings, where a walk not proved exact answers and its candidates depend on the
-    statuses; up to it the keyword leg is the exact top n) or its cosine
-    reaches the vector bar. When none can, a pass with staging added has the same candidates and answers no staging
-    memory (the staging fallback, recall/service.py, skips it). A resolved query other than `bars.query`: True."""
-    if query != bars.query:
-        return True
-    # The best staging memory by the vector leg's own search (exact or iterative HNSW by the scope's size), so the
-    # test is as exact as the pass it stands for. An exact scan of every staging memory's vector read the whole
-    # table: 17 ms at 30k memories with 3.8k in staging, against 1-2 ms through HNSW with the same answer.
-    [(best, _method)] = nearest_vectors(conn, scope, [query_vector], 1, settings, ("staging",), MEMORY_VECTORS)
-    if best and best[0][1] >= bars.cosine:
-        return True
-    terms = sorted(set(tokenize(query)))
-    staged = bm25_top(conn, scope, terms, 1, settings.keyword.bm25_k1, settings.keyword.bm25_b, ("staging",),
-                      MEMORY_KEYWORD)
-    if not staged:
-        return False
-    postings = conn.execute(text(f"SELECT coalesce(sum(df), 0) FROM {MEMORY_KEYWORD.terms}"
-                                 " WHERE tenant = :tenant AND term = ANY(:terms)"),
-                            {"tenant": scope.tenant, "terms": terms}).scalar_one()
-    return postings > READ_ALL_MAX or bars.bm25 is None or max(staged.values()) >= bars.bm25
+    return items, {"vector_method": legs.method, "terms": sorted(set(tokenize(query)))}
 
 
 def memory_tables(frame: TimeFrame) -> tuple[KeywordTables, VectorTable]:

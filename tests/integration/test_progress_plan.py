@@ -7,11 +7,12 @@ checkpoint, and none reads the log whole."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from sqlalchemy import event
-from test_eventstore_read_plan import explain, walk
+from test_eventstore_read_plan import explain, numbered, walk
 
 from eventstore.progress import has_reached, progress, standings
 from projections.registry import PROJECTORS
@@ -74,3 +75,46 @@ def test_a_lag_is_counted_from_the_checkpoint_type_by_type(engine, ask, generic)
     for node in typed:
         assert node.get("Index Name") == "events_type_tx_position", node
         assert "type =" in node["Index Cond"] and "ROW(tx_id" in node["Index Cond"], node
+
+
+BUSY_ASKS = {
+    "standings": ASKS["standings"],
+    "has_reached": ASKS["has_reached"],
+    "has_reached for a tenant": lambda conn: has_reached(conn, "memories", PROJECTORS["memories"].types, 1, "busy"),
+}
+KNOWN = pytest.mark.xfail(strict=True, reason="known, not fixed (docs/recall.md, session 17): planned for a type it "
+                          "cannot see, has_reached walks events_tx_position from a checkpoint far behind")
+
+
+@pytest.fixture(scope="module")
+def busy_log(engine) -> None:
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        conn.execute(text("""
+            INSERT INTO events (event_id, tenant, stream_id, stream_version, type, schema_version, data, occurred_at)
+            SELECT gen_random_uuid(), 'busy', 'recall-' || i, 1, 'BusyLogFiller', 1, '{}', now()
+            FROM generate_series(1, 30000) i"""))
+    with engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE events"))
+
+
+@pytest.mark.parametrize("generic", [True, False], ids=["generic plan", "custom plan"])
+@pytest.mark.parametrize("ask", [pytest.param(a, marks=[] if a == "standings" else [KNOWN]) for a in BUSY_ASKS])
+def test_a_reader_far_behind_on_a_busy_log_is_not_walked_through_other_types(engine, busy_log, ask, generic):
+    """A soak's shape: readers of rare types whose checkpoints stay far behind, and thousands of later events of
+    other types (hit-log events). Planned as PostgreSQL plans it (no planner settings changed, the table analysed),
+    the first event of each type after a checkpoint is looked up in that type's range of events_type_tx_position:
+    the worker's standings took 55-73 ms a call in a soak, walking events_tx_position through every later event."""
+    statement, params = _captured(engine, BUSY_ASKS[ask])
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        sql = "EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + numbered(statement) if generic else \
+            "EXPLAIN (FORMAT JSON) " + statement
+        row = raw.execute(sql, None if generic else params).fetchone()
+        conn.rollback()
+    plan = (row[0] if not isinstance(row[0], str) else json.loads(row[0]))[0]["Plan"]
+    limited = [n for n, parent in walk(plan) if n.get("Relation Name") == "events"
+               and parent is not None and parent["Node Type"] == "Limit"]
+    assert limited, plan
+    assert all(n.get("Index Name") == "events_type_tx_position" for n in limited), limited

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from eventstore.read import Checkpoint
 
@@ -49,7 +50,8 @@ SELECT (SELECT coalesce(max(position), 0) FROM events WHERE tenant = :tenant) AS
 FROM c, lag
 """)
 # A position stands for its whole transaction: a write's governance decisions are appended after it in the
-# same transaction, and reading the write back must see them applied too.
+# same transaction, and reading the write back must see them applied too. One probe per type ({probes}), each with
+# its type in the text (_typed).
 _CAUGHT_UP = """
 WITH target AS (
   SELECT greatest(CAST(:position AS bigint),
@@ -57,14 +59,28 @@ WITH target AS (
                    WHERE p.position = :position)) AS position),
      c AS MATERIALIZED ({rows})
 SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
-   AND NOT EXISTS (
-  SELECT 1 FROM target, c, unnest(CAST(:types AS text[])) t(type),
-         LATERAL (SELECT 1 {ahead} AND e.position <= target.position{tenant} {first}) a)
+   AND NOT ({probes})
 """
-# A tenant's read waits for its own events only: another tenant's backlog is not what it reads.
-_CAUGHT_UP_ANY = text(_CAUGHT_UP.format(rows=_ROWS, ahead=_AHEAD_OF_TYPE, tenant="", first=_FIRST))
-_CAUGHT_UP_TENANT = text(_CAUGHT_UP.format(rows=_TENANT_ROW, ahead=_AHEAD_OF_TYPE, tenant=" AND e.tenant = :tenant",
-                                           first=_FIRST))
+_BEHIND = """EXISTS (SELECT 1 FROM target, c, {type} t,
+                  LATERAL (SELECT 1 {ahead} AND e.position <= target.position{tenant} {first}) a)"""
+
+
+@lru_cache(maxsize=256)
+def _caught_up(types: tuple[str, ...], for_tenant: bool) -> TextClause:
+    """has_reached's statement for a reader of `types`; a tenant's waits for its own events only: another tenant's
+    backlog is not what it reads."""
+    tenant = " AND e.tenant = :tenant" if for_tenant else ""
+    probes = " OR ".join(_BEHIND.format(type=_typed(t), ahead=_AHEAD_OF_TYPE, tenant=tenant, first=_FIRST)
+                         for t in types) or "false"
+    return text(_CAUGHT_UP.format(rows=_TENANT_ROW if for_tenant else _ROWS, probes=probes))
+
+
+def _typed(type_name: str) -> str:
+    """A one-row relation t(type) holding an event type's name as a literal, so a probe joined to it is planned for
+    that type's share of the log (the registry's names, never a caller's): planned for a type it could not see,
+    PostgreSQL took a reader of rare types far behind its checkpoint for one about to meet its next event and walked
+    events_tx_position through every later event (55-73 ms a standings call in a soak of hit-log events)."""
+    return "(SELECT '" + type_name.replace("'", "''") + "' AS type)"
 
 
 @dataclass(frozen=True)
@@ -83,14 +99,11 @@ def standings(conn: Connection, readers: Mapping[str, Sequence[str]]) -> dict[st
     (infra/wake.py)."""
     names = list(readers)
     rows = _ROWS.replace(":name", "w.name")
-    # Each type's first event after the checkpoint (_AHEAD_OF_TYPE), the type written in the text: planned for a
-    # type it cannot see, the planner took a reader of rare types far behind its checkpoint for one that would
-    # soon meet its next event, and walked events_tx_position through every later event of every type (55-73 ms
-    # a standings call in a soak of hit-log events). Event type names are the registry's, never a caller's.
+    # Each type's first event after the checkpoint (_AHEAD_OF_TYPE), the type written in the text (_typed).
     probes = " ".join(
         f"WHEN :name_{i} THEN " + " OR ".join(
-            f"EXISTS (SELECT 1 FROM (SELECT {_literal(t)} AS type) t CROSS JOIN LATERAL (SELECT 1 {_AHEAD_OF_TYPE}"
-            f" {_FIRST}) a)" for t in readers[name])
+            f"EXISTS (SELECT 1 FROM {_typed(t)} t CROSS JOIN LATERAL (SELECT 1 {_AHEAD_OF_TYPE} {_FIRST}) a)"
+            for t in readers[name])
         for i, name in enumerate(names) if readers[name])
     values = ", ".join(f"(CAST(:name_{i} AS text))" for i in range(len(names)))
     sql = f"""
@@ -102,11 +115,6 @@ def standings(conn: Connection, readers: Mapping[str, Sequence[str]]) -> dict[st
     params = {f"name_{i}": name for i, name in enumerate(names)}
     return {r.name: Standing(bool(r.ahead), frozenset(r.partitions), bool(r.stored))
             for r in conn.execute(text(sql), params)}
-
-
-def _literal(type_name: str) -> str:
-    """An event type name as an SQL string literal."""
-    return "'" + type_name.replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
@@ -130,10 +138,9 @@ def progress(conn: Connection, name: str, types: Sequence[str], tenant: str | No
 def has_reached(conn: Connection, name: str, types: Sequence[str], position: int, tenant: str | None = None) -> bool:
     """True when the log holds `position` and the reader has applied every event of its types at or below it (and
     in the rest of its transaction); with `tenant`, every such event of that tenant."""
-    params = {"name": name, "position": position, "types": list(types)}
-    if tenant is None:
-        return bool(conn.execute(_CAUGHT_UP_ANY, params).scalar_one())
-    return bool(conn.execute(_CAUGHT_UP_TENANT, {**params, "tenant": tenant}).scalar_one())
+    statement = _caught_up(tuple(types), tenant is not None)
+    params: dict[str, object] = {"name": name, "position": position}
+    return bool(conn.execute(statement, params if tenant is None else {**params, "tenant": tenant}).scalar_one())
 
 
 def count_of(conn: Connection, types: Sequence[str], until: Checkpoint | None = None) -> int:

@@ -59,19 +59,23 @@ WITH target AS (
                    WHERE p.position = :position)) AS position),
      c AS MATERIALIZED ({rows})
 SELECT EXISTS (SELECT 1 FROM events WHERE position >= :position)
-   AND NOT ({probes})
+   AND NOT EXISTS (SELECT 1 FROM target, c WHERE {probes})
 """
-_BEHIND = """EXISTS (SELECT 1 FROM target, c, {type} t,
-                  LATERAL (SELECT 1 {ahead} AND e.position <= target.position{tenant} {first}) a)"""
+
+
+def _ahead(type_name: str, also: str = "") -> str:
+    """Whether the log holds an event of `type_name` after checkpoint row c (and `also`, SQL on e), as an EXISTS:
+    its type is written in the text (_typed), so the probe is planned for that type's share of the log."""
+    lateral = f"(SELECT 1 {_AHEAD_OF_TYPE}{also} {_FIRST})"
+    return f"EXISTS (SELECT 1 FROM {_typed(type_name)} t CROSS JOIN LATERAL {lateral} a)"
 
 
 @lru_cache(maxsize=256)
 def _caught_up(types: tuple[str, ...], for_tenant: bool) -> TextClause:
     """has_reached's statement for a reader of `types`; a tenant's waits for its own events only: another tenant's
     backlog is not what it reads."""
-    tenant = " AND e.tenant = :tenant" if for_tenant else ""
-    probes = " OR ".join(_BEHIND.format(type=_typed(t), ahead=_AHEAD_OF_TYPE, tenant=tenant, first=_FIRST)
-                         for t in types) or "false"
+    also = " AND e.position <= target.position" + (" AND e.tenant = :tenant" if for_tenant else "")
+    probes = " OR ".join(_ahead(t, also) for t in types) or "false"
     return text(_CAUGHT_UP.format(rows=_TENANT_ROW if for_tenant else _ROWS, probes=probes))
 
 
@@ -100,11 +104,8 @@ def standings(conn: Connection, readers: Mapping[str, Sequence[str]]) -> dict[st
     names = list(readers)
     rows = _ROWS.replace(":name", "w.name")
     # Each type's first event after the checkpoint (_AHEAD_OF_TYPE), the type written in the text (_typed).
-    probes = " ".join(
-        f"WHEN :name_{i} THEN " + " OR ".join(
-            f"EXISTS (SELECT 1 FROM {_typed(t)} t CROSS JOIN LATERAL (SELECT 1 {_AHEAD_OF_TYPE} {_FIRST}) a)"
-            for t in readers[name])
-        for i, name in enumerate(names) if readers[name])
+    probes = " ".join(f"WHEN :name_{i} THEN " + " OR ".join(_ahead(t) for t in readers[name])
+                      for i, name in enumerate(names) if readers[name])
     values = ", ".join(f"(CAST(:name_{i} AS text))" for i in range(len(names)))
     sql = f"""
     SELECT w.name, bool_or(CASE w.name {probes} ELSE false END) AS ahead,

@@ -39,11 +39,8 @@ def _rows_sql(frame: TimeFrame) -> str:
 
 @dataclass(frozen=True)
 class Legs:
-    """One search of the two legs: the query and breadth `n` searched, the BM25 top n (id → score, best first), the
-    vector leg's top n (id → cosine, best first, before the floor) and how that leg searched ("exact",
-    "hnsw_iterative", ...)."""
-    query: str
-    n: int
+    """One search of the two legs: the BM25 top n (id → score, best first), the vector leg's top n (id → cosine,
+    best first, before the floor) and how that leg searched ("exact", "hnsw_iterative", ...)."""
     bm25: dict[uuid.UUID, float]
     cosine: dict[uuid.UUID, float]
     method: str
@@ -61,7 +58,7 @@ def search_legs(conn: Connection, scope: Scope, query: str, query_vector: str, n
                     keyword, where_params=frame.params())
     [(hits, method)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses, vectors,
                                        where_params=frame.params())
-    return Legs(query, n, bm25, dict(hits), method)
+    return Legs(bm25, dict(hits), method)
 
 
 def breadth(k: int, settings: Settings) -> int:
@@ -90,11 +87,11 @@ def search_with_staging(conn: Connection, scope: Scope, query: str, query_vector
         return (dict(kept[:n]) if proved else None), dict(list(scores.items())[:n])
 
     (bm25, bm25_all), (cosine, cosine_all) = split(wide.bm25), split(wide.cosine)
-    with_staging = Legs(query, n, bm25_all, cosine_all, wide.method)
+    with_staging = Legs(bm25_all, cosine_all, wide.method)
     second = with_staging if with_staging.entering(settings.funnel.sim_candidate_floor) & staged else None
     if bm25 is None or cosine is None:
         return search_legs(conn, scope, query, query_vector, n, statuses, settings), second
-    return Legs(query, n, bm25, cosine, wide.method), second
+    return Legs(bm25, cosine, wide.method), second
 
 
 def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: int, statuses: tuple[str, ...],

@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser run test test-unit test-llamacpp lint bench fuzz eval clean
+.PHONY: install browser rabbitmq run test test-unit test-llamacpp lint bench fuzz eval clean
 
 $(STAMP): pyproject.toml sdk/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,11 +28,20 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } || \
 	  echo "chromium not installed (apt-get install chromium as root): the console browser tests will be skipped"
 
+# The RabbitMQ broker's test runs Debian's rabbitmq-server (a server of its own per test, tests/rabbitmq_support.py):
+# installed with apt-get when missing and this runs as root (the package's own service is not started); otherwise
+# that test is skipped and says why.
+RABBITMQ_SERVER ?= /usr/lib/rabbitmq/bin/rabbitmq-server
+rabbitmq:
+	@test -x $(RABBITMQ_SERVER) || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q rabbitmq-server >/dev/null; } || \
+	  echo "rabbitmq-server not installed (apt-get install rabbitmq-server as root): the RabbitMQ broker test will be skipped"
+
 # Every test: tests/unit (pure), tests/integration and tests/e2e (embedded PostgreSQL, Redis, workers).
 # TEST_PROCESSES pytest-xdist workers, each with its own servers (tests/conftest.py); a module stays on one worker
 # (--dist loadfile: its module-scoped stacks start once). Most tests wait on servers, so two share 2 cores well.
 TEST_PROCESSES ?= 2
-test: $(STAMP) browser
+test: $(STAMP) browser rabbitmq
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=25 -n $(TEST_PROCESSES) --dist loadfile tests
 
 # The pure tests only: no server starts, seconds.

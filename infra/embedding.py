@@ -44,21 +44,24 @@ def _model_path(name: str) -> str:
 
 
 @lru_cache(maxsize=2)
-def _load(name: str):  # -> SentenceTransformer, imported lazily: it is heavy
+def _load(name: str, threads: int):  # -> SentenceTransformer, imported lazily: it is heavy
+    import torch
     from sentence_transformers import SentenceTransformer
 
+    torch.set_num_threads(threads)  # the process's one torch: the embedder and a torch reranker share it
     return SentenceTransformer(_model_path(name), device="cpu")
 
 
 class Embedder:
     """`backend` is the one asked for; `active_backend` the one serving, once loaded (torch when onnx failed)."""
 
-    def __init__(self, model: str, backend: str = "torch", cache_root: Path | None = None) -> None:
+    def __init__(self, model: str, backend: str = "torch", cache_root: Path | None = None, threads: int = 1) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"inference backend {backend!r} is not one of {BACKENDS}")
         self.model = model
         self.backend = backend
         self.cache_root = cache_root
+        self.threads = threads  # per forward pass: ENGRAMLOG_INFERENCE_THREADS
         self._encode: Callable[[list[str]], np.ndarray] | None = None
         self.active_backend: str | None = None
         self._warm = False
@@ -69,13 +72,13 @@ class Embedder:
                 try:
                     if self.cache_root is None:
                         raise OnnxUnavailable("no cache directory for the ONNX export")
-                    onnx = load_onnx_embedder(_model_path(self.model), self.cache_root)
+                    onnx = load_onnx_embedder(_model_path(self.model), self.cache_root, self.threads)
                     self._encode, self.active_backend = onnx.encode, "onnx"
                 except Exception as exc:  # whatever broke, torch still serves the same vectors
                     log.warning("embedding.onnx_unavailable", model=self.model, fallback="torch",
                                 reason=f"{type(exc).__name__}: {exc}")
             if self._encode is None:
-                model = _load(self.model)
+                model = _load(self.model, self.threads)
                 self._encode = lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True,
                                                           convert_to_numpy=True, show_progress_bar=False)
                 self.active_backend = "torch"
@@ -158,7 +161,8 @@ def get_embedder(model: str, backend: str | None = None) -> Embedder:
     from infra.settings import get_settings
 
     settings = get_settings()
-    return Embedder(model, backend or settings.embedding.inference_backend, settings.stack.data_dir / "models")
+    return Embedder(model, backend or settings.embedding.inference_backend, settings.stack.data_dir / "models",
+                    settings.embedding.inference_threads)
 
 
 def model_available(name: str) -> bool:

@@ -88,7 +88,7 @@ def _export_prefix(kind: Kind, source: str) -> str:
 class _OnnxTransformer:
     """The exported transformer in an ONNX Runtime session, with the tokenizer saved beside it."""
 
-    def __init__(self, directory: Path, model_file: str = "model.onnx") -> None:
+    def __init__(self, directory: Path, model_file: str = "model.onnx", threads: int = 0) -> None:
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
@@ -98,6 +98,9 @@ class _OnnxTransformer:
         # Idle worker threads must not spin: on a 2-core machine that steals the CPU PostgreSQL and the other
         # model need (measured: slower under load with spinning on).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # `threads` 0: the runtime's default (one per physical core). ENGRAMLOG_INFERENCE_THREADS says why 1 is the
+        # service's default (infra/settings/service.py).
+        options.intra_op_num_threads = threads
         self.session = ort.InferenceSession(str(directory / model_file), options,
                                             providers=["CPUExecutionProvider"])
         self.tokenizer = AutoTokenizer.from_pretrained(str(directory))
@@ -135,8 +138,8 @@ class OnnxSentenceModel:
 
     backend = "onnx"
 
-    def __init__(self, directory: Path) -> None:
-        self.model = _OnnxTransformer(directory)
+    def __init__(self, directory: Path, threads: int = 0) -> None:
+        self.model = _OnnxTransformer(directory, threads=threads)
         self.pooling: str = self.model.manifest["pooling"]
         self.max_length: int = self.model.manifest["max_length"]
 
@@ -160,8 +163,8 @@ class OnnxCrossEncoder:
 
     backend = "onnx"
 
-    def __init__(self, directory: Path, max_length: int, model_file: str = "model.onnx") -> None:
-        self.model = _OnnxTransformer(directory, model_file)
+    def __init__(self, directory: Path, max_length: int, model_file: str = "model.onnx", threads: int = 0) -> None:
+        self.model = _OnnxTransformer(directory, model_file, threads)
         self.max_length = max_length
         self.activation: str = self.model.manifest["activation"]
 
@@ -328,9 +331,10 @@ def ensure_export(kind: Kind, source: str, cache_root: Path) -> Path:
     return directory
 
 
-def load_onnx_embedder(source: str, cache_root: Path) -> OnnxSentenceModel:
-    """The checked ONNX export of the sentence-transformers model at `source` (a local directory)."""
-    return OnnxSentenceModel(ensure_export("embedding", source, cache_root))
+def load_onnx_embedder(source: str, cache_root: Path, threads: int = 0) -> OnnxSentenceModel:
+    """The checked ONNX export of the sentence-transformers model at `source` (a local directory), run on `threads`
+    intra-op threads (0: the runtime's default)."""
+    return OnnxSentenceModel(ensure_export("embedding", source, cache_root), threads)
 
 
 MAX_INT8_SCORE_DIFF = 0.02  # int8 weights move cross-encoder scores by ~3e-3 (measured); more means a bad model
@@ -359,8 +363,7 @@ def quantize_int8(directory: Path) -> str:
 
 
 def load_onnx_cross_encoder(path: str, max_length: int, cache_root: Path,
-                            quantize: str = "none") -> OnnxCrossEncoder:
+                            quantize: str = "none", threads: int = 0) -> OnnxCrossEncoder:
     directory = ensure_export("cross-encoder", path, cache_root)
-    if quantize == "int8":
-        return OnnxCrossEncoder(directory, max_length, quantize_int8(directory))
-    return OnnxCrossEncoder(directory, max_length)
+    return OnnxCrossEncoder(directory, max_length, quantize_int8(directory) if quantize == "int8" else "model.onnx",
+                            threads)

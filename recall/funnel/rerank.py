@@ -47,14 +47,14 @@ def pool_size(k: int, settings: Settings) -> int:
 
 @lru_cache(maxsize=2)
 def load_cross_encoder(path: str, max_length: int, backend: str = "torch", cache_root: Path | None = None,
-                       quantize: str = "none") -> Any:
+                       quantize: str = "none", threads: int = 1) -> Any:
     """A model with CrossEncoder's `predict` (one score per pair) and a `backend` attribute: the ONNX one when
     asked and it can serve (int8 when `quantize` says so), else sentence-transformers' CrossEncoder."""
     if backend == "onnx":
         try:
             if cache_root is None:
                 raise RuntimeError("no cache directory for the ONNX export")
-            model = load_onnx_cross_encoder(path, max_length, cache_root, quantize)
+            model = load_onnx_cross_encoder(path, max_length, cache_root, quantize, threads)
             if quantize == "int8":
                 model.backend = "onnx-int8"
             log.info("recall.reranker_loaded", model=path, max_length=max_length, backend=model.backend)
@@ -72,7 +72,7 @@ def load_cross_encoder(path: str, max_length: int, backend: str = "torch", cache
 def _model(settings: Settings) -> Any:
     return load_cross_encoder(settings.rerank.reranker_model, settings.rerank.reranker_max_length,
                               settings.embedding.inference_backend, settings.stack.data_dir / "models",
-                              settings.rerank.reranker_quantize)
+                              settings.rerank.reranker_quantize, settings.embedding.inference_threads)
 
 
 def unavailable(settings: Settings) -> str | None:

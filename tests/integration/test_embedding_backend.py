@@ -123,7 +123,7 @@ def test_a_model_the_onnx_path_cannot_reproduce_is_recorded_and_falls_back(
     source.save(str(tmp_path / "dense-model"))
     logger = CapturingLogger()
     monkeypatch.setattr(embedding, "log", logger)
-    monkeypatch.setattr(embedding, "_load", lambda name: SentenceTransformer(name, device="cpu"))
+    monkeypatch.setattr(embedding, "_load", lambda name, threads: SentenceTransformer(name, device="cpu"))
     embedder = embedding.Embedder(str(tmp_path / "dense-model"), "onnx", tmp_path / "models")
     assert embedder.encode(["projected"]).shape == (1, 32) and embedder.active_backend == "torch"
     [(event, fields)] = _warnings(logger)
@@ -149,6 +149,30 @@ def test_reranker_falls_back_to_torch_with_a_warning(cross_encoder_dir: Path, mo
     [(event, fields)] = _warnings(logger)
     assert event == "recall.reranker_onnx_unavailable" and fields["fallback"] == "torch"
     assert "export failed" in fields["reason"]
+
+
+def test_inference_threads_reach_the_onnx_sessions(cache_root: Path, cross_encoder_dir: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from infra import embedding, onnx_models
+    from infra.settings import Settings
+    from recall.funnel.rerank import load_cross_encoder
+
+    def threads(model: Any) -> int:
+        return int(model.model.session.get_session_options().intra_op_num_threads)
+
+    assert Settings().embedding.inference_threads == 1  # the service's default: one thread per forward pass
+    monkeypatch.setenv("ENGRAMLOG_INFERENCE_THREADS", "2")
+    assert Settings().embedding.inference_threads == 2
+    monkeypatch.setenv("ENGRAMLOG_INFERENCE_THREADS", "0")
+    with pytest.raises(ValueError, match="ENGRAMLOG_INFERENCE_THREADS"):
+        Settings()
+    source = embedding._model_path("all-MiniLM-L6-v2")
+    for n in (1, 2):
+        assert threads(onnx_models.load_onnx_embedder(source, cache_root, n)) == n
+        assert threads(load_cross_encoder.__wrapped__(str(cross_encoder_dir), 256, "onnx", cache_root, "none", n)) == n
+    embedder = embedding.Embedder("all-MiniLM-L6-v2", "onnx", cache_root, threads=2)
+    embedder.encode_one("served on two threads")
+    assert embedder.active_backend == "onnx" and threads(embedder._encode.__self__) == 2  # type: ignore[union-attr]
 
 
 def test_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:

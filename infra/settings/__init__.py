@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from infra.settings._env import _parse_api_keys
+from infra.settings._env import parse_api_keys
 from infra.settings.deep import DeepRecall, Llm
 from infra.settings.memory import Consolidation, Governance, Lifecycle, Scheduler
 from infra.settings.recall import Abstention, Funnel, Graph, Hybrid, Keyword, Rerank, Sessions
@@ -29,7 +29,7 @@ from infra.settings.service import Api, Embedding, Limits, Projections, StackSet
 __all__ = [
     "GROUP_OF_KNOB", "STACK_STATE_FILE", "Abstention", "Api", "Consolidation", "DeepRecall", "Embedding", "Funnel",
     "Governance", "Graph", "Hybrid", "Keyword", "Lifecycle", "Limits", "Llm", "Projections", "Rerank", "Scheduler",
-    "Sessions", "Settings", "StackSettings", "Workers", "_parse_api_keys", "get_settings", "read_stack_state",
+    "Sessions", "Settings", "StackSettings", "Workers", "parse_api_keys", "get_settings", "read_stack_state",
     "replace",
 ]
 

@@ -9,7 +9,7 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
-def _parse_api_keys(raw: str) -> dict[str, str]:
+def parse_api_keys(raw: str) -> dict[str, str]:
     keys: dict[str, str] = {}
     for pair in filter(None, (p.strip() for p in raw.split(","))):
         key, sep, tenant = pair.partition(":")

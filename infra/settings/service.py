@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from infra.settings._env import _at_least, _choice, _env, _parse_api_keys, _positive
+from infra.settings._env import _at_least, _choice, _env, _positive, parse_api_keys
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class StackSettings:
 class Api:
     """The HTTP API: tenants' and operators' keys, read-your-writes waiting."""
 
-    api_keys: dict[str, str] = field(default_factory=lambda: _parse_api_keys(_env("ENGRAMLOG_API_KEYS", "")))
+    api_keys: dict[str, str] = field(default_factory=lambda: parse_api_keys(_env("ENGRAMLOG_API_KEYS", "")))
     # Keys allowed to run operators' actions over HTTP (rebuild touches every tenant's read models).
     operator_keys: tuple[str, ...] = field(
         default_factory=lambda: tuple(k for k in _env("ENGRAMLOG_OPERATOR_KEYS", "").split(",") if k))

@@ -22,11 +22,11 @@ HOSTILE = "x = a" + ".f()" * ((1024 * 1024 - 8) // 4) + "\n"
 def two_tenants(monkeypatch):
     import api.context
     from api.app import create_app
-    from infra.settings import _parse_api_keys, get_settings, replace
+    from infra.settings import get_settings, parse_api_keys, replace
 
     suffix = uuid.uuid4().hex[:8]
     keys = {"a": f"ka-{uuid.uuid4().hex}", "b": f"kb-{uuid.uuid4().hex}"}
-    settings = replace(get_settings(), api_keys=_parse_api_keys(
+    settings = replace(get_settings(), api_keys=parse_api_keys(
         f"{keys['a']}:hostile-{suffix}, {keys['b']}:victim-{suffix}"))
     monkeypatch.setattr(api.context, "get_settings", lambda: settings)
     app = create_app()

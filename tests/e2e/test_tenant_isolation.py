@@ -20,12 +20,12 @@ from tests.log_support import opened_events
 def two_tenants(monkeypatch):
     import api.context
     from api.app import create_app
-    from infra.settings import _parse_api_keys, get_settings, replace
+    from infra.settings import get_settings, parse_api_keys, replace
 
     suffix = uuid.uuid4().hex[:8]
     tenant_a, tenant_b = f"tenA-{suffix}", f"tenB-{suffix}"
     key_a, key_b = f"ka-{uuid.uuid4().hex}", f"kb-{uuid.uuid4().hex}"
-    settings = replace(get_settings(), api_keys=_parse_api_keys(f"{key_a}:{tenant_a}, {key_b}:{tenant_b}"))
+    settings = replace(get_settings(), api_keys=parse_api_keys(f"{key_a}:{tenant_a}, {key_b}:{tenant_b}"))
     assert settings.multi_tenant
     monkeypatch.setattr(api.context, "get_settings", lambda: settings)
     app = create_app()

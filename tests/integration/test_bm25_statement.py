@@ -241,3 +241,36 @@ def test_every_plan_answers_okapi_bm25s_top_n_on_random_corpora(engine, tenant: 
                                                                   reverse=True)[:n], case
             for uid, score in got.items():
                 assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9), case
+
+
+def test_a_narrow_agent_scope_reads_every_posting_of_its_own_and_is_exact(engine, tenant: str) -> None:
+    """A scope of one agent whose memories are few (at most narrow_max, and a tenth of the tenant's) reads every
+    posting of the query's terms and keeps the agent's, never walking: a walk must pass over most of a common
+    term's postings to find the agent's best, and here, cut short and unable to fall back (read_all_max 0), it
+    misses them. An agent holding more than a tenth of the tenant's memories is walked as before."""
+    from funnel_support import remember_all
+
+    mine = [f"the walrus ate herring number {i} {'pad ' * i}" for i in range(8)]
+    remember_all(engine, tenant, mine, agent_id="a0")
+    remember_all(engine, tenant, [f"walrus herring walrus story {i}" for i in range(100)], agent_id="a1")
+    terms = tokenize("walrus herring")
+    with engine.connect() as conn:
+        def top(agent: str, **knobs: Any) -> dict[Any, float]:
+            return bm25_top(conn, Scope(tenant, agent_id=agent), terms, 5, K1, B, ("active",), **knobs)
+
+        exact = top("a0", walk_over=10**9)  # few postings: every one read
+        assert len(exact) == 5
+        narrow = top("a0", per_term=1, full_walk=0, walk_over=0, read_all_max=0)
+        assert list(narrow) == list(exact)
+        for key, score in narrow.items():
+            assert math.isclose(score, exact[key], rel_tol=1e-9)
+        assert _branches_run(engine, conn, lambda: top("a0", per_term=1, full_walk=0, walk_over=0,
+                                                       read_all_max=0)) == [True, False]
+        # the same knobs with the narrow read turned off walk, and the walk cut at one posting a term misses
+        walked = top("a0", per_term=1, full_walk=0, walk_over=0, read_all_max=0, narrow_max=0)
+        assert list(walked) != list(exact)
+        assert _branches_run(engine, conn, lambda: top("a0", per_term=1, full_walk=0, walk_over=0, read_all_max=0,
+                                                       narrow_max=0)) == [False, True]
+        # a1 holds 100 of the 108 memories: not narrow, walked
+        assert _branches_run(engine, conn, lambda: top("a1", per_term=1, full_walk=0, walk_over=0,
+                                                       read_all_max=0)) == [False, True]

@@ -48,20 +48,21 @@ def _load(name: str, threads: int):  # -> SentenceTransformer, imported lazily: 
     import torch
     from sentence_transformers import SentenceTransformer
 
-    torch.set_num_threads(threads)  # the process's one torch: the embedder and a torch reranker share it
+    if threads:  # the process's one torch: the embedder and a torch reranker share it
+        torch.set_num_threads(threads)
     return SentenceTransformer(_model_path(name), device="cpu")
 
 
 class Embedder:
     """`backend` is the one asked for; `active_backend` the one serving, once loaded (torch when onnx failed)."""
 
-    def __init__(self, model: str, backend: str = "torch", cache_root: Path | None = None, threads: int = 1) -> None:
+    def __init__(self, model: str, backend: str = "torch", cache_root: Path | None = None, threads: int = 0) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"inference backend {backend!r} is not one of {BACKENDS}")
         self.model = model
         self.backend = backend
         self.cache_root = cache_root
-        self.threads = threads  # per forward pass: ENGRAMLOG_INFERENCE_THREADS
+        self.threads = threads  # per forward pass, 0: the runtime's default (ENGRAMLOG_INFERENCE_THREADS)
         self._encode: Callable[[list[str]], np.ndarray] | None = None
         self.active_backend: str | None = None
         self._warm = False

@@ -50,6 +50,17 @@ def _at_least(name: str, default: str, least: int) -> int:
     return value
 
 
+def _at_least_zero(name: str, default: str) -> int:
+    raw = _env(name, default)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a whole number") from None
+    if value < 0:
+        raise ValueError(f"{name} must be at least 0, got {value}")
+    return value
+
+
 def _choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
     value = _env(name, default).strip().lower()
     if value not in allowed:

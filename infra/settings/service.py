@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from infra.settings._env import _at_least, _choice, _env, _positive, parse_api_keys
+from infra.settings._env import _at_least, _at_least_zero, _choice, _env, _positive, parse_api_keys
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,11 @@ class Embedding:
     # into data_dir/models and checked against sentence-transformers (torch, logged, when it cannot serve); "torch".
     inference_backend: str = field(default_factory=lambda: _choice(
         "ENGRAMLOG_INFERENCE_BACKEND", "onnx", ("onnx", "torch")))
-    # Threads per forward pass (ONNX Runtime's intra-op threads; torch's when it serves). 1: on a small machine the
-    # API, the worker and PostgreSQL already keep every core busy, and a second thread then waits at each of the
-    # pass's barriers for a core: measured under load, a query took the same time on one thread and 25-35% less
-    # CPU, a batch of 32 the same throughput and 20% less CPU. More pays only on an idle machine with cores to spare.
-    inference_threads: int = field(default_factory=lambda: _at_least("ENGRAMLOG_INFERENCE_THREADS", "1", 1))
+    # Threads per forward pass (ONNX Runtime's intra-op threads; torch's when it serves); 0: the runtime's default,
+    # a thread per core. 1 spends 20-35% less CPU an embedding when other processes keep every core busy (a pass's
+    # second thread then waits for a core at its barriers), at ~3 ms more a write when they do not: measured in a soak
+    # of 30 governed writes/s, the API's CPU 4% lower, writes' p50 39.5 -> 42.6 ms (docs/recall.md).
+    inference_threads: int = field(default_factory=lambda: _at_least_zero("ENGRAMLOG_INFERENCE_THREADS", "0"))
     # When knowledge sections get vectors: "lazy" the first time a recall returns one or a drill fetches it (from
     # the hit-log, projections/section_vectors.py); "eager" every section of every put version.
     knowledge_embedding: str = field(default_factory=lambda: _choice(

@@ -47,7 +47,7 @@ def pool_size(k: int, settings: Settings) -> int:
 
 @lru_cache(maxsize=2)
 def load_cross_encoder(path: str, max_length: int, backend: str = "torch", cache_root: Path | None = None,
-                       quantize: str = "none", threads: int = 1) -> Any:
+                       quantize: str = "none", threads: int = 0) -> Any:
     """A model with CrossEncoder's `predict` (one score per pair) and a `backend` attribute: the ONNX one when
     asked and it can serve (int8 when `quantize` says so), else sentence-transformers' CrossEncoder."""
     if backend == "onnx":

@@ -160,12 +160,13 @@ def test_inference_threads_reach_the_onnx_sessions(cache_root: Path, cross_encod
     def threads(model: Any) -> int:
         return int(model.model.session.get_session_options().intra_op_num_threads)
 
-    assert Settings().embedding.inference_threads == 1  # the service's default: one thread per forward pass
+    assert Settings().embedding.inference_threads == 0  # the runtime's default: a thread per core
     monkeypatch.setenv("ENGRAMLOG_INFERENCE_THREADS", "2")
     assert Settings().embedding.inference_threads == 2
-    monkeypatch.setenv("ENGRAMLOG_INFERENCE_THREADS", "0")
-    with pytest.raises(ValueError, match="ENGRAMLOG_INFERENCE_THREADS"):
-        Settings()
+    for bad in ("-1", "two"):
+        monkeypatch.setenv("ENGRAMLOG_INFERENCE_THREADS", bad)
+        with pytest.raises(ValueError, match="ENGRAMLOG_INFERENCE_THREADS"):
+            Settings()
     source = embedding._model_path("all-MiniLM-L6-v2")
     for n in (1, 2):
         assert threads(onnx_models.load_onnx_embedder(source, cache_root, n)) == n

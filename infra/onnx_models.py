@@ -98,8 +98,8 @@ class _OnnxTransformer:
         # Idle worker threads must not spin: on a 2-core machine that steals the CPU PostgreSQL and the other
         # model need (measured: slower under load with spinning on).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # `threads` 0: the runtime's default (one per physical core). ENGRAMLOG_INFERENCE_THREADS says why 1 is the
-        # service's default (infra/settings/service.py).
+        # `threads` 0: the runtime's default (one per physical core); ENGRAMLOG_INFERENCE_THREADS says when 1 pays
+        # (infra/settings/service.py).
         options.intra_op_num_threads = threads
         self.session = ort.InferenceSession(str(directory / model_file), options,
                                             providers=["CPUExecutionProvider"])

@@ -25,7 +25,9 @@ holds none of the fully walked terms, and of each term walked short only posting
 weight is bounded (_SHIFT: the impact order is the weight's order up to a bounded shift). When n candidates
 outscore the sum of those bounds, the walk's top n is the exact top n. Otherwise every posting is read, unless
 they number more than READ_ALL_MAX (50k): then the walk's best candidates answer (measured at 100k session
-messages: bench/sessions_recall.py). Below WALK_OVER_POSTINGS every posting is read at once, the cheaper plan.
+messages: bench/sessions_recall.py). Below WALK_OVER_POSTINGS every posting is read at once, the cheaper plan, and
+so is it for a narrow scope (one agent's documents, NARROW_SCOPE_MAX), whose own postings a walk would find only
+past many of the tenant's.
 
 All plans are one statement: the count of the terms' postings and the walk's test pick one inside PostgreSQL
 (each branch gated by a one-time filter, so the others are never run), one round trip per keyword leg.

@@ -157,6 +157,9 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = Non
     ), narrow AS MATERIALIZED (
         -- a scope of few of the tenant's documents: every posting read and kept by a hash of its documents
         {narrow}
+    ), walks AS MATERIALIZED (
+        -- each term's best postings bring the candidates: past walk_over postings of the terms, unless narrow
+        SELECT (SELECT postings FROM total) > :walk_over AND NOT (SELECT yes FROM narrow) AS yes
     ), idf AS MATERIALIZED (
         SELECT t.term, t.df, ln(1 + (s.n_docs - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
         FROM {t.terms} t CROSS JOIN stats s WHERE t.tenant = :tenant AND t.term = ANY(:terms)
@@ -168,7 +171,7 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = Non
             WHERE p.tenant = :tenant AND p.term = i.term AND {where}
             ORDER BY {IMPACT_ORDER}, p.{key}
             LIMIT CASE WHEN i.df <= :full_walk THEN i.df ELSE :per_term END) c
-        WHERE (SELECT postings FROM total) > :walk_over AND NOT (SELECT yes FROM narrow)
+        WHERE (SELECT yes FROM walks)
     ), reach AS MATERIALIZED (
         -- open: walked short of its end, so documents outside the walk may hold the term
         SELECT i.term, i.idf, i.df > :full_walk AND count(w.id) >= :per_term AS open, max(w.impact) AS last
@@ -201,7 +204,7 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = Non
     ), walk_ok AS MATERIALIZED (
         -- the walk answers when its top n is exact (n candidates outscore any document outside it), or when
         -- reading every posting is past read_all_max
-        SELECT (SELECT postings FROM total) > :walk_over AND NOT (SELECT yes FROM narrow) AND (
+        SELECT (SELECT yes FROM walks) AND (
             (SELECT postings FROM total) > :read_all_max
             OR (SELECT count(*) FROM walk_scored WHERE score > (SELECT most FROM unseen)) >= :n
             OR NOT EXISTS (SELECT 1 FROM reach WHERE open)) AS ok

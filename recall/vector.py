@@ -74,9 +74,16 @@ class _Search:
 def _where(scope: Scope, s: _Search, filtered: bool = True) -> tuple[str, dict[str, object]]:
     """The WHERE on v: the scope, the model and (when `filtered`) the statuses and `where_sql`."""
     t = s.table
-    where, params = scope.where("v" if t.scoped_by is None else "d")
+    where, params = _filters(scope, s, filtered)
     if t.scoped_by is None:
-        where, params = f"{where} AND v.model = :model", {**params, "model": s.model}
+        return f"{where} AND v.model = :model", {**params, "model": s.model}
+    return f"v.tenant = :tenant AND v.model = :model AND {_unit_holds(t, where)}", {**params, "model": s.model}
+
+
+def _filters(scope: Scope, s: _Search, filtered: bool = True) -> tuple[str, dict[str, object]]:
+    """The scope and (when `filtered`) the statuses and `where_sql`, on v, or on d (a scoped_by table's unit)."""
+    t = s.table
+    where, params = scope.where("v" if t.scoped_by is None else "d")
     if filtered and s.statuses is not None:
         where += f" AND {t.status_filter}"
         params["statuses"] = list(s.statuses)
@@ -84,11 +91,13 @@ def _where(scope: Scope, s: _Search, filtered: bool = True) -> tuple[str, dict[s
         where = f"{where} AND {s.where_sql}"
     if filtered:  # where_sql's parameters, or a status_filter's (a recall's time frame: recall/timeframe.py)
         params = {**params, **(s.where_params or {})}
-    if t.scoped_by is not None:
-        where = (f"v.tenant = :tenant AND v.model = :model AND EXISTS (SELECT 1 FROM {t.scoped_by} d"
-                 f" WHERE d.tenant = v.tenant AND d.{t.id_column} = v.{t.id_column} AND {where})")
-        params["model"] = s.model
     return where, params
+
+
+def _unit_holds(t: VectorTable, where: str) -> str:
+    """SQL on v (its tenant and id): the unit of a scoped_by table's vector has a row on which `where` (on d) holds."""
+    return (f"EXISTS (SELECT 1 FROM {t.scoped_by} d WHERE d.tenant = v.tenant AND d.{t.id_column} = v.{t.id_column}"
+            f" AND {where})")
 
 
 def _size_where(scope: Scope, s: _Search) -> tuple[str, dict[str, object]]:
@@ -118,7 +127,7 @@ def nearest_vectors(conn: Connection, scope: Scope, query_vectors: Sequence[str]
         return []
     model = settings.embedding.embedding_model
     search = _Search(table, model, statuses, where_sql, where_params)
-    later = len(query_vectors) == 1 and _status_later(search)
+    later = len(query_vectors) == 1 and _status_later(scope, search)
     size, exact = _exact_unless_large(conn, scope, query_vectors, k, search, settings.hybrid.exact_scan_max_rows, later)
     if size == 0:
         return [Nearest([], "exact") for _ in query_vectors]
@@ -203,27 +212,39 @@ def _exact_unless_large(conn: Connection, scope: Scope, query_vectors: Sequence[
     return int(rows[0].cosine), out
 
 
-def _status_later(s: _Search) -> bool:
-    """Whether the status filter can wait until after the sort: it is a per-row lookup on v (memories' status
-    lives in memories), the scope is v's own columns, and nothing else filters."""
-    return s.statuses is not None and s.table.scoped_by is None and not s.where_sql
+def _status_later(scope: Scope, s: _Search) -> bool:
+    """Whether the filters can wait until after the sort, the sort then reading the scope's vectors alone: memories'
+    status, a per-row lookup on v, when the scope is v's own columns and nothing else filters; a scoped_by table's
+    unit (its status and every other filter on it), when the scope is the whole tenant, whose vectors are sorted."""
+    if s.statuses is None:
+        return False
+    return not s.where_sql if s.table.scoped_by is None else scope.whole_tenant
 
 
 def _status_later_sql(scope: Scope, s: _Search) -> tuple[str, str, dict[str, object]]:
-    """The exact search of one query vector with the status looked up for the nearest later_width(k) rows of the
+    """The exact search of one query vector with the filters looked up for the nearest later_width(k) rows of the
     scope only, not for every row of it (a lookup per row was most of an exact scan's cost: 10k memories, ~390 ms of
-    a loaded 2-core machine's time). Exact whenever k rows pass: every row outside those nearest is farther than all
-    of them. The caller searches with the filter first when fewer pass and the scope holds more. As (no CTE, its
-    SELECT of (ord, id, cosine), its parameters but :qs, :k and :width)."""
-    where, params = _where(scope, replace(s, statuses=None))
+    a loaded 2-core machine's time; for knowledge sections, a hash of every section row: 1.2 of 1.9 ms at 1,100
+    sections). Exact whenever k rows pass: every row outside those nearest is farther than all of them. The caller
+    searches with the filters first when fewer pass and the scope holds more. As (no CTE, its SELECT of (ord, id,
+    cosine), its parameters but :qs, :k and :width)."""
     table, key = s.table.table, s.table.id_column
-    params["statuses"] = list(s.statuses or ())
+    if s.table.scoped_by is None:
+        where, params = _where(scope, replace(s, statuses=None))
+        params["statuses"] = list(s.statuses or ())
+        later = s.table.status_filter
+    else:  # the whole tenant's vectors sorted; the unit's row then holds the status and every other filter
+        on_unit, params = _filters(scope, s)
+        where, params = "v.tenant = :tenant AND v.model = :model", {**params, "model": s.model}
+        # a lookup per row, as memories' status is: as an EXISTS, the planner hashed every unit row to join them
+        later = (f"(SELECT true FROM {s.table.scoped_by} d WHERE d.tenant = v.tenant AND d.{key} = v.{key}"
+                 f" AND {on_unit} LIMIT 1)")
     select = f"""
     SELECT q.ord, c.id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
         SELECT v.{key} AS id, v.cosine FROM (
             SELECT v.tenant, v.{key}, 1 - (v.embedding <=> q.vec) AS cosine FROM {table} v
             WHERE {where} ORDER BY (v.embedding <=> q.vec) + 0, v.{key} LIMIT :width) v
-        WHERE {s.table.status_filter} ORDER BY v.cosine DESC, v.{key} LIMIT :k) c"""
+        WHERE {later} ORDER BY v.cosine DESC, v.{key} LIMIT :k) c"""
     return "", select, params
 
 

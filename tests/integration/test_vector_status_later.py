@@ -93,3 +93,75 @@ def test_a_scope_small_enough_is_counted_and_searched_in_one_statement(engine, t
         truth = sorted((i for i, (s, _) in made.items() if s == "superseded"), key=lambda i: -made[i][1])[:5]
         assert found.method == method and [i for i, _ in found.hits] == truth
         assert len(statements) == issued, statements  # HNSW: the count, its settings, its search
+
+
+@pytest.fixture
+def sections(engine, tenant):
+    """40 knowledge sections of one document: the 30 nearest to the query direction archived, then 5 active on a
+    path a gate hides, then 5 active on another."""
+    from infra.embedding import to_pgvector
+    from infra.settings import get_settings
+
+    dim = get_settings().embedding.embedding_dim
+    rng = np.random.default_rng(12)
+    query = rng.normal(size=dim)
+    query /= np.linalg.norm(query)
+    made = {}
+    now = datetime.now(UTC)
+    with engine.begin() as conn:
+        for i in range(40):
+            v = query * (1 - i / 45) + rng.normal(scale=0.05, size=dim)  # nearer for smaller i
+            v /= np.linalg.norm(v)
+            section_id, status, path = uuid.uuid4(), "archived" if i < 30 else "active", f"p{i // 35}.md"
+            made[section_id] = (status, path, float(v @ query))
+            conn.execute(text("""
+                INSERT INTO knowledge_section_vectors (tenant, section_id, model, embedding)
+                VALUES (:t, :id, :m, CAST(:e AS vector))"""),
+                {"t": tenant, "id": section_id, "m": MODEL, "e": to_pgvector(v)})
+            conn.execute(text("""
+                INSERT INTO knowledge_sections (tenant, section_id, document_id, path, heading_path, ordinal,
+                    content_hash, first_version, version, text, length, status, created_at, status_changed_at)
+                VALUES (:t, :id, :path, :path, :h, :i, :h, 1, 1, :h, 2, :status, :now, :now)"""),
+                {"t": tenant, "id": section_id, "path": path, "h": f"# s{i}", "i": i, "status": status, "now": now})
+    try:
+        yield made, to_pgvector(query)
+    finally:
+        with engine.begin() as conn:
+            for table in ("knowledge_section_vectors", "knowledge_sections"):
+                conn.execute(text(f"DELETE FROM {table} WHERE tenant = :t"), {"t": tenant})
+
+
+@pytest.mark.parametrize("k", [1, 5, 10])
+def test_an_item_domains_whole_tenant_looks_its_units_up_later_and_stays_exact(engine, tenant, sections, k) -> None:
+    """A whole tenant's section vectors are sorted alone and each of the nearest's section looked up (status and
+    gate); when fewer than k of them pass, the search runs again with the filters first. Either way: the exact top
+    k of the sections the status and the gate keep."""
+    from sqlalchemy import event
+
+    from infra.settings import get_settings, replace
+    from recall.domains.knowledge import SECTION_VECTORS
+    from recall.scope import Scope
+    from recall.vector import nearest_vectors
+
+    made, query = sections
+    settings = replace(get_settings(), embedding_model=MODEL)
+    for statuses, gate in ((("archived",), ""), (("active",), ""), (("active",), "d.path <> 'p0.md'"),
+                           (("active", "archived"), "d.path <> 'p0.md'")):
+        statements: list[str] = []
+
+        def seen(conn, cursor, statement, *args, statements: list[str] = statements) -> None:
+            statements.append(statement)
+
+        with engine.connect() as conn:
+            event.listen(engine, "before_cursor_execute", seen)
+            try:
+                [found] = nearest_vectors(conn, Scope(tenant), [query], k, settings, statuses, SECTION_VECTORS, gate)
+            finally:
+                event.remove(engine, "before_cursor_execute", seen)
+        kept = [i for i, (s, path, _) in made.items() if s in statuses and not (gate and path == "p0.md")]
+        assert found.method == "exact"
+        assert [i for i, _ in found.hits] == sorted(kept, key=lambda i: -made[i][2])[:k], (statuses, gate)
+        assert "LIMIT %(width)s" in statements[0]  # the units looked up after the sort
+        # the nearest 2k + 20 hold k that pass, or are all 40 vectors; else the search with the filters first runs
+        passed = sum(1 for i, *_ in sorted(made.items(), key=lambda x: -x[1][2])[:2 * k + 20] if i in kept)
+        assert len(statements) == (1 if passed >= k or 2 * k + 20 >= 40 else 2), (statuses, gate)

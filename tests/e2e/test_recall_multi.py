@@ -181,3 +181,25 @@ def test_a_keyword_only_domain_is_asked_without_the_query_vector_and_the_others_
     [with_vector], [without] = notes.seen, keyword.seen
     assert with_vector.query_vector and with_vector.query_vector.startswith("[")
     assert without.query_vector is None
+
+
+def test_a_failing_domain_answers_its_reason_and_logs_it_with_the_requests_correlation_id(client, engine, tenant,
+                                                                                         notes, monkeypatch):
+    """Each domain searches on the fan-out's threads in the request's context: a domain that fails leaves the
+    others' buckets, says why in its own, and its log line carries the request's correlation id."""
+    import structlog
+
+    def broken(engine: Engine, q: DomainQuery) -> DomainAnswer:
+        raise RuntimeError("index gone")
+
+    monkeypatch.setattr(notes, "search", broken)
+    remember_all(engine, tenant, ["The rollback window for deploys is 15 minutes"])
+    with structlog.testing.capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
+        out = client.post("/v1/recall/multi", json={"query": "rollback window", "domains": ["notes", "memories"]},
+                          headers={"x-correlation-id": "fan-out-7"})
+    assert out.status_code == 200, out.text
+    buckets = {b["domain"]: b for b in out.json()["buckets"]}
+    assert buckets["notes"]["reason"] == "failed: RuntimeError" and buckets["notes"]["results"] == []
+    assert buckets["memories"]["results"]
+    [failed] = [e for e in logs if e["event"] == "recall_multi.domain_failed"]
+    assert failed["domain"] == "notes" and failed["correlation_id"] == "fan-out-7"

@@ -84,7 +84,13 @@ def _typed(type_name: str) -> str:
     that type's share of the log (the registry's names, never a caller's): planned for a type it could not see,
     PostgreSQL took a reader of rare types far behind its checkpoint for one about to meet its next event and walked
     events_tx_position through every later event (55-73 ms a standings call in a soak of hit-log events)."""
-    return "(SELECT '" + type_name.replace("'", "''") + "' AS type)"
+    return f"(SELECT {_literal(type_name)} AS type)"
+
+
+def _literal(name: str) -> str:
+    """A name as an SQL string literal (standard_conforming_strings: only a quote is doubled), a colon escaped, which
+    SQLAlchemy's text() would otherwise read as a parameter's."""
+    return "'" + name.replace("'", "''").replace(":", "\\:") + "'"
 
 
 @dataclass(frozen=True)
@@ -101,21 +107,27 @@ def standings(conn: Connection, readers: Mapping[str, Sequence[str]]) -> dict[st
     row and type (each type's own range of events_type_tx_position), whatever the log's length. Events of a
     transaction still running are not seen, as no reader reads them yet; their commit wakes the readers again
     (infra/wake.py)."""
-    names = list(readers)
+    statement = _standings(tuple((name, tuple(types)) for name, types in readers.items()))
+    return {r.name: Standing(bool(r.ahead), frozenset(r.partitions), bool(r.stored)) for r in conn.execute(statement)}
+
+
+@lru_cache(maxsize=64)
+def _standings(readers: tuple[tuple[str, tuple[str, ...]], ...]) -> TextClause:
+    """standings' statement for these readers, their names and types written in the text (the registry's): with no
+    parameter, PostgreSQL plans it once on a connection (psycopg prepares it on its fifth run) and keeps that plan,
+    which is the plan for these very values. With the names as parameters it planned it anew on every call, to
+    choose among custom plans: 2.7 of its 3.1 ms a call, before every round of the worker."""
     rows = _ROWS.replace(":name", "w.name")
     # Each type's first event after the checkpoint (_AHEAD_OF_TYPE), the type written in the text (_typed).
-    probes = " ".join(f"WHEN :name_{i} THEN " + " OR ".join(_ahead(t) for t in readers[name])
-                      for i, name in enumerate(names) if readers[name])
-    values = ", ".join(f"(CAST(:name_{i} AS text))" for i in range(len(names)))
-    sql = f"""
+    probes = " ".join(f"WHEN {_literal(name)} THEN " + " OR ".join(_ahead(t) for t in types)
+                      for name, types in readers if types)
+    values = ", ".join(f"({_literal(name)})" for name, _ in readers)
+    return text(f"""
     SELECT w.name, bool_or(CASE w.name {probes} ELSE false END) AS ahead,
            array_agg(DISTINCT c.partitions) AS partitions,
            EXISTS (SELECT 1 FROM projection_checkpoints p WHERE p.name = w.name) AS stored
     FROM (VALUES {values}) w(name) CROSS JOIN LATERAL ({rows}) c
-    GROUP BY w.name"""
-    params = {f"name_{i}": name for i, name in enumerate(names)}
-    return {r.name: Standing(bool(r.ahead), frozenset(r.partitions), bool(r.stored))
-            for r in conn.execute(text(sql), params)}
+    GROUP BY w.name""")
 
 
 @dataclass(frozen=True)

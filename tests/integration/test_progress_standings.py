@@ -92,3 +92,20 @@ def test_catch_up_all_runs_only_the_projectors_with_events_ahead(engine, tenant,
     assert counting.name in ran and "memories" in ran
     assert "sessions" not in ran and "transcripts" not in ran  # nothing of theirs was appended
     assert counting.applied == 2
+
+
+def test_the_standings_statement_is_planned_once_on_a_connection(engine) -> None:
+    """Its readers' names and types are in its text, with no parameter: once psycopg prepares it (its fifth run),
+    PostgreSQL runs one generic plan, never planning it again per call."""
+    from sqlalchemy import text
+
+    from infra.db import reading
+
+    readers = {p.name: p.types for p in PROJECTORS.values()}
+    with reading(engine) as conn:
+        first = standings(conn, readers)
+        for _ in range(9):
+            assert standings(conn, readers) == first
+        [(generic, custom)] = conn.execute(text(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%bool_or(CASE%'"))
+    assert custom == 0 and generic >= 5

@@ -90,6 +90,9 @@ class Projections:
     projection_event_timeout_s: float = field(
         default_factory=lambda: _positive("ENGRAMLOG_PROJECTION_EVENT_TIMEOUT_S", "60"))
     poll_interval_s: float = field(default_factory=lambda: float(_env("ENGRAMLOG_POLL_INTERVAL_S", "2")))
+    # A recall's hit-log wake-up is sent this long after it (0: at once), so one catch-up applies the recalls of that
+    # span together (infra/wake.py); nothing a client reads waits on them, a recall being a read, not a write.
+    hitlog_wake_delay_ms: int = field(default_factory=lambda: _at_least_zero("ENGRAMLOG_HITLOG_WAKE_DELAY_MS", "250"))
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,27 @@ def test_background_wake_ups_are_coalesced_and_never_dropped(monkeypatch, none_p
     assert sent.wake_ups() == 2 and _pending()
 
 
+def test_a_recalls_wake_up_is_sent_after_the_hit_log_delay_for_every_recall_of_it(monkeypatch, none_pending) -> None:
+    """ENGRAMLOG_HITLOG_WAKE_DELAY_MS later, one send for every hit-log append of that span (0: at once)."""
+    from infra.settings import get_settings
+    from infra.wake import appended
+
+    sent = _Sent(monkeypatch)
+    monkeypatch.setenv("ENGRAMLOG_HITLOG_WAKE_DELAY_MS", "1500")
+    get_settings.cache_clear()
+    try:
+        appended(1, background=True)
+        time.sleep(0.3)
+        appended(1, background=True)  # within the first one's span
+        assert sent.wake_ups() == 0 and not _flagged()  # not yet: the delay runs
+        assert settled()
+        assert sent.wake_ups() == 1 and _pending()
+    finally:
+        monkeypatch.delenv("ENGRAMLOG_HITLOG_WAKE_DELAY_MS")
+        get_settings.cache_clear()
+    assert get_settings().projections.hitlog_wake_delay_ms == 250  # the default
+
+
 def test_feedback_counts_every_event_it_appends_and_wakes(engine, tenant, monkeypatch, none_pending) -> None:
     from infra.wake import wake_taken
     from services.feedback import give_feedback

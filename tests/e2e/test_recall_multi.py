@@ -189,14 +189,26 @@ def test_a_failing_domain_answers_its_reason_and_logs_it_with_the_requests_corre
     others' buckets, says why in its own, and its log line carries the request's correlation id."""
     import structlog
 
+    import recall.multi
+
+    logs: list[dict[str, Any]] = []
+
+    class Recorded:
+        """recall/multi.py's logger: each line with the context bound where it is logged (the log's correlation id)."""
+
+        def _line(self, event: str, **kw: Any) -> None:
+            logs.append({"event": event, **structlog.contextvars.get_contextvars(), **kw})
+
+        exception = info = warning = _line
+
     def broken(engine: Engine, q: DomainQuery) -> DomainAnswer:
         raise RuntimeError("index gone")
 
     monkeypatch.setattr(notes, "search", broken)
+    monkeypatch.setattr(recall.multi, "log", Recorded())
     remember_all(engine, tenant, ["The rollback window for deploys is 15 minutes"])
-    with structlog.testing.capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
-        out = client.post("/v1/recall/multi", json={"query": "rollback window", "domains": ["notes", "memories"]},
-                          headers={"x-correlation-id": "fan-out-7"})
+    out = client.post("/v1/recall/multi", json={"query": "rollback window", "domains": ["notes", "memories"]},
+                      headers={"x-correlation-id": "fan-out-7"})
     assert out.status_code == 200, out.text
     buckets = {b["domain"]: b for b in out.json()["buckets"]}
     assert buckets["notes"]["reason"] == "failed: RuntimeError" and buckets["notes"]["results"] == []

@@ -36,6 +36,9 @@ from projections.partitions import EXCLUSIVE, SHARED, TRY_EXCLUSIVE, Partition, 
 from projections.time_limit import ActorTimeLimitExceeded
 
 log = structlog.get_logger(__name__)
+# Which partition a catch-up tries first: a generator of its own, so the module's shared one (which a caller may have
+# seeded, as hypothesis does around a strategy's draw) is never advanced by a worker or an API thread.
+_start = random.Random()
 
 _LOCK = EXCLUSIVE  # the whole projection (rebuild, verify, dead-letter retries hold it)
 
@@ -217,7 +220,7 @@ def catch_up(engine: Engine, projector: Projector, batch_size: int, max_seconds:
     if layout is None:
         layout = (parts.layout(engine, projector.name) if partitions is None
                   else partitions_for(engine, projector, partitions))
-    first = random.randrange(len(layout))
+    first = _start.randrange(len(layout))
     for partition in layout[first:] + layout[:first]:
         batches = 0
         while time.monotonic() < deadline and (max_batches is None or batches < max_batches):

@@ -2,7 +2,8 @@
 
 Every recorded memory keeps its vector (recall filters by status through `memories`). A memory whose content
 changes (MemoryReinforced's or MemoriesMerged's merged content) gets the new content's embedding, through the
-embedding cache (the write path's governor has usually put it there already).
+embedding cache (the write path's governor has usually put it there already). memory_vector_counts holds each
+tenant's count of vectors per model, kept in the same statements: the vector leg sizes a whole tenant by it.
 """
 
 from __future__ import annotations
@@ -17,21 +18,36 @@ from infra.embedding import embed_cached, get_embedder
 from infra.settings import get_settings
 from projections.base import OneByOne, apply_in_order, types_of
 
+# The vectors inserted (a memory already holding one keeps it), each tenant's count of the model raised by as many.
 _INSERT = text("""
-INSERT INTO memory_vectors (tenant, memory_id, agent_id, project, session_id, kind, model, embedding)
-SELECT t, i, a, p, s, k, :model, CAST(e AS vector)
-FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:agents AS text[]), CAST(:projects AS text[]),
-            CAST(:sessions AS text[]), CAST(:kinds AS text[]), CAST(:embeddings AS text[]))
-     AS b(t, i, a, p, s, k, e)
-ON CONFLICT (tenant, memory_id) DO NOTHING
+WITH added AS (
+    INSERT INTO memory_vectors (tenant, memory_id, agent_id, project, session_id, kind, model, embedding)
+    SELECT t, i, a, p, s, k, :model, CAST(e AS vector)
+    FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:agents AS text[]), CAST(:projects AS text[]),
+                CAST(:sessions AS text[]), CAST(:kinds AS text[]), CAST(:embeddings AS text[]))
+         AS b(t, i, a, p, s, k, e)
+    ON CONFLICT (tenant, memory_id) DO NOTHING
+    RETURNING tenant
+)
+INSERT INTO memory_vector_counts (tenant, model, n) SELECT tenant, :model, count(*) FROM added GROUP BY tenant
+ON CONFLICT (tenant, model) DO UPDATE SET n = memory_vector_counts.n + EXCLUDED.n
 """)
 
-
+# A new embedding for a memory's vector, and the model it had before (PostgreSQL 18's RETURNING old).
 _REEMBED = text("""
 UPDATE memory_vectors SET model = :model, embedding = CAST(:embedding AS vector)
 WHERE tenant = :tenant AND memory_id = :memory_id
   AND (model <> :model OR embedding <> CAST(:embedding AS vector))
+RETURNING old.model AS was
 """)
+# A vector moved from one model to another: one fewer of the old model, one more of the new; then the old model's
+# row gone if it holds none (a rebuild would have no row for it).
+_MOVED = text("""
+WITH fewer AS (UPDATE memory_vector_counts SET n = n - 1 WHERE tenant = :tenant AND model = :was)
+INSERT INTO memory_vector_counts (tenant, model, n) VALUES (:tenant, :model, 1)
+ON CONFLICT (tenant, model) DO UPDATE SET n = memory_vector_counts.n + 1
+""")
+_EMPTIED = text("DELETE FROM memory_vector_counts WHERE tenant = :tenant AND model = :was AND n = 0")
 
 
 class _Run:
@@ -67,8 +83,12 @@ class _Run:
 def _reembed(conn: Connection, event: RecordedEvent, p: MemoryReinforced | MemoriesMerged) -> None:
     embedder = get_embedder(get_settings().embedding.embedding_model)
     [embedding] = embed_cached(conn, embedder, event.tenant, [p.merged_content])
-    conn.execute(_REEMBED, {"tenant": event.tenant, "memory_id": p.memory_id, "model": embedder.model,
-                            "embedding": embedding})
+    changed = conn.execute(_REEMBED, {"tenant": event.tenant, "memory_id": p.memory_id, "model": embedder.model,
+                                      "embedding": embedding}).first()
+    if changed is not None and changed.was != embedder.model:
+        moved = {"tenant": event.tenant, "was": changed.was, "model": embedder.model}
+        conn.execute(_MOVED, moved)
+        conn.execute(_EMPTIED, moved)
 
 
 _IN_RUN: dict[type[EventSchema], Callable[[_Run, Connection, RecordedEvent, Any], None]] = {MemoryRecorded: _Run.add}
@@ -77,7 +97,7 @@ _ONE_BY_ONE: OneByOne = {MemoryReinforced: _reembed, MemoriesMerged: _reembed}
 
 class VectorsProjector:
     name = "vectors"
-    tables = ("memory_vectors",)
+    tables = ("memory_vectors", "memory_vector_counts")
     handlers = {**_IN_RUN, **_ONE_BY_ONE}
     types = types_of(handlers)
 

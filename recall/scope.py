@@ -34,6 +34,12 @@ class Scope:
         return (self.agent_id is None and self.project is None and self.session_id is None and not self.kinds
                 and not self.none_is_null)
 
+    @property
+    def unfiltered(self) -> bool:
+        """Whether the scope is the tenant's every row: whole, and no privacy policy excluding agents, projects or
+        sessions (a count kept per tenant sizes it)."""
+        return self.whole_tenant and not any(getattr(self.policy, field_) for _, field_ in _EXCLUDED)
+
     def where(self, alias: str) -> tuple[str, dict[str, object]]:
         clauses = [f"{alias}.tenant = :tenant"]
         params: dict[str, object] = {"tenant": self.tenant}

@@ -49,11 +49,13 @@ from bench.common import machine, machine_line, save_result, server_cpu_seconds,
 from bench.corpus import append_memories, memory_texts, project, projector_names, sentences
 
 
-def _reset(engine: Any, name: str, table: str) -> None:
+def _reset(engine: Any, name: str) -> None:
     from sqlalchemy import text
 
+    from projections.registry import get_projector
+
     with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {table}"))
+        conn.execute(text(f"TRUNCATE {', '.join(get_projector(name).tables)}"))
         conn.execute(text("DELETE FROM projection_checkpoints WHERE name = :n"), {"n": name})
 
 
@@ -95,7 +97,7 @@ def run(n: int = 10_000, n_vectors: int = 2000, batch: int | None = None, consol
         append_memories(engine, "bench", texts[:n_vectors], agents=100, total=n, via="log")
         applied, seconds = project(engine, "vectors", batch)
         rows.append({"projector": "vectors (cold: embeds every text)", "events": applied, "seconds": seconds})
-        _reset(engine, "vectors", "memory_vectors")
+        _reset(engine, "vectors")
         applied, seconds = project(engine, "vectors", batch)
         rows.append({"projector": "vectors (warm: embedding cache hits)", "events": applied, "seconds": seconds})
 

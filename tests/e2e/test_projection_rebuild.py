@@ -208,8 +208,10 @@ def test_verify_detects_tampering_and_rebuild_repairs_it(engine, projected, http
     assert any("tampered by hand" in s for s in mem.samples) and any(CONTENTS[0][:40] in s for s in mem.samples)
     keyword = {t.table: t for t in reports["keyword"].tables}
     assert not keyword["keyword_stats"].identical and keyword["keyword_postings"].identical
-    [vec] = reports["vectors"].tables
+    vectors = {t.table: t for t in reports["vectors"].tables}
+    vec = vectors["memory_vectors"]
     assert (vec.only_live, vec.only_rebuilt, vec.rebuilt_rows - vec.live_rows) == (0, 1, 1)
+    assert vectors["memory_vector_counts"].identical  # the row deleted by hand, not by the projector: still counted
 
     # The CLI reports it and exits non-zero.
     result = cli("projections", "verify", "memories")

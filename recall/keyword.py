@@ -131,11 +131,11 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     params = {**params, **(where_params or {})}
     distinct = sorted(set(terms))
     # Few postings (every query at the bench's sizes): the read of them all, a statement a third the size to plan.
-    walkable = conn.execute(_postings_of(t), {"tenant": scope.tenant, "terms": distinct}).scalar_one() > walk_over
-    rows = unprepared(conn, _sql(t, where, scope.whole_tenant, agent_docs, walkable),
-                      {**params, "terms": distinct, "k1": k1, "b": b, "n": n, "per_term": per_term,
-                       "walk_over": walk_over, "read_all_max": read_all_max, "full_walk": full_walk,
-                       "width": later_width(n), "narrow_max": narrow_max})
+    postings = conn.execute(_postings_of(t), {"tenant": scope.tenant, "terms": distinct}).scalar_one()
+    rows = unprepared(conn, _sql(t, where, scope.whole_tenant, agent_docs, postings > walk_over),
+                      {**params, "terms": distinct, "postings": postings, "k1": k1, "b": b, "n": n,
+                       "per_term": per_term, "walk_over": walk_over, "read_all_max": read_all_max,
+                       "full_walk": full_walk, "width": later_width(n), "narrow_max": narrow_max})
     return {r.id: float(r.score) for r in rows}
 
 
@@ -145,9 +145,9 @@ def _postings_of(t: KeywordTables) -> TextClause:
 
 
 def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = None, walkable: bool = True) -> str:
-    """One statement for every plan: the query terms' postings in the tenant (their df summed), the scope's size
-    and the walk's own bound pick one in PostgreSQL, each branch gated by a one-time filter, so the others are never
-    run. `later` (a whole-tenant scope): reading every posting, the filters are looked up after scoring
+    """One statement for every plan: the query terms' postings in the tenant (:postings, their df summed), the
+    scope's size and the walk's own bound pick one in PostgreSQL, each branch gated by a one-time filter, so the
+    others are never run. `later` (a whole-tenant scope): reading every posting, the filters are looked up after scoring
     (_filter_later). `agent_docs` (SQL on d: the documents of the agent the scope names): when they are few
     (:narrow_max, and a tenth of the tenant's), every posting is read, never walked. Not `walkable` (the terms'
     postings are at most :walk_over, so no walk runs): the read of every posting alone, the same rows; PostgreSQL
@@ -186,7 +186,7 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = Non
               if agent_docs else "SELECT false AS yes")
     return f"""
     WITH total AS MATERIALIZED (
-        SELECT coalesce(sum(df), 0) AS postings FROM {t.terms} WHERE tenant = :tenant AND term = ANY(:terms)
+        SELECT CAST(:postings AS bigint) AS postings  -- the terms' postings, as bm25_top counted them (_postings_of)
     ), {stats}, narrow AS MATERIALIZED (
         -- a scope of few of the tenant's documents: every posting read and kept by a hash of its documents
         {narrow}

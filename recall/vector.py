@@ -73,13 +73,17 @@ class _Search:
     where_params: dict[str, object] | None = None
 
 
+# A tenant's vectors of the search's model, whatever else filters them.
+_TENANT_MODEL = "v.tenant = :tenant AND v.model = :model"
+
+
 def _where(scope: Scope, s: _Search, filtered: bool = True) -> tuple[str, dict[str, object]]:
     """The WHERE on v: the scope, the model and (when `filtered`) the statuses and `where_sql`."""
     t = s.table
     where, params = _filters(scope, s, filtered)
     if t.scoped_by is None:
         return f"{where} AND v.model = :model", {**params, "model": s.model}
-    return f"v.tenant = :tenant AND v.model = :model AND {_unit_holds(t, where)}", {**params, "model": s.model}
+    return f"{_TENANT_MODEL} AND {_unit_holds(t, where)}", {**params, "model": s.model}
 
 
 def _filters(scope: Scope, s: _Search, filtered: bool = True) -> tuple[str, dict[str, object]]:
@@ -96,10 +100,12 @@ def _filters(scope: Scope, s: _Search, filtered: bool = True) -> tuple[str, dict
     return where, params
 
 
-def _unit_holds(t: VectorTable, where: str) -> str:
-    """SQL on v (its tenant and id): the unit of a scoped_by table's vector has a row on which `where` (on d) holds."""
-    return (f"EXISTS (SELECT 1 FROM {t.scoped_by} d WHERE d.tenant = v.tenant AND d.{t.id_column} = v.{t.id_column}"
-            f" AND {where})")
+def _unit_holds(t: VectorTable, where: str, per_row: bool = False) -> str:
+    """SQL on v (its tenant and id): the unit of a scoped_by table's vector has a row on which `where` (on d) holds.
+    An EXISTS, which the planner may join (a hash of every unit row); `per_row`, a lookup by primary key for each
+    row of v, for the few rows a sort kept (as memories' status is looked up)."""
+    unit = f"FROM {t.scoped_by} d WHERE d.tenant = v.tenant AND d.{t.id_column} = v.{t.id_column} AND {where}"
+    return f"(SELECT true {unit} LIMIT 1)" if per_row else f"EXISTS (SELECT 1 {unit})"
 
 
 def _size_where(scope: Scope, s: _Search) -> tuple[str, dict[str, object]]:
@@ -108,7 +114,7 @@ def _size_where(scope: Scope, s: _Search) -> tuple[str, dict[str, object]]:
     is gone, or a privacy policy hides, counts, harmlessly), and the join read every unit row (at ten times
     bench/recall_multi.py's sizes, a hash of 7,500 transcript chunks for 286 vectors: 2.2 of the statement's 2.9 ms)."""
     if s.table.scoped_by is not None and scope.whole_tenant:
-        return "v.tenant = :tenant AND v.model = :model", {"tenant": scope.tenant, "model": s.model}
+        return _TENANT_MODEL, {"tenant": scope.tenant, "model": s.model}
     return _where(scope, s, filtered=False)
 
 
@@ -249,10 +255,8 @@ def _status_later_sql(scope: Scope, s: _Search) -> tuple[str, str, dict[str, obj
         later = s.table.status_filter
     else:  # the whole tenant's vectors sorted; the unit's row then holds the status and every other filter
         on_unit, params = _filters(scope, s)
-        where, params = "v.tenant = :tenant AND v.model = :model", {**params, "model": s.model}
-        # a lookup per row, as memories' status is: as an EXISTS, the planner hashed every unit row to join them
-        later = (f"(SELECT true FROM {s.table.scoped_by} d WHERE d.tenant = v.tenant AND d.{key} = v.{key}"
-                 f" AND {on_unit} LIMIT 1)")
+        where, params = _TENANT_MODEL, {**params, "model": s.model}
+        later = _unit_holds(s.table, on_unit, per_row=True)
     select = f"""
     SELECT q.ord, c.id, c.cosine FROM {_QUERIES} CROSS JOIN LATERAL (
         SELECT v.{key} AS id, v.cosine FROM (

@@ -14,22 +14,31 @@ from sqlalchemy import text
 MODEL = "status-later-model"
 
 
+def _nearer_and_nearer(seed: int, n: int = 40) -> tuple[np.ndarray, list[np.ndarray]]:
+    """A unit query direction and `n` unit vectors around it, nearer to it for a smaller index."""
+    from infra.settings import get_settings
+
+    dim = get_settings().embedding.embedding_dim
+    rng = np.random.default_rng(seed)
+    query = rng.normal(size=dim)
+    query /= np.linalg.norm(query)
+    vectors = []
+    for i in range(n):
+        v = query * (1 - i / 45) + rng.normal(scale=0.05, size=dim)
+        vectors.append(v / np.linalg.norm(v))
+    return query, vectors
+
+
 @pytest.fixture
 def memories(engine, tenant):
     """40 memories: the 30 nearest to the query direction superseded, the 10 farthest active."""
     from infra.embedding import to_pgvector
-    from infra.settings import get_settings
 
-    dim = get_settings().embedding.embedding_dim
-    rng = np.random.default_rng(11)
-    query = rng.normal(size=dim)
-    query /= np.linalg.norm(query)
+    query, vectors = _nearer_and_nearer(11)
     made = {}
     now = datetime.now(UTC)
     with engine.begin() as conn:
-        for i in range(40):
-            v = query * (1 - i / 45) + rng.normal(scale=0.05, size=dim)  # nearer for smaller i
-            v /= np.linalg.norm(v)
+        for i, v in enumerate(vectors):
             memory_id, status = uuid.uuid4(), "superseded" if i < 30 else "active"
             made[memory_id] = (status, float(v @ query))
             conn.execute(text("""
@@ -100,18 +109,12 @@ def sections(engine, tenant):
     """40 knowledge sections of one document: the 30 nearest to the query direction archived, then 5 active on a
     path a gate hides, then 5 active on another."""
     from infra.embedding import to_pgvector
-    from infra.settings import get_settings
 
-    dim = get_settings().embedding.embedding_dim
-    rng = np.random.default_rng(12)
-    query = rng.normal(size=dim)
-    query /= np.linalg.norm(query)
+    query, vectors = _nearer_and_nearer(12)
     made = {}
     now = datetime.now(UTC)
     with engine.begin() as conn:
-        for i in range(40):
-            v = query * (1 - i / 45) + rng.normal(scale=0.05, size=dim)  # nearer for smaller i
-            v /= np.linalg.norm(v)
+        for i, v in enumerate(vectors):
             section_id, status, path = uuid.uuid4(), "archived" if i < 30 else "active", f"p{i // 35}.md"
             made[section_id] = (status, path, float(v @ query))
             conn.execute(text("""

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 
 from domain.memo import per_text
-from domain.text import STOPWORDS
+from domain.text import STOPWORDS, tokenize
 
 # Pronoun -> the form the resolved entity takes in its place ("{}" is the entity).
 PRONOUNS: dict[str, str] = {
@@ -155,6 +155,15 @@ def statements(text: str) -> str:
     question does not answer a question: "How did they handle the accident?" shares the query's words and
     says nothing about the accident."""
     return " ".join(s.strip() for s in _SENTENCE.findall(utterance_body(text)) if not s.strip().endswith("?"))
+
+
+@per_text()  # the composite asks it of every candidate, query after query
+def question_share(text: str) -> float:
+    """How much of a text asks rather than says: the share of its terms (an utterance's body's) that are in its
+    questions. 0 for a text that only asserts, 1 for one that only asks; the composite ranks a question below
+    an answer (recall/funnel/composite.py), as statements() leaves it out of the abstention gate's reading."""
+    said = len(tokenize(utterance_body(text)))
+    return 1 - len(tokenize(statements(text))) / said if said else 0.0
 
 
 def holds(text: str, text_words: AbstractSet[str], entity: str, speakers: Iterable[str] | None = None) -> bool:

@@ -43,6 +43,17 @@ def _positive(name: str, default: str) -> float:
     return value
 
 
+def _share(name: str, default: str) -> float:
+    raw = _env(name, default)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be between 0 and 1, got {raw!r}")
+    return value
+
+
 def _at_least(name: str, default: str, least: int) -> int:
     value = int(_positive(name, default))
     if value < least:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from infra.settings._env import _choice, _env, _positive
+from infra.settings._env import _choice, _env, _positive, _share
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,10 @@ class Funnel:
     composite_w_confidence: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_CONFIDENCE", "0.05")))
     composite_w_feedback: float = field(default_factory=lambda: float(_env("ENGRAMLOG_W_FEEDBACK", "0.05")))
     superseded_factor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_SUPERSEDED_FACTOR", "0.1")))
+    # A question does not answer one: the composite is × (1 − this × the memory's question share), the share of its
+    # terms in its questions (domain.entities.question_share; 0 turns it off). "What made you decide to adopt?"
+    # shares the query's words; the reply that follows it answers.
+    question_penalty: float = field(default_factory=lambda: _share("ENGRAMLOG_QUESTION_PENALTY", "0.5"))
     # Time in the query (domain/temporal.py): when the query names a span of time ("last Tuesday", "in May 2023"),
     # the quality factor gains a "time" signal of this weight, exp(−days from the span / ENGRAMLOG_TIME_BOOST_DAYS)
     # of the memory's occurred_at (1 inside it); a query naming no time is scored as before (no recency weight).

@@ -2,7 +2,7 @@
 (domain.ranking.fuse: 0.6·cosine + 0.4·min-max BM25, a missing vector renormalised to the BM25 leg); every
 other signal multiplies it through a quality factor, so popularity can never override irrelevance:
 
-    composite = relevance × q × (superseded_factor if the memory is superseded, else 1)
+    composite = relevance × q × (superseded_factor if the memory is superseded, else 1) × (1 − p · asked)
     q = 1 − W + Σ wᵢ·sᵢ,   W = Σ wᵢ,   every sᵢ in [0, 1]  →  q in [1 − W, 1]
 
 signals sᵢ (weights: ENGRAMLOG_W_*):
@@ -17,6 +17,8 @@ signals sᵢ (weights: ENGRAMLOG_W_*):
 - time, only when the query names a span of time (domain.temporal, read against the request's reference time):
   exp(−days from the span to the memory's occurred_at / ENGRAMLOG_TIME_BOOST_DAYS), 1 inside the span, 0 with no
   occurred_at. A query that names no time gets no such signal: there is no recency weight.
+asked: the share of the memory's terms in its questions (domain.entities.question_share), p =
+ENGRAMLOG_QUESTION_PENALTY: a question does not answer one, the reply to it does.
 The top max(k · topn_mult, rerank pool) by composite go on to PRF and the graph walk (never fewer than the
 reranker is to see).
 """
@@ -31,6 +33,7 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from domain.activation import age_hours, normalised_activation
+from domain.entities import question_share
 from domain.hebbian import HEBBIAN_CAP
 from domain.ranking import Candidate, fuse
 from domain.temporal import TimeTarget
@@ -80,9 +83,11 @@ def quality(item: Item, settings: Settings) -> float:
 
 
 def rescore(item: Item, settings: Settings) -> float:
-    """relevance × quality × status factor: the composite for the item's current relevance."""
+    """relevance × quality × status factor × question factor: the composite for the item's current relevance."""
     factor = settings.funnel.superseded_factor if item.status == "superseded" else 1.0
-    return max(0.0, item.relevance) * item.stages["composite"]["quality"] * factor
+    asked = item.stages["composite"].get("question_share", 0.0)
+    return max(0.0, item.relevance) * item.stages["composite"]["quality"] * factor * (
+        1 - settings.funnel.question_penalty * asked)
 
 
 def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, now: datetime,
@@ -121,6 +126,8 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
                                     "inputs": {"access_count": n, "age_hours": round(age, 3), "used": used,
                                                "not_useful": not_useful, "degree": round(deg, 4)}}
         item.stages["composite"]["quality"] = round(quality(item, settings), 6)
+        if settings.funnel.question_penalty and (asked := question_share(item.content)):
+            item.stages["composite"]["question_share"] = round(asked, 6)
         item.score = rescore(item, settings)
         item.stages["composite"]["score"] = round(item.score, 6)
         if item.status == "superseded":
@@ -129,7 +136,8 @@ def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, n
     top_n = max(k * settings.funnel.topn_mult, pool_size(k, settings))
     kept = ranked[:top_n]
     report.config = {"weights": w, "top_n": top_n, "actr_decay": settings.lifecycle.actr_decay,
-                     "superseded_factor": settings.funnel.superseded_factor, "clock": now.isoformat()}
+                     "superseded_factor": settings.funnel.superseded_factor,
+                     "question_penalty": settings.funnel.question_penalty, "clock": now.isoformat()}
     if when is not None:
         report.config["time"] = {**when.as_dict(), "days": settings.funnel.time_boost_days}
     report.counts = {"scored": len(pool), "kept": len(kept), "cut": len(pool) - len(kept),

@@ -145,3 +145,37 @@ def test_reranker_runs_with_a_real_cross_encoder(engine, kitchen, monkeypatch, c
     missing = ask(engine, tenant, QUERY, k=3, cfg=env_settings(monkeypatch, ENGRAMLOG_RERANKER_MODEL="/nonexistent/ce"))
     assert "not found" in stage(missing, "rerank")["skipped"]
     assert all("not found" in r.explanation["rerank_skipped"] for r in missing.results)
+
+
+def test_question_penalty_ranks_the_reply_above_the_question(engine, monkeypatch):
+    """A memory that only asks shares the query's words and answers nothing: the composite multiplies it by
+    1 − ENGRAMLOG_QUESTION_PENALTY × its question share, so the reply it got ranks first; 0 turns it off."""
+    tenant = f"asked-{uuid.uuid4().hex[:8]}"
+    asked, replied = remember_all(engine, tenant, [
+        "Maya: Why did the team pick the Lisbon office for the spring offsite?",
+        "Tom: The team picked the Lisbon office for the spring offsite because its flights were the cheapest.",
+    ])
+    query = "why did the team pick the Lisbon office for the spring offsite?"
+
+    def by_id(cfg):
+        answer = ask(engine, tenant, query, k=2, cfg=cfg)
+        return answer, {r.memory_id: r.explanation["stages"]["composite"] for r in answer.results}
+
+    off, off_stages = by_id(env_settings(monkeypatch, ENGRAMLOG_QUESTION_PENALTY="0"))
+    assert [r.memory_id for r in off.results][0] == asked.memory_id  # the question shares every word of the query
+    assert "question_share" not in off_stages[asked.memory_id]
+    on, on_stages = by_id(env_settings(monkeypatch, ENGRAMLOG_QUESTION_PENALTY="0.5"))
+    assert stage(on, "composite")["config"]["question_penalty"] == 0.5
+    c = on_stages[asked.memory_id]
+    assert c["question_share"] == pytest.approx(1.0)
+    assert c["score"] == pytest.approx(c["relevance"] * c["quality"] * 0.5, abs=1e-5)
+    assert "question_share" not in on_stages[replied.memory_id]
+    assert [r.memory_id for r in on.results][0] == replied.memory_id
+
+
+def test_question_penalty_is_a_share(monkeypatch):
+    from infra.settings import Settings
+
+    monkeypatch.setenv("ENGRAMLOG_QUESTION_PENALTY", "1.5")
+    with pytest.raises(ValueError, match="ENGRAMLOG_QUESTION_PENALTY must be between 0 and 1"):
+        Settings()

@@ -12,6 +12,7 @@ from domain.entities import (
     most_salient,
     names_person,
     pronouns,
+    question_share,
     replace_pronouns,
     resolvable,
     speaker,
@@ -77,6 +78,10 @@ def test_speaker_and_holding() -> None:
     assert statements("Caroline: The kids look cute, Mel! How did they handle the accident?") == \
         "The kids look cute, Mel!"
     assert statements("Where is it? It is in Lisbon. Ok") == "It is in Lisbon. Ok"
+    assert question_share("Caroline: How did they handle the accident?") == 1.0
+    assert question_share("Tom: The flights were cheapest.") == 0.0
+    assert 0 < question_share("Tom: The flights were cheapest. Did you book yours yet?") < 1
+    assert question_share("") == 0.0
     plain = "Alice moved to Lisbon with Bob's sister"
     assert holds(plain, words(plain), "Bob") and mentions(words(plain), "Alice")
 

@@ -157,11 +157,15 @@ def statements(text: str) -> str:
     return " ".join(s.strip() for s in _SENTENCE.findall(utterance_body(text)) if not s.strip().endswith("?"))
 
 
-@per_text()  # the composite asks it of every candidate, query after query
 def question_share(text: str) -> float:
     """How much of a text asks rather than says: the share of its terms (an utterance's body's) that are in its
     questions. 0 for a text that only asserts, 1 for one that only asks; the composite ranks a question below
     an answer (recall/funnel/composite.py), as statements() leaves it out of the abstention gate's reading."""
+    return _asked_share(text) if "?" in text else 0.0  # most memories ask nothing: not even a digest for them
+
+
+@per_text()  # the composite asks it of every candidate, query after query
+def _asked_share(text: str) -> float:
     said = len(tokenize(utterance_body(text)))
     return 1 - len(tokenize(statements(text))) / said if said else 0.0
 

@@ -82,12 +82,21 @@ def quality(item: Item, settings: Settings) -> float:
     return 1 - sum(w.values()) + sum(w[name] * signals[name] for name in w)
 
 
+def question_factor(item: Item, settings: Settings) -> float:
+    """1 − ENGRAMLOG_QUESTION_PENALTY × the item's question share: what asking costs its score."""
+    return 1 - settings.funnel.question_penalty * item.stages.get("composite", {}).get("question_share", 0.0)
+
+
+def unasked(item: Item, settings: Settings) -> float:
+    """The item's score without its question factor: how well it matches the query, asking or not."""
+    factor = question_factor(item, settings)
+    return item.score / factor if factor > 0 else item.score
+
+
 def rescore(item: Item, settings: Settings) -> float:
     """relevance × quality × status factor × question factor: the composite for the item's current relevance."""
     factor = settings.funnel.superseded_factor if item.status == "superseded" else 1.0
-    asked = item.stages["composite"].get("question_share", 0.0)
-    return max(0.0, item.relevance) * item.stages["composite"]["quality"] * factor * (
-        1 - settings.funnel.question_penalty * asked)
+    return max(0.0, item.relevance) * item.stages["composite"]["quality"] * factor * question_factor(item, settings)
 
 
 def score(conn: Connection, tenant: str, items: dict[uuid.UUID, Item], k: int, now: datetime,

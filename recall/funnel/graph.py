@@ -33,6 +33,7 @@ from sqlalchemy import Connection, TextClause, text
 from domain.memory_status import RECALLABLE
 from infra.settings import Settings
 from recall.edges import EDGES_SQL, Neighbour, seen_from
+from recall.funnel.composite import unasked
 from recall.funnel.types import Item, StageReport, rank
 
 # Timeline neighbours: the :span recallable memories just before and after each frontier memory on its agent's
@@ -159,7 +160,11 @@ def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, setting
         report.skipped = "graph walk off (beam, depth, gain or kinds)"
         return pool
     in_pool = {i.memory_id: i for i in pool}
-    frontier: dict[uuid.UUID, float] = {i.memory_id: i.score for i in pool[:beam]}
+    # The walk starts from the best matches as the query found them, questions included: a question that matches
+    # is ranked below its reply (composite.question_factor), but it still points at that reply, its timeline
+    # neighbour.
+    starts = sorted(pool, key=lambda i: (-unasked(i, settings), str(i.memory_id)))[:beam]
+    frontier: dict[uuid.UUID, float] = {i.memory_id: unasked(i, settings) for i in starts}
     visited = set(frontier)
     reached: dict[uuid.UUID, float] = {}
     for _ in range(depth):

@@ -32,23 +32,23 @@ def _actr_decay(raw: str) -> float:
         raise ValueError(f"ENGRAMLOG_ACTR_DECAY: {exc}") from None
 
 
-def _positive(name: str, default: str) -> float:
+def _number(name: str, default: str) -> tuple[float, str]:
     raw = _env(name, default)
     try:
-        value = float(raw)
+        return float(raw), raw
     except ValueError:
         raise ValueError(f"{name}={raw!r} is not a number") from None
+
+
+def _positive(name: str, default: str) -> float:
+    value, raw = _number(name, default)
     if not value > 0:
         raise ValueError(f"{name} must be > 0, got {raw!r}")
     return value
 
 
 def _share(name: str, default: str) -> float:
-    raw = _env(name, default)
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not a number") from None
+    value, raw = _number(name, default)
     if not 0 <= value <= 1:
         raise ValueError(f"{name} must be between 0 and 1, got {raw!r}")
     return value

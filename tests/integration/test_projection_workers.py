@@ -70,14 +70,17 @@ def test_two_workers_one_killed_mid_batch_and_restarted_apply_each_event_once(en
     gate_tx = gate.begin()
     gate.execute(text("LOCK TABLE memory_vectors IN SHARE MODE"))
     victim = start_worker(extra_env={**env, "PGAPPNAME": "worker-a"})
-    workers = [victim, start_worker(extra_env={**env, "PGAPPNAME": "worker-b"})]
+    workers = [victim]
     vectors = [parts.Partition(i, 2) for i in range(2)]
     try:
         def a_mid_batch() -> bool:
             with engine.connect() as conn:
                 return bool(conn.execute(_BLOCKED_MID_BATCH, {"app": "worker-a"}).scalar_one())
 
+        # The second worker starts once the first is inside a batch: started together, its two threads could
+        # claim both vectors partitions first, and the first would wait for a blocked batch's time limit.
         assert wait_until(a_mid_batch, timeout=300, interval=0.05)
+        workers.append(start_worker(extra_env={**env, "PGAPPNAME": "worker-b"}))
         assert any("worker-a" in holders(engine, "vectors", p) for p in vectors)
         victim.kill()
         gate_tx.rollback()

@@ -163,8 +163,9 @@ def walk(conn: Connection, tenant: str, pool: list[Item], now: datetime, setting
     # The walk starts from the best matches as the query found them, questions included: a question that matches
     # is ranked below its reply (composite.question_factor), but it still points at that reply, its timeline
     # neighbour.
-    starts = sorted(pool, key=lambda i: (-unasked(i, settings), str(i.memory_id)))[:beam]
-    frontier: dict[uuid.UUID, float] = {i.memory_id: unasked(i, settings) for i in starts}
+    matched = {i.memory_id: unasked(i, settings) for i in pool}
+    starts = sorted(pool, key=lambda i: (-matched[i.memory_id], str(i.memory_id)))[:beam]
+    frontier: dict[uuid.UUID, float] = {i.memory_id: matched[i.memory_id] for i in starts}
     visited = set(frontier)
     reached: dict[uuid.UUID, float] = {}
     for _ in range(depth):

@@ -255,10 +255,12 @@ class SessionsDomain:
                               s.sessions.session_window, q.frame)
         hit_rows = {(r.session_id, r.seq): r for r in allowed}
         by_seq: dict[tuple[str, int], Any] = {}
+        seqs: dict[str, set[int]] = {}  # each session's fetched messages, for its merged windows
         spans = []
         for hit, rows_ in zip(ranked, fetched, strict=True):
             for r in rows_:
                 by_seq[(r.session_id, r.seq)] = r
+                seqs.setdefault(r.session_id, set()).add(r.seq)
             spans.append(Window(hit.candidate.session_id, rows_[0].seq, rows_[-1].seq, hit.score, [hit]))
         results = []
         grade = scale(SESSIONS, s.embedding.embedding_model)
@@ -266,8 +268,8 @@ class SessionsDomain:
             best = w.hits[0]
             found, row = hit_rows[(w.session_id, best.candidate.seq)], by_seq[(w.session_id, best.candidate.seq)]
             features = grade.features(q.query, row.content, None, bm25[found.message_uid])
-            window = [by_seq[k] for k in sorted(k for k in by_seq if k[0] == w.session_id
-                                                and w.first_seq <= k[1] <= w.last_seq)]
+            window = [by_seq[(w.session_id, seq)] for seq in sorted(seqs[w.session_id])
+                      if w.first_seq <= seq <= w.last_seq]
             results.append(DomainHit(
                 content=row.content, score=w.score, handle=handle_of(row), relevance=grade.of(features),
                 legs={"keyword": bm25[found.message_uid]},

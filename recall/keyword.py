@@ -8,17 +8,17 @@ not joined: joined, the planner inlined the CTE (a numeric ln per posting) and, 
 the average (1 / distinct terms), chose one index descent into the documents per posting, whatever a common term's
 real count.
 
-Past WALK_OVER_POSTINGS (20k) postings of the query's terms in the tenant, candidates come from each term's best
-postings, not all of them: a term common to most documents would otherwise cost all its postings (sessions at
-100k messages: 840 ms). A term with at most FULL_WALK (2,000) postings is walked to its end; any other gives its
-first PER_TERM (500) postings, among the documents the scope and statuses allow, in impact order: (length + 10) /
-tf ascending, the order of a posting's BM25 weight tf·(k1+1) / (tf + k1·(1 − b + b·length/avgdl)) for b = 0.75
-and an average length of 30. Migration 0021 indexes every postings table by (tenant, term, that order, id), with
-tf and length included since 0031, so each term's walk reads its first postings that pass the filters from the
-index alone and stops. Each candidate is then scored with
-Okapi BM25 exactly: its walked postings, plus one primary-key probe for each term walked short of its end that
-its walk did not bring; a candidate whose walked score, with every such term at its most, stays under the n-th
-best walked score cannot be in the top n and is not probed.
+Past WALK_OVER_POSTINGS (20k; memories: READ_ALL_MAX, `KeywordTables.walk_over`) postings of the query's terms in
+the tenant, candidates come from each term's best postings, not all of them: a term common to most documents would
+otherwise cost all its postings (sessions at 100k messages: 840 ms). A term with at most FULL_WALK (2,000) postings
+is walked to its end; any other gives its first PER_TERM (500) postings, among the documents the scope and statuses
+allow, in impact order: (length + 10) / tf ascending, the order of a posting's BM25 weight tf·(k1+1) / (tf + k1·(1
+− b + b·length/avgdl)) for b = 0.75 and an average length of 30. Migration 0021 indexes every postings table by
+(tenant, term, that order, id), with tf and length included since 0031, so each term's walk reads its first
+postings that pass the filters from the index alone and stops. Each candidate is then scored with Okapi BM25
+exactly: its walked postings, plus one primary-key probe for each term walked short of its end that its walk did
+not bring; a candidate whose walked score, with every such term at its most, stays under the n-th best walked score
+cannot be in the top n and is not probed.
 
 The walk proves its own answer (a threshold test, as in Fagin's threshold algorithm): a document outside it
 holds none of the fully walked terms, and of each term walked short only postings past the last walked one, whose
@@ -75,6 +75,11 @@ class KeywordTables:
     # docs is indexed by (tenant, agent_id, <id>): a scope naming an agent is sized, and its documents read, in that
     # index alone, so a narrow one reads every posting instead of walking (NARROW_SCOPE_MAX)
     agent_index: bool = False
+    # Past this many postings of the query's terms a walk may bring the candidates (WALK_OVER_POSTINGS). Short
+    # documents of even length, where a term occurs once (memories: one fact each), give a term's postings nearly
+    # one weight, so a walk's bound past its first postings stays near the best and cannot prove its top n: it
+    # then read every posting as well. Theirs reads every posting up to READ_ALL_MAX, and walks only past it.
+    walk_over: int = WALK_OVER_POSTINGS
 
     @classmethod
     def of(cls, domain: ItemDomain) -> KeywordTables:
@@ -101,23 +106,24 @@ class KeywordTables:
 MEMORY_KEYWORD = KeywordTables(
     MEMORY_POSTINGS, "keyword_docs",
     "EXISTS (SELECT 1 FROM memories m WHERE m.tenant = d.tenant AND m.memory_id = d.memory_id"
-    " AND m.status = ANY(:statuses))", agent_index=True)
+    " AND m.status = ANY(:statuses))", agent_index=True, walk_over=READ_ALL_MAX)
 
 
 def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float,
              statuses: tuple[str, ...] | None = None, tables: KeywordTables = MEMORY_KEYWORD,
              where_sql: str = "", where_params: dict[str, object] | None = None,
-             per_term: int = PER_TERM, walk_over: int = WALK_OVER_POSTINGS,
+             per_term: int = PER_TERM, walk_over: int | None = None,
              read_all_max: int = READ_ALL_MAX, full_walk: int = FULL_WALK,
              narrow_max: int = NARROW_SCOPE_MAX) -> dict[uuid.UUID, float]:
     """The top `n` documents (memories by default) by BM25 for the distinct `terms`, within `scope` (and, when
     given, whose document has one of `statuses`: the funnel's eligibility rule; and `where_sql` on d), among each
     term's first `per_term` postings in impact order when the terms have more than `walk_over` postings (the
-    module's docstring); a scope of one agent's documents, when they are at most `narrow_max` and a tenth of the
-    tenant's, reads every posting instead (the tables' agent_index)."""
+    tables' own by default; the module's docstring); a scope of one agent's documents, when they are at most
+    `narrow_max` and a tenth of the tenant's, reads every posting instead (the tables' agent_index)."""
     if not terms:
         return {}
     t = tables
+    walk_over = t.walk_over if walk_over is None else walk_over
     where, params = scope.where("d")
     # the agent's documents bound the scope's (its other filters only narrow it), counted in the agent index
     narrowable = t.agent_index and scope.agent_id is not None

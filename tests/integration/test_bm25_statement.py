@@ -182,6 +182,27 @@ def test_the_terms_postings_pick_the_plan_and_the_plan_not_picked_never_runs(eng
     assert answers[0] == answers[10_000]
 
 
+def test_the_tables_own_walk_over_picks_the_plan_unless_one_is_given(engine, tenant: str) -> None:
+    """Each domain's tables say past how many postings a walk may run (memories: READ_ALL_MAX, their short even
+    documents giving the walk no bound to prove with; the others: WALK_OVER_POSTINGS), and bm25_top uses it when no
+    walk_over is given."""
+    from dataclasses import replace
+
+    from recall.keyword import MEMORY_KEYWORD, READ_ALL_MAX, WALK_OVER_POSTINGS
+
+    assert MEMORY_KEYWORD.walk_over == READ_ALL_MAX and SESSION_KEYWORD.walk_over == WALK_OVER_POSTINGS
+    _load(engine, tenant)
+    with engine.connect() as conn:
+        for walk_over in (0, 10_000):
+            tables = replace(SESSION_KEYWORD, walk_over=walk_over)
+
+            def call(tables: Any = tables) -> dict[Any, float]:
+                return bm25_top(conn, Scope(tenant, session_id="s1"), tokenize("herring soup"), 10, K1, B, None,
+                                tables, "d.sent")
+            walk_ctes = {n.get("Subplan Name") for n in _plan_nodes(_explained(conn, call, "VERBOSE"))}
+            assert ("CTE walked" in walk_ctes) == (walk_over == 0)
+
+
 def _okapi_over(contents: list[str], query: str) -> dict[int, float]:
     """Okapi BM25 by hand over `contents`, by index."""
     docs = [term_frequencies(c) for c in contents]

@@ -138,8 +138,9 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     distinct = sorted(set(terms))
     # Few postings (every query at the bench's sizes): the read of them all, a statement a third the size to plan.
     postings = conn.execute(_postings_of(t), {"tenant": scope.tenant, "terms": distinct}).scalar_one()
-    rows = unprepared(conn, _sql(t, where, scope.whole_tenant, agent_docs, postings > walk_over),
-                      {**params, "terms": distinct, "postings": postings, "k1": k1, "b": b, "n": n,
+    rows = unprepared(conn, _sql(t, where, scope.whole_tenant, agent_docs, postings > walk_over, len(distinct)),
+                      {**params, "terms": distinct, **{f"term_{i}": term for i, term in enumerate(distinct)},
+                       "postings": postings, "k1": k1, "b": b, "n": n,
                        "per_term": per_term, "walk_over": walk_over, "read_all_max": read_all_max,
                        "full_walk": full_walk, "width": later_width(n), "narrow_max": narrow_max})
     return {r.id: float(r.score) for r in rows}
@@ -150,7 +151,18 @@ def _postings_of(t: KeywordTables) -> TextClause:
     return text(f"SELECT coalesce(sum(df), 0) FROM {t.terms} WHERE tenant = :tenant AND term = ANY(:terms)")
 
 
-def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = None, walkable: bool = True) -> str:
+def _idf_of(n_terms: int) -> str:
+    """A posting's idf (SQL on p): its term's, matched against the query's terms (:term_0 ...), each one's idf read
+    once from the idf CTE (an uncorrelated subquery: an InitPlan). Looked up in the CTE per posting instead, the read
+    of 40k postings at 1M memories took 26 ms against 20-21 (bench: docs/recall.md, session 21)."""
+    term = "CAST(:term_{} AS text)"
+    branches = " ".join(f"WHEN {term.format(j)} THEN (SELECT x.idf FROM idf x WHERE x.term = {term.format(j)})"
+                        for j in range(n_terms))
+    return f"coalesce(CASE p.term {branches} END, 0)"
+
+
+def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = None, walkable: bool = True,
+         n_terms: int = 0) -> str:
     """One statement for every plan: the query terms' postings in the tenant (:postings, their df summed), the
     scope's size and the walk's own bound pick one in PostgreSQL, each branch gated by a one-time filter, so the
     others are never run. `later` (a whole-tenant scope): reading every posting, the filters are looked up after scoring
@@ -158,10 +170,11 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = Non
     (:narrow_max, and a tenth of the tenant's), every posting is read, never walked. Not `walkable` (the terms'
     postings are at most :walk_over, so no walk runs): the read of every posting alone, the same rows; PostgreSQL
     plans the whole statement, unrun branches too, and the walk's CTEs were half its cost (planning 1.1 → 0.6 ms,
-    execution 0.8 → 0.5 ms, the memories' leg at the recall_multi bench's sizes)."""
+    execution 0.8 → 0.5 ms, the memories' leg at the recall_multi bench's sizes). `n_terms`: the query's distinct
+    terms, bound as :term_0 ... (_idf_of)."""
     key = t.id_column
     weight = "p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))"
-    idf_of = "coalesce((SELECT i.idf FROM idf i WHERE i.term = p.term), 0)"
+    idf_of = _idf_of(n_terms)
     settled = "(SELECT ok FROM settled)"
     stats = f"""stats AS (
         SELECT n_docs, total_length::float8 / greatest(n_docs, 1) AS avgdl FROM {t.stats} WHERE tenant = :tenant

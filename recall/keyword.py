@@ -161,8 +161,7 @@ def _idf_of(n_terms: int) -> str:
     return f"coalesce(CASE p.term {branches} END, 0)"
 
 
-def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = None, walkable: bool = True,
-         n_terms: int = 0) -> str:
+def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None, walkable: bool, n_terms: int) -> str:
     """One statement for every plan: the query terms' postings in the tenant (:postings, their df summed), the
     scope's size and the walk's own bound pick one in PostgreSQL, each branch gated by a one-time filter, so the
     others are never run. `later` (a whole-tenant scope): reading every posting, the filters are looked up after scoring
@@ -170,8 +169,8 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None = Non
     (:narrow_max, and a tenth of the tenant's), every posting is read, never walked. Not `walkable` (the terms'
     postings are at most :walk_over, so no walk runs): the read of every posting alone, the same rows; PostgreSQL
     plans the whole statement, unrun branches too, and the walk's CTEs were half its cost (planning 1.1 → 0.6 ms,
-    execution 0.8 → 0.5 ms, the memories' leg at the recall_multi bench's sizes). `n_terms`: the query's distinct
-    terms, bound as :term_0 ... (_idf_of)."""
+    execution 0.8 → 0.5 ms, the memories' leg at the recall_multi bench's sizes). `n_terms` (at least 1): the
+    query's distinct terms, bound as :term_0 ... (_idf_of)."""
     key = t.id_column
     weight = "p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))"
     idf_of = _idf_of(n_terms)

@@ -254,29 +254,27 @@ class SessionsDomain:
             fetched = windows(conn, scope.tenant, [(h.candidate.session_id, h.candidate.seq) for h in ranked],
                               s.sessions.session_window, q.frame)
         hit_rows = {(r.session_id, r.seq): r for r in allowed}
-        by_seq: dict[tuple[str, int], Any] = {}
-        seqs: dict[str, set[int]] = {}  # each session's fetched messages, for its merged windows
+        fetched_of: dict[str, dict[int, Any]] = {}  # each session's fetched messages by seq, for its merged windows
         spans = []
         for hit, rows_ in zip(ranked, fetched, strict=True):
             for r in rows_:
-                by_seq[(r.session_id, r.seq)] = r
-                seqs.setdefault(r.session_id, set()).add(r.seq)
+                fetched_of.setdefault(r.session_id, {})[r.seq] = r
             spans.append(Window(hit.candidate.session_id, rows_[0].seq, rows_[-1].seq, hit.score, [hit]))
         results = []
         grade = scale(SESSIONS, s.embedding.embedding_model)
         for w in merge_windows(spans):
             best = w.hits[0]
-            found, row = hit_rows[(w.session_id, best.candidate.seq)], by_seq[(w.session_id, best.candidate.seq)]
+            messages = fetched_of[w.session_id]
+            found, row = hit_rows[(w.session_id, best.candidate.seq)], messages[best.candidate.seq]
             features = grade.features(q.query, row.content, None, bm25[found.message_uid])
-            window = [by_seq[(w.session_id, seq)] for seq in sorted(seqs[w.session_id])
-                      if w.first_seq <= seq <= w.last_seq]
+            window = [messages[seq] for seq in sorted(messages) if w.first_seq <= seq <= w.last_seq]
             results.append(DomainHit(
                 content=row.content, score=w.score, handle=handle_of(row), relevance=grade.of(features),
                 legs={"keyword": bm25[found.message_uid]},
                 fields={"session_id": w.session_id, "seq": row.seq, "role": row.role, "tool_name": row.tool_name,
                         "created_at": row.created_at.isoformat(), "agent_id": row.agent_id,
                         "project": row.project, "status": found.status, "window": _window_out(window),
-                        "hits": [{"message_id": by_seq[(w.session_id, h.candidate.seq)].message_id,
+                        "hits": [{"message_id": messages[h.candidate.seq].message_id,
                                   "seq": h.candidate.seq, "score": h.score} for h in w.hits]},
                 explanation={"density": best.density, "recency": best.recency, "richness": best.richness,
                              "weights": {"density": s.sessions.session_w_density,

@@ -17,8 +17,10 @@ allow, in impact order: (length + 10) / tf ascending, the order of a posting's B
 (tenant, term, that order, id), with tf and length included since 0031, so each term's walk reads its first
 postings that pass the filters from the index alone and stops. Each candidate is then scored with Okapi BM25
 exactly: its walked postings, plus one primary-key probe for each term walked short of its end that its walk did
-not bring; a candidate whose walked score, with every such term at its most, stays under the n-th best walked score
-cannot be in the top n and is not probed.
+not bring; a candidate whose walked score, with each such term at the most its postings past the walked ones can
+weigh, stays under the n-th best walked score cannot be in the top n and is not probed. A whole-tenant scope walks
+each term's postings of every document (from the index alone: joining each walked posting to its document for the
+filters was a third of the walk at 100k session messages) and looks the filters up for its best candidates only.
 
 The walk proves its own answer (a threshold test, as in Fagin's threshold algorithm): a document outside it
 holds none of the fully walked terms, and of each term walked short only postings past the last walked one, whose
@@ -164,13 +166,13 @@ def _idf_of(n_terms: int) -> str:
 def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None, walkable: bool, n_terms: int) -> str:
     """One statement for every plan: the query terms' postings in the tenant (:postings, their df summed), the
     scope's size and the walk's own bound pick one in PostgreSQL, each branch gated by a one-time filter, so the
-    others are never run. `later` (a whole-tenant scope): reading every posting, the filters are looked up after scoring
-    (_filter_later). `agent_docs` (SQL on d: the documents of the agent the scope names): when they are few
-    (:narrow_max, and a tenth of the tenant's), every posting is read, never walked. Not `walkable` (the terms'
-    postings are at most :walk_over, so no walk runs): the read of every posting alone, the same rows; PostgreSQL
-    plans the whole statement, unrun branches too, and the walk's CTEs were half its cost (planning 1.1 → 0.6 ms,
-    execution 0.8 → 0.5 ms, the memories' leg at the recall_multi bench's sizes). `n_terms` (at least 1): the
-    query's distinct terms, bound as :term_0 ... (_idf_of)."""
+    others are never run. `later` (a whole-tenant scope): reading every posting or walking, the filters are looked
+    up after scoring (_filter_later, _walk_later). `agent_docs` (SQL on d: the documents of the agent the scope
+    names): when they are few (:narrow_max, and a tenth of the tenant's), every posting is read, never walked. Not
+    `walkable` (the terms' postings are at most :walk_over, so no walk runs): the read of every posting alone, the
+    same rows; PostgreSQL plans the whole statement, unrun branches too, and the walk's CTEs were half its cost
+    (planning 1.1 → 0.6 ms, execution 0.8 → 0.5 ms, the memories' leg at the recall_multi bench's sizes).
+    `n_terms` (at least 1): the query's distinct terms, bound as :term_0 ... (_idf_of)."""
     key = t.id_column
     weight = "p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.length / s.avgdl))"
     idf_of = _idf_of(n_terms)
@@ -198,10 +200,17 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None, walk
     if not walkable:
         # one branch is already in order; after the filter-later branch, the union is put in it
         return f"WITH {stats}, {idf}{later_ctes}{read_all}" + ("\n    ORDER BY score DESC, id" if later else "")
-    walk_ok = _WALK_OK
     narrow = (f"""SELECT coalesce(c.n <= :narrow_max AND c.n * 10 <= (SELECT n_docs FROM stats), false) AS yes FROM (
             SELECT count(*) AS n FROM (SELECT 1 FROM {t.docs} d WHERE {agent_docs} LIMIT :narrow_max + 1) s) c"""
               if agent_docs else "SELECT false AS yes")
+    # A whole-tenant scope walks each term's postings from the index alone and looks the filters up for the best
+    # candidates only (_walk_later); any other scope walks among the documents it allows.
+    walk_filter = ("""
+            WHERE p.tenant = :tenant AND p.term = i.term""" if later else f"""
+            JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
+            WHERE p.tenant = :tenant AND p.term = i.term AND {where}""")
+    walk_tail, walk_answer = _walk_later(t, where) if later else _walk_filtered()
+    cut = ":width" if later else ":n"  # the floor's rank among the walked scores
     return f"""
     WITH total AS MATERIALIZED (
         SELECT CAST(:postings AS bigint) AS postings  -- the terms' postings, as bm25_top counted them (_postings_of)
@@ -214,25 +223,30 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None, walk
     ), {idf}, walked AS MATERIALIZED (
         -- each term's best postings in impact order: all of a rare term's (df ≤ full_walk), per_term of another's
         SELECT i.term, c.id, c.tf, c.length, c.impact FROM idf i CROSS JOIN LATERAL (
-            SELECT p.{key} AS id, p.tf, p.length, {IMPACT_ORDER} AS impact FROM {t.postings} p
-            JOIN {t.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
-            WHERE p.tenant = :tenant AND p.term = i.term AND {where}
+            SELECT p.{key} AS id, p.tf, p.length, {IMPACT_ORDER} AS impact FROM {t.postings} p{walk_filter}
             ORDER BY {IMPACT_ORDER}, p.{key}
             LIMIT CASE WHEN i.df <= :full_walk THEN i.df ELSE :per_term END) c
         WHERE (SELECT yes FROM walks)
     ), reach AS MATERIALIZED (
-        -- open: walked short of its end, so documents outside the walk may hold the term
-        SELECT i.term, i.idf, i.df > :full_walk AND count(w.id) >= :per_term AS open, max(w.impact) AS last
-        FROM idf i LEFT JOIN walked w ON w.term = i.term GROUP BY i.term, i.idf, i.df
+        -- open: walked short of its end, so documents outside the walk may hold the term; bound: the most its
+        -- postings past the last walked one can add to a score (idf times the weight bound there, _SHIFT)
+        SELECT r.*, CASE WHEN r.open THEN r.idf * (:k1 + 1)
+                    / (1 + :k1 * :b * greatest(r.last + {_SHIFT}, 0) / s.avgdl) ELSE 0 END AS bound
+        FROM (SELECT i.term, i.idf, i.df > :full_walk AND count(w.id) >= :per_term AS open, max(w.impact) AS last
+              FROM idf i LEFT JOIN walked w ON w.term = i.term GROUP BY i.term, i.idf, i.df) r CROSS JOIN stats s
+    ), unseen AS MATERIALIZED (
+        -- the most a document outside the walk can score: every open term's bound
+        SELECT coalesce(sum(bound), 0) AS most FROM reach
     ), partial AS MATERIALIZED (
-        -- each candidate's score from its walked postings, and the terms they hold
-        SELECT p.id, array_agg(p.term) AS seen, sum(i.idf * {weight}) AS score
-        FROM walked p JOIN idf i ON i.term = p.term CROSS JOIN stats s GROUP BY p.id
+        -- each candidate's score from its walked postings, the terms they hold, and the most it can score: its
+        -- walked score plus the bound of each open term its walk did not bring
+        SELECT p.id, array_agg(p.term) AS seen, sum(r.idf * {weight}) AS score,
+               sum(r.idf * {weight}) + (SELECT most FROM unseen) - sum(r.bound) AS most
+        FROM walked p JOIN reach r ON r.term = p.term CROSS JOIN stats s GROUP BY p.id
     ), floor AS MATERIALIZED (
-        -- the n-th best walked score, a floor under the n-th best score: a candidate that cannot reach it even
-        -- with every open term at its most ((k1 + 1)·idf) is not in the top n, and is not probed
-        SELECT coalesce((SELECT score FROM partial ORDER BY score DESC LIMIT 1 OFFSET :n - 1), 0)
-               - (:k1 + 1) * coalesce((SELECT sum(idf) FROM reach WHERE open), 0) AS low
+        -- the n-th best walked score, under the n-th best score: a candidate that cannot reach it is not probed
+        -- (filtering later, the width-th: the n that pass are among the best width)
+        SELECT coalesce((SELECT score FROM partial ORDER BY score DESC LIMIT 1 OFFSET {cut} - 1), 0) AS low
     ), walk_scored AS MATERIALIZED (
         -- each candidate's exact score: its walked postings, plus one primary-key probe per open term its walk
         -- did not bring (a term walked to its end holds no other)
@@ -242,26 +256,48 @@ def _sql(t: KeywordTables, where: str, later: bool, agent_docs: str | None, walk
                 WHERE p.tenant = :tenant AND p.term = r.term AND p.{key} = c.id LIMIT 1) p
             WHERE r.open AND r.term <> ALL(c.seen)), 0) AS score
         FROM partial c CROSS JOIN stats s
-        WHERE c.score >= (SELECT low FROM floor)
-    ), unseen AS MATERIALIZED (
-        -- the most a document outside the walk can score: each open term's idf times the weight bound past its
-        -- last walked posting (_SHIFT)
-        SELECT coalesce(sum(r.idf * (:k1 + 1) / (1 + :k1 * :b * greatest(r.last + {_SHIFT}, 0) / s.avgdl)), 0)
-               AS most
-        FROM reach r CROSS JOIN stats s WHERE r.open
-    ), walk_ok AS MATERIALIZED (
-        -- the walk answers when its top n is exact (n candidates outscore any document outside it), or when
-        -- reading every posting is past read_all_max
+        WHERE c.most >= (SELECT low FROM floor)
+    ){walk_tail}{later_ctes}{read_all}
+    UNION ALL
+    -- The walk: each term's best postings bring the candidates, scored over all their postings.
+    ({walk_answer})
+    ORDER BY score DESC, id
+    """
+
+
+def _walk_filtered() -> tuple[str, str]:
+    """The walk's test and answer among the scope's documents: its top n is exact when n candidates outscore any
+    document outside it (or no term is open: every document holding one was walked); a candidate not probed
+    cannot reach the n-th best walked score. Past read_all_max postings it answers anyway."""
+    return """, walk_ok AS MATERIALIZED (
         SELECT (SELECT yes FROM walks) AND (
             (SELECT postings FROM total) > :read_all_max
             OR (SELECT count(*) FROM walk_scored WHERE score > (SELECT most FROM unseen)) >= :n
             OR NOT EXISTS (SELECT 1 FROM reach WHERE open)) AS ok
-    ){later_ctes}{read_all}
-    UNION ALL
-    -- The walk: each term's best postings bring the candidates, scored over all their postings.
-    (SELECT id, score FROM walk_scored WHERE {walk_ok} ORDER BY score DESC, id LIMIT :n)
-    ORDER BY score DESC, id
-    """
+    )""", f"SELECT id, score FROM walk_scored WHERE {_WALK_OK} ORDER BY score DESC, id LIMIT :n"
+
+
+def _walk_later(t: KeywordTables, where: str) -> tuple[str, str]:
+    """The walk's test and answer for a whole-tenant scope, whose walk took the postings of every document: the
+    filters are looked up for the best `width` exactly scored candidates, in order, until n pass. Those n are the
+    exact top n when each outscores any document outside the walk: a candidate left unprobed cannot reach the
+    width-th best walked score, and the best `width` scored are all at least that. With no term open and fewer
+    than `width` candidates, every document holding a term was scored and looked up. Otherwise the read of every
+    posting answers; past read_all_max postings the walk's answer stands anyway."""
+    key = t.id_column
+    tail = f""", walk_best AS MATERIALIZED (
+        SELECT id, score FROM walk_scored ORDER BY score DESC, id LIMIT :width
+    ), walk_passed AS MATERIALIZED (
+        SELECT c.id, c.score FROM walk_best c JOIN {t.docs} d ON d.tenant = :tenant AND d.{key} = c.id
+        WHERE {where} ORDER BY c.score DESC, c.id LIMIT :n
+    ), walk_ok AS MATERIALIZED (
+        SELECT (SELECT yes FROM walks) AND (
+            (SELECT postings FROM total) > :read_all_max
+            OR ((SELECT count(*) FROM walk_passed) >= :n
+                AND (SELECT min(score) FROM walk_passed) > (SELECT most FROM unseen))
+            OR (NOT EXISTS (SELECT 1 FROM reach WHERE open) AND (SELECT count(*) FROM walk_best) < :width)) AS ok
+    )"""
+    return tail, f"SELECT id, score FROM walk_passed WHERE {_WALK_OK} ORDER BY score DESC, id LIMIT :n"
 
 
 def _filter_later(t: KeywordTables, where: str, weight: str, idf_of: str, unwalked: str) -> str:

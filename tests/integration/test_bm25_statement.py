@@ -93,7 +93,19 @@ def _branches_run(engine: Any, conn: Any, call: Any) -> list[bool]:
         return ("Scan" in node["Node Type"] and node.get("Actual Loops", 0) > 0) or any(
             scanned(c) for c in node.get("Plans", []) if c.get("Parent Relationship") not in ("InitPlan", "SubPlan"))
 
-    return [scanned(m) for m in top["Plans"] if m.get("Parent Relationship") == "Member"]
+    return [scanned(m) for m in _members(top)]
+
+
+def _members(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The branches of the statement's UNION, under any sort of it."""
+    mine = [m for m in node.get("Plans", []) if m.get("Parent Relationship") == "Member"]
+    return mine or next((found for c in node.get("Plans", []) if c.get("Parent Relationship") == "Outer"
+                         for found in [_members(c)] if found), [])
+
+
+def _answered_by_walk(conn: Any, call: Any) -> bool:
+    """Whether the walk, the UNION's last branch, gave the rows (one branch gives them: the others' gates hold)."""
+    return _members(_explained(conn, call, "ANALYZE"))[-1]["Actual Rows"] > 0
 
 
 def test_idf_is_computed_once_per_term_in_float8(engine, tenant: str) -> None:
@@ -301,3 +313,43 @@ def test_a_narrow_agent_scope_reads_every_posting_of_its_own_and_is_exact(engine
         # a1 holds 100 of the 108 memories: not narrow, walked
         assert _branches_run(engine, conn, lambda: top("a1", per_term=1, full_walk=0, walk_over=0,
                                                        read_all_max=0)) == [False, True]
+
+
+def test_a_whole_tenant_walk_looks_its_filters_up_after_scoring_and_answers_okapi_bm25s_top_n(engine,
+                                                                                              tenant: str) -> None:
+    """A whole-tenant scope walks each term's postings of every document and looks the filters up for its best
+    candidates only. Random corpora, a random share of the messages kept by the filter (the best-scored often
+    not), every walk forced (cuts of 1-40 postings, rare terms walked to their end or not, n from 1 to 25): the
+    answer is always Okapi BM25's top n among the kept documents, the walk's when it proves it, else the read of
+    every posting."""
+    import random
+
+    rng = random.Random(23)
+    vocabulary = [f"w{i}" for i in range(12)]
+    weights = [1 / (i + 1) for i in range(len(vocabulary))]
+    contents = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 9))) for _ in range(90)]
+    messages = [{"message_id": f"r{i}", "role": "user", "content": c} for i, c in enumerate(contents)]
+    append_messages(engine, tenant, "s1", messages, META)
+    catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
+    uid_of = {message_uid(tenant, "s1", f"r{i}"): i for i in range(len(contents))}
+    walks_answered = 0
+    with engine.connect() as conn:
+        for _ in range(150):
+            query = " ".join(rng.choices(vocabulary, k=rng.randint(1, 3)))
+            n, per_term, full_walk = rng.randint(1, 25), rng.choice((1, 3, 7, 20, 40)), rng.choice((0, 3, 10))
+            kept = {i for i in range(len(contents)) if rng.random() < rng.choice((0.5, 0.9, 1.0))}
+            expected = {i: v for i, v in _okapi_over(contents, query).items() if i in kept}
+
+            def call(n: int = n, per_term: int = per_term, full_walk: int = full_walk,
+                     kept: set[int] = kept, query: str = query) -> dict[Any, float]:
+                return bm25_top(conn, Scope(tenant), tokenize(query), n, K1, B, None, SESSION_KEYWORD,
+                                "d.sent AND d.message_id = ANY(:kept)", {"kept": [f"r{i}" for i in kept]},
+                                per_term=per_term, walk_over=0, full_walk=full_walk)
+            got = call()
+            case = (query, n, per_term, full_walk, len(kept))
+            assert [round(v, 9) for v in got.values()] == sorted((round(v, 9) for v in expected.values()),
+                                                                  reverse=True)[:n], case
+            for uid, score in got.items():
+                assert uid_of[uid] in kept and math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9), case
+            walks_answered += _answered_by_walk(conn, call)
+    assert walks_answered > 20  # the walk proves its own answer often, the read of every posting the rest

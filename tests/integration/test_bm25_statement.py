@@ -253,6 +253,17 @@ def test_a_whole_tenant_read_filters_after_scoring_and_answers_what_filtering_fi
                 assert math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9)
 
 
+def _random_corpus(engine: Any, tenant: str, rng: Any, vocabulary: list[str]) -> tuple[list[str], dict[Any, int]]:
+    """90 Zipf-like messages of 1-9 words of `vocabulary`, appended and projected into session s1: their texts,
+    and each one's index by its message uid."""
+    weights = [1 / (i + 1) for i in range(len(vocabulary))]
+    contents = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 9))) for _ in range(90)]
+    messages = [{"message_id": f"r{i}", "role": "user", "content": c} for i, c in enumerate(contents)]
+    append_messages(engine, tenant, "s1", messages, META)
+    catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
+    return contents, {message_uid(tenant, "s1", f"r{i}"): i for i in range(len(contents))}
+
+
 def test_every_plan_answers_okapi_bm25s_top_n_on_random_corpora(engine, tenant: str) -> None:
     """Random Zipf-like messages and queries, every plan forced in turn (walk cuts of 1-7 postings, rare terms walked
     to their end or not, n from 1 to 25): up to read_all_max postings the answer is always Okapi BM25's top n over
@@ -261,12 +272,7 @@ def test_every_plan_answers_okapi_bm25s_top_n_on_random_corpora(engine, tenant: 
 
     rng = random.Random(14)
     vocabulary = [f"w{i}" for i in range(12)]
-    weights = [1 / (i + 1) for i in range(len(vocabulary))]
-    contents = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 9))) for _ in range(90)]
-    messages = [{"message_id": f"r{i}", "role": "user", "content": c} for i, c in enumerate(contents)]
-    append_messages(engine, tenant, "s1", messages, META)
-    catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
-    uid_of = {message_uid(tenant, "s1", f"r{i}"): i for i in range(len(contents))}
+    contents, uid_of = _random_corpus(engine, tenant, rng, vocabulary)
     with engine.connect() as conn:
         for _ in range(150):
             query = " ".join(rng.choices(vocabulary, k=rng.randint(1, 3)))
@@ -326,12 +332,7 @@ def test_a_whole_tenant_walk_looks_its_filters_up_after_scoring_and_answers_okap
 
     rng = random.Random(23)
     vocabulary = [f"w{i}" for i in range(12)]
-    weights = [1 / (i + 1) for i in range(len(vocabulary))]
-    contents = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 9))) for _ in range(90)]
-    messages = [{"message_id": f"r{i}", "role": "user", "content": c} for i, c in enumerate(contents)]
-    append_messages(engine, tenant, "s1", messages, META)
-    catch_up(engine, SessionsProjector(), 1000, max_seconds=120)
-    uid_of = {message_uid(tenant, "s1", f"r{i}"): i for i in range(len(contents))}
+    contents, uid_of = _random_corpus(engine, tenant, rng, vocabulary)
     walks_answered = 0
     with engine.connect() as conn:
         for _ in range(150):

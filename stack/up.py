@@ -138,6 +138,13 @@ class Stack:
         self._started_at[name] = time.monotonic() if now is None else now
         return proc
 
+    def check_stop(self) -> None:
+        """Raise Stopping when a stop signal came. The signal's handler raises it too, wherever the main thread is;
+        library code that catches every Exception can swallow that one (a SIGHUP during start-up then left `up`
+        supervising, deaf to the next signals), so start-up and supervision ask between their steps."""
+        if self.stopping:
+            raise Stopping
+
     def start(self) -> None:
         self._children_before = {p.pid for p in psutil.Process().children()}
         self._take_lock()
@@ -145,14 +152,18 @@ class Stack:
         if not self.database_url:
             self.postgres = EmbeddedPostgres(self.data_dir, die_with_parent=True)
             self.database_url = self.postgres.start()
+        self.check_stop()
         if not self.redis_url:
             self.redis = EmbeddedRedis(self.data_dir, die_with_parent=True)
             self.redis_url = self.redis.start()
+        self.check_stop()
         upgrade_to_head(self.database_url)
         log.info("migrations.done")
+        self.check_stop()
         write_stack_state(self.data_dir, {"database_url": self.database_url, "redis_url": self.redis_url,
                                           "api_url": self.api_url, "pid": os.getpid()})
         for name in self.commands():
+            self.check_stop()
             self.start_child(name)
         self._wait_healthy()
         log.info("engramlog.up", api=self.api_url, data_dir=str(self.data_dir))
@@ -161,6 +172,7 @@ class Stack:
         timeout_s = self.settings.stack.up_health_timeout_s
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            self.check_stop()
             self._check_children()
             try:
                 if httpx.get(f"{self.api_url}/healthz", timeout=2).status_code == 200:
@@ -192,6 +204,7 @@ class Stack:
 
     def wait(self) -> None:
         while True:
+            self.check_stop()
             self.supervise(time.monotonic())
             time.sleep(0.5)
 
@@ -242,11 +255,14 @@ class Stack:
 def run_foreground(settings: Settings, workers: int) -> None:
     stack = Stack(settings, workers)
 
+    received: list[str] = []
+
     def on_signal(signum: int, frame: object) -> None:
+        # No logging here: a log line takes its output's lock, which the interrupted main thread may hold.
         if stack.stopping:
             return  # already stopping: let it finish in order
         stack.stopping = True
-        log.info("engramlog.stopping", signal=signal.Signals(signum).name)
+        received.append(signal.Signals(signum).name)
         raise Stopping
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}  # before the first child starts
@@ -254,7 +270,7 @@ def run_foreground(settings: Settings, workers: int) -> None:
         stack.start()
         stack.wait()
     except Stopping:
-        pass
+        log.info("engramlog.stopping", signal=received[0] if received else None)
     finally:
         stack.stop()
         for sig, handler in previous.items():

@@ -73,6 +73,21 @@ def test_a_signal_during_start_up_leaves_no_child_running(tmp_path: Path, sig: i
     assert not (data_dir / "stack.json").exists()
 
 
+
+def test_a_stop_signal_whose_exception_was_swallowed_still_stops_start_up_and_supervision(tmp_path: Path) -> None:
+    """The handler raises Stopping wherever the main thread is, and library code that catches every Exception can
+    swallow it (`up` then supervised on, deaf to the next signals: this file's first test hung so, 1 run in 3).
+    The flag it sets is asked between the steps: the health wait and the supervision loop raise Stopping."""
+    from infra.settings import get_settings, replace
+    from stack.up import Stack, Stopping
+
+    stack = Stack(replace(get_settings(), data_dir=tmp_path, host="127.0.0.1", api_keys={}))
+    stack.stopping = True  # what the handler sets before it raises
+    with pytest.raises(Stopping):
+        stack._wait_healthy()  # noqa: SLF001 - the step start-up is in when the worker has started
+    with pytest.raises(Stopping):
+        stack.wait()
+
 def test_a_sigkilled_up_takes_every_child_with_it(tmp_path: Path) -> None:
     """`up` SIGKILLed by its caller (no handler runs): PostgreSQL, Redis, the worker (master and worker processes)
     and the API die with it, by their parent-death signal (infra/lifeline.py)."""

@@ -284,13 +284,7 @@ def _walk_later(t: KeywordTables, where: str) -> tuple[str, str]:
     width-th best walked score, and the best `width` scored are all at least that. With no term open and fewer
     than `width` candidates, every document holding a term was scored and looked up. Otherwise the read of every
     posting answers; past read_all_max postings the walk's answer stands anyway."""
-    key = t.id_column
-    tail = f""", walk_best AS MATERIALIZED (
-        SELECT id, score FROM walk_scored ORDER BY score DESC, id LIMIT :width
-    ), walk_passed AS MATERIALIZED (
-        SELECT c.id, c.score FROM walk_best c JOIN {t.docs} d ON d.tenant = :tenant AND d.{key} = c.id
-        WHERE {where} ORDER BY c.score DESC, c.id LIMIT :n
-    ), walk_ok AS MATERIALIZED (
+    tail = f"""{_looked_up(t, where, "walk_scored", "walk_best", "walk_passed")}, walk_ok AS MATERIALIZED (
         SELECT (SELECT yes FROM walks) AND (
             (SELECT postings FROM total) > :read_all_max
             OR ((SELECT count(*) FROM walk_passed) >= :n
@@ -313,15 +307,21 @@ def _filter_later(t: KeywordTables, where: str, weight: str, idf_of: str, unwalk
         FROM {t.postings} p CROSS JOIN stats s
         WHERE {unwalked}p.tenant = :tenant AND p.term = ANY(:terms)
         GROUP BY p.{key}
-    ), best AS MATERIALIZED (
-        SELECT id, score FROM scored ORDER BY score DESC, id LIMIT :width
-    ), passed AS MATERIALIZED (
-        SELECT c.id, c.score FROM best c JOIN {t.docs} d ON d.tenant = :tenant AND d.{key} = c.id
-        WHERE {where} ORDER BY c.score DESC, c.id LIMIT :n
-    ), settled AS MATERIALIZED (
+    ){_looked_up(t, where, "scored", "best", "passed")}, settled AS MATERIALIZED (
         SELECT (SELECT count(*) FROM passed) >= :n OR (SELECT count(*) FROM best) < :width AS ok
     )
     (SELECT id, score FROM passed WHERE (SELECT ok FROM settled))
     UNION ALL"""
 
 
+def _looked_up(t: KeywordTables, where: str, scored: str, best: str, passed: str) -> str:
+    """Two CTEs (after a comma) for a whole-tenant plan that filters after scoring: `best`, the best `width` of the
+    CTE `scored` (id, score); `passed`, the first n of them, in order, whose documents pass `where` (looked up by
+    primary key, PostgreSQL stopping at the n-th)."""
+    key = t.id_column
+    return f""", {best} AS MATERIALIZED (
+        SELECT id, score FROM {scored} ORDER BY score DESC, id LIMIT :width
+    ), {passed} AS MATERIALIZED (
+        SELECT c.id, c.score FROM {best} c JOIN {t.docs} d ON d.tenant = :tenant AND d.{key} = c.id
+        WHERE {where} ORDER BY c.score DESC, c.id LIMIT :n
+    )"""

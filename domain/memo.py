@@ -62,6 +62,15 @@ class Memo(Generic[T]):
                 self._chars -= dropped
         return value
 
+    def peek(self, texts: Sequence[str]) -> T | None:
+        """What is kept for `texts`, or None (nothing computed)."""
+        key = digest(texts)
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key][0]
+        return None
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -11,6 +11,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,6 +34,9 @@ BACKENDS = ("torch", "onnx")
 # retry, deep recall's searches, the MCP tool after the SDK), and an embedding costs ~8-25 ms on 2 cores. Keyed by
 # tenant as embed_cached is: shared, a cache hit's speed would tell a tenant what another had asked.
 _QUERY_VECTORS: Memo[str] = Memo(2048, max_chars=8_000_000)
+# Queries embedded while their searches run their keyword legs (query_vector_soon). The model takes one forward
+# pass at a time (_lock), so two threads are enough; a task here waits for nothing else, so it never deadlocks.
+_SOON = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embedding")
 
 
 def _model_path(name: str) -> str:
@@ -98,6 +102,14 @@ class Embedder:
         """The query's pgvector literal, embedded once per (tenant, model, text) while the LRU keeps it (the
         vectors of one model are the same whichever backend computes them: see embed_cached)."""
         return _QUERY_VECTORS.get((tenant, self.model, text_), lambda: to_pgvector(self.encode_one(text_)))
+
+    def query_vector_soon(self, tenant: str, text_: str) -> str | Callable[[], str]:
+        """The query's pgvector literal when the LRU keeps it; else a function answering it, the model running
+        meanwhile on its own thread (a search runs its keyword leg first, then asks: recall/vector.py literal)."""
+        kept = _QUERY_VECTORS.peek((tenant, self.model, text_))
+        if kept is not None:
+            return kept
+        return _SOON.submit(self.query_vector, tenant, text_).result
 
     def warm(self) -> None:
         """Load the model and run it once, so the first real request pays neither. Once per embedder: the vector

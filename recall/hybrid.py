@@ -30,7 +30,7 @@ from recall.keyword import KeywordTables, bm25_top
 from recall.relevance import Scale
 from recall.scope import Scope
 from recall.timeframe import TimeFrame
-from recall.vector import VectorTable, cosines_for, nearest_vectors
+from recall.vector import QueryVector, VectorTable, cosines_for, literal, nearest_vectors
 
 HISTORY_FACTOR = 0.1  # an item answered only because history was asked for weighs a tenth
 
@@ -103,20 +103,22 @@ def pool_size(settings: Settings, q: DomainQuery, gated_per_item: bool) -> int:
     return max(settings.hybrid.candidates_per_leg, q.k * 3) * (2 if gated_per_item and q.policy.exclude_paths else 1)
 
 
-def gather(conn: Connection, scope: Scope, leg: HybridLeg, terms: list[str], query_vector: str | None, n: int,
+def gather(conn: Connection, scope: Scope, leg: HybridLeg, terms: list[str], query_vector: QueryVector | None, n: int,
            settings: Settings, statuses: tuple[str, ...], where_sql: str = "",
            where_params: dict[str, object] | None = None) -> Legs:
     """Both legs' top `n` in `scope` among items in one of `statuses` (and `where_sql` on d), with the cosine of
-    every candidate that has a vector."""
+    every candidate that has a vector. The keyword leg runs first: a `query_vector` still being computed is waited
+    for only after it."""
     bm25 = bm25_top(conn, scope, terms, n, settings.keyword.bm25_k1, settings.keyword.bm25_b, statuses, leg.keyword,
                     where_sql, where_params)
     if query_vector is None or leg.vectors is None:
         return Legs(bm25)
-    [(nearest, _)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses, leg.vectors, where_sql,
+    query = literal(query_vector)
+    [(nearest, _)] = nearest_vectors(conn, scope, [query], n, settings, statuses, leg.vectors, where_sql,
                                      where_params)
     vector = dict(nearest)
     vector.update(cosines_for(conn, scope.tenant, [i for i in sorted(bm25, key=str) if i not in vector],
-                              query_vector, settings.embedding.embedding_model, leg.vectors))
+                              query, settings.embedding.embedding_model, leg.vectors))
     return Legs(bm25, vector)
 
 

@@ -6,7 +6,7 @@ Per-domain scores are not comparable, so buckets never mix them: each domain tha
 bucket with its reason. Beside the buckets, one fused list: the buckets' results by their calibrated relevance
 (the chance each answers the query, one scale across domains: recall/relevance.py), top k.
 
-Read-only: the query is embedded once here, while the keyword-only domains search (no item is embedded on the
+Read-only: the query is embedded once here, while the domains run their keyword legs (no item is embedded on the
 read path: workers embed them lazily, from the hit-log), and the one write is a single RecallServed for the whole
 fan-out.
 """
@@ -43,7 +43,8 @@ T = TypeVar("T")
 
 # The fan-out's threads, kept between requests: a pool made per request started a thread per domain each time, and
 # the request waited in each start for the new thread to get the GIL (py-spy: ~4 ms a recall/multi in
-# Thread.start). Its tasks never wait on it, so requests that share it queue at worst, never deadlock.
+# Thread.start). Its tasks wait on nothing of it (the query's embedding runs on the embedder's own threads), so
+# requests that share it queue at worst, never deadlock.
 FAN_OUT_THREADS = 4 * (len(DOMAINS) + 1)
 _fan_out = ThreadPoolExecutor(max_workers=FAN_OUT_THREADS, thread_name_prefix="recall-multi")
 
@@ -138,14 +139,12 @@ def recall_multi(engine: Engine, embedder: Embedder, settings: Settings, request
             log.exception("recall_multi.domain_failed", domain=name)
             return DomainAnswer([], f"failed: {type(exc).__name__}")
 
-    # The query is embedded once, in the pool: the keyword-only domains are asked meanwhile (the model runs
-    # outside the GIL), the others once the vector is there.
-    keyword_only = [d for d in asked if not DOMAINS[d].vector_leg or d not in with_data]
-    embedding = (_submit(embedder.query_vector, scope.tenant, request.query)
-                 if any(DOMAINS[d].vector_leg for d in with_data) else None)
-    asking = {d: _submit(answer, d, keyword_q) for d in keyword_only}
-    q = keyword_q if embedding is None else replace(keyword_q, query_vector=embedding.result())
-    asking.update({d: _submit(answer, d, q) for d in asked if d not in asking})
+    # The query is embedded once, while every domain runs its keyword leg (the model runs outside the GIL); a domain
+    # with a vector leg waits for the vector only there.
+    q = keyword_q
+    if any(DOMAINS[d].vector_leg for d in with_data):
+        q = replace(keyword_q, query_vector=embedder.query_vector_soon(scope.tenant, request.query))
+    asking = {d: _submit(answer, d, q if DOMAINS[d].vector_leg else keyword_q) for d in asked}
     answers = [asking[d].result() for d in asked]
     buckets = [Bucket(name, quota if name in with_data else 0, a.results[:quota], a.reason, a.explanation)
                for name, a in zip(asked, answers, strict=True)]

@@ -44,6 +44,7 @@ from recall.keyword import bm25_top
 from recall.relevance import grade_items
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame, clock_of
+from recall.vector import QueryVector, literal
 
 log = structlog.get_logger(__name__)
 MAX_K = 100
@@ -134,7 +135,7 @@ NO_STAGING_CANDIDATE = "skipped: no staging memory enters the BM25 or vector top
 
 
 def _run(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
-         statuses: tuple[str, ...], now: datetime, vectors: dict[str, str], policy: PrivacyPolicy,
+         statuses: tuple[str, ...], now: datetime, vectors: dict[str, QueryVector], policy: PrivacyPolicy,
          when: TimeTarget | None = None, first: _Pass | None = None) -> _Pass:
     """One pass of the funnel. A first pass that may be followed by the staging fallback's searches its legs for
     both at once (candidates.search_with_staging). `first`: the pass the staging fallback's pass follows; with
@@ -153,8 +154,10 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
         with timed(reports["embed"]) as r:
             if query not in vectors:
                 vectors[query] = embedder.query_vector(scope.tenant, query)
-            query_vector = vectors[query]
+            pending = vectors[query]
             r.config = {"model": embedder.model}
+            if not isinstance(pending, str):
+                r.config["computed"] = "beside coreference and the keyword leg: the candidates stage waits for it"
         with timed(reports["candidates"]) as r:
             legs, staging_legs, searched = None, None, False
             if first is not None and first.staging_searched and query == first.query:
@@ -164,10 +167,11 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
             elif (first is None and current and settings.abstention.staging_fallback
                   and "staging" not in statuses):
                 legs, staging_legs = candidates.search_with_staging(
-                    conn, scope, query, query_vector, candidates.breadth(k, settings), statuses, settings)
+                    conn, scope, query, pending, candidates.breadth(k, settings), statuses, settings)
                 searched = True
-            items, legs_facts = candidates.generate(conn, scope, query, query_vector, k, statuses, settings, r,
+            items, legs_facts = candidates.generate(conn, scope, query, pending, k, statuses, settings, r,
                                                     request.frame, legs)
+            query_vector = vectors[query] = literal(pending)
             if searched:
                 r.config["legs"] = "searched at twice the breadth with staging, for the staging fallback too"
             elif legs is not None:
@@ -229,15 +233,17 @@ class Funnelled:
 
 
 def search(engine: Engine, embedder: Embedder, settings: Settings, request: RecallRequest,
-           policy: PrivacyPolicy = NO_POLICY, vectors: dict[str, str] | None = None,
+           policy: PrivacyPolicy = NO_POLICY, vectors: dict[str, QueryVector] | None = None,
            now: datetime | None = None) -> Funnelled:
     """The funnel over the memories (read-only): the top request.k, none the privacy policy excludes.
-    `vectors` caches query embeddings by text (the aggregator hands in the query's)."""
+    `vectors` caches query embeddings by text (the aggregator hands in the query's, maybe still being computed)."""
     k = request.k
     # Under as_of the clock is the position's recorded time: activation ages, edge decay and the query's time words
     # are those of then (recall/timeframe.py clock_of), whatever clock the caller hands in.
     now = clock_of(engine, request.scope.tenant, request.frame, now or datetime.now(UTC))
-    vectors = {} if vectors is None else vectors
+    # The query's vector is computed while the first pass reads coreference and runs its keyword leg.
+    vectors = {request.query: embedder.query_vector_soon(request.scope.tenant, request.query)} if vectors is None \
+        else vectors
     when = resolve(request.query, request.reference_time or now)
     chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors, policy, when)
     # Staging is a safety net: when the recallable memories do not answer, look at staging before giving up.

@@ -16,7 +16,7 @@ scope (any value for recall, IS NULL for the governor) is the Scope's to say.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -44,6 +44,16 @@ class VectorTable:
         if domain.vectors is None:
             raise ValueError(f"{domain.name} declares no vectors table")
         return cls(domain.vectors, domain.versions.key, UNIT_STATUS, scoped_by=domain.table)
+
+
+# A query's vector: its pgvector literal, or what answers it once asked (recall/multi.py hands in the embedding it
+# computes meanwhile, so a search runs its keyword leg first and waits for the vector only for its vector leg).
+QueryVector = str | Callable[[], str]
+
+
+def literal(vector: QueryVector) -> str:
+    """The pgvector literal of `vector`, waiting for it when it is still being computed."""
+    return vector if isinstance(vector, str) else vector()
 
 
 MEMORY_VECTORS = VectorTable(

@@ -7,7 +7,8 @@ The aggregator (recall/multi.py) never mixes domains' scores: each domain answer
 score order; across domains, results compare by `relevance` (domain/relevance.py, recall/relevance.py).
 
 Domains read read models only and never embed on the read path: the query is embedded once by the aggregator
-(`DomainQuery.query_vector`), and items are embedded by workers (lazily, from the hit-log).
+(`DomainQuery.query_vector`, computed while the domains' keyword legs run), and items are embedded by workers
+(lazily, from the hit-log).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from domain.events.hitlog import HitLayer
 from domain.privacy import PrivacyPolicy
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
+from recall.vector import QueryVector
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,9 @@ class DomainQuery:
     k: int  # this domain's quota: at most k results
     now: datetime
     policy: PrivacyPolicy  # the tenant's privacy gate: an excluded item is never answered
-    query_vector: str | None = None  # pgvector literal of the query in the configured model; None: keyword only
+    # The query's vector in the configured model (a pgvector literal, or the embedding still being computed: a search
+    # reads it after its keyword leg); None: keyword only
+    query_vector: QueryVector | None = None
     include_history: bool = False  # replaced and retired items too (scored ×0.1)
     options: dict[str, Any] = field(default_factory=dict)  # domain-specific knobs from the request
     frame: TimeFrame = NOW  # since / until (valid time) and as_of (recorded time): recall/timeframe.py

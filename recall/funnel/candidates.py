@@ -20,7 +20,7 @@ from recall.funnel.types import Activity, Item, StageReport
 from recall.keyword import MEMORY_KEYWORD, KeywordTables, bm25_top
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame
-from recall.vector import MEMORY_VECTORS, VectorTable, nearest_vectors
+from recall.vector import MEMORY_VECTORS, QueryVector, VectorTable, literal, nearest_vectors
 
 
 def _rows_sql(frame: TimeFrame) -> str:
@@ -50,13 +50,14 @@ class Legs:
         return {*self.bm25, *(i for i, c in self.cosine.items() if c >= floor)}
 
 
-def search_legs(conn: Connection, scope: Scope, query: str, query_vector: str, n: int, statuses: tuple[str, ...],
-                settings: Settings, frame: TimeFrame = NOW) -> Legs:
-    """Both legs' top n for `query` among the memories of `scope` in one of `statuses`, as `frame` holds them."""
+def search_legs(conn: Connection, scope: Scope, query: str, query_vector: QueryVector, n: int,
+                statuses: tuple[str, ...], settings: Settings, frame: TimeFrame = NOW) -> Legs:
+    """Both legs' top n for `query` among the memories of `scope` in one of `statuses`, as `frame` holds them. The
+    keyword leg first: a `query_vector` still being computed is waited for only after it."""
     keyword, vectors = memory_tables(frame)
     bm25 = bm25_top(conn, scope, tokenize(query), n, settings.keyword.bm25_k1, settings.keyword.bm25_b, statuses,
                     keyword, where_params=frame.params())
-    [(hits, method)] = nearest_vectors(conn, scope, [query_vector], n, settings, statuses, vectors,
+    [(hits, method)] = nearest_vectors(conn, scope, [literal(query_vector)], n, settings, statuses, vectors,
                                        where_params=frame.params())
     return Legs(bm25, dict(hits), method)
 
@@ -66,7 +67,7 @@ def breadth(k: int, settings: Settings) -> int:
     return max(settings.hybrid.candidates_per_leg, k * settings.funnel.topn_mult)
 
 
-def search_with_staging(conn: Connection, scope: Scope, query: str, query_vector: str, n: int,
+def search_with_staging(conn: Connection, scope: Scope, query: str, query_vector: QueryVector, n: int,
                         statuses: tuple[str, ...], settings: Settings) -> tuple[Legs, Legs | None]:
     """The legs of a pass over `statuses` and of the staging fallback's pass (`statuses` and staging), from one
     search of 2n over both, when it proves the first: a leg's scores do not depend on the statuses searched (idf
@@ -94,7 +95,7 @@ def search_with_staging(conn: Connection, scope: Scope, query: str, query_vector
     return Legs(bm25, cosine, wide.method), second
 
 
-def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: int, statuses: tuple[str, ...],
+def generate(conn: Connection, scope: Scope, query: str, query_vector: QueryVector, k: int, statuses: tuple[str, ...],
              settings: Settings, report: StageReport, frame: TimeFrame = NOW,
              legs: Legs | None = None) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
     """The candidates by id, and facts about the legs (vector method, terms) for the explanation. With a `frame`
@@ -108,9 +109,9 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: str, k: i
     ids = sorted(legs.entering(floor), key=str)
     items: dict[uuid.UUID, Item] = {}
     # BM25 candidates outside the vector leg's top n (or under its floor) get their cosine with their rows.
-    for row in conn.execute(text(_rows_sql(frame)), {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses),
-                                                     "q": query_vector, "model": settings.embedding.embedding_model,
-                                                     **frame.params()}):
+    params = {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses), "q": literal(query_vector),
+              "model": settings.embedding.embedding_model, **frame.params()}
+    for row in conn.execute(text(_rows_sql(frame)), params):
         items[row.memory_id] = Item(
             memory_id=row.memory_id, bm25=bm25.get(row.memory_id),
             cosine=None if row.cosine is None else float(row.cosine),

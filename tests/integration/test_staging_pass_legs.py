@@ -96,3 +96,22 @@ def test_a_fallback_no_staging_memory_could_answer_is_skipped(engine, kitchen_wi
         assert fallback["second_pass"].startswith("skipped: no staging memory")
     [candidates_stage] = [s for s in answer.explanation["stages"] if s["stage"] == "candidates"]
     assert candidates_stage["config"]["legs"].startswith("searched at twice the breadth")
+
+
+def test_the_keyword_leg_runs_before_the_query_vector_is_asked_for(engine, kitchen_with_staging, monkeypatch):
+    """A vector still being computed (the aggregator's, or a recall's own: Embedder.query_vector_soon) is asked
+    for only after the BM25 leg ran, and the legs are those the vector itself gives."""
+    tenant, cfg = kitchen_with_staging, settings()
+    scope, steps = Scope(tenant), []
+    bm25_top = candidates.bm25_top
+    monkeypatch.setattr(candidates, "bm25_top", lambda *a, **kw: steps.append("bm25") or bm25_top(*a, **kw))
+    for query in QUERIES:
+        vector = get_embedder(cfg.embedding.embedding_model).query_vector(tenant, query)
+        steps.clear()
+        with read_only(engine) as conn:
+            lazily = candidates.search_with_staging(conn, scope, query,
+                                                    lambda v=vector: steps.append("vector") or v, 4, FIRST, cfg)
+            asked = list(steps)
+            given = candidates.search_with_staging(conn, scope, query, vector, 4, FIRST, cfg)
+        assert [_legs(p) for p in lazily] == [_legs(p) for p in given], query
+        assert asked[:2] == ["bm25", "vector"], asked

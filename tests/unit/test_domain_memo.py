@@ -65,3 +65,13 @@ def test_memoised_entity_views_answer_as_before() -> None:
     assert isinstance(first, frozenset) and words(text) is first  # shared: immutable
     assert addresses_other(text) and addresses_other(text)
     assert not addresses_other("Caroline: I took my kids to the lake, you would love it")
+
+
+def test_peek_answers_what_is_kept_and_computes_nothing() -> None:
+    memo: Memo[int] = Memo(maxsize=2)
+    assert memo.peek(("a",)) is None and len(memo) == 0
+    memo.get(("a",), lambda: 1)
+    memo.get(("b",), lambda: 2)
+    assert memo.peek(("a",)) == 1  # and "a" is now the most recently used
+    memo.get(("c",), lambda: 3)
+    assert memo.peek(("b",)) is None and memo.peek(("a",)) == 1

@@ -161,9 +161,11 @@ def test_memories_and_knowledge_answer_their_own_buckets(client, engine, tenant)
 
 def test_a_keyword_only_domain_is_asked_without_the_query_vector_and_the_others_with_it(client, engine, tenant,
                                                                                         notes, monkeypatch):
-    """The query is embedded once, while the keyword-only domains search; a domain with a vector leg gets it."""
+    """The query is embedded once, while the domains search; a domain with a vector leg gets it (a literal, or what
+    answers it once its vector leg asks: recall/vector.py literal), a keyword-only domain none."""
     import recall.domains.registry
     import recall.multi
+    from recall.vector import literal
 
     class KeywordNotes(Notes):
         name = "keyword_notes"
@@ -179,7 +181,7 @@ def test_a_keyword_only_domain_is_asked_without_the_query_vector_and_the_others_
     assert out.status_code == 200, out.text
     assert [len(b["results"]) > 0 for b in out.json()["buckets"]] == [True, True]
     [with_vector], [without] = notes.seen, keyword.seen
-    assert with_vector.query_vector and with_vector.query_vector.startswith("[")
+    assert with_vector.query_vector is not None and literal(with_vector.query_vector).startswith("[")
     assert without.query_vector is None
 
 

@@ -126,17 +126,10 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
         return {}
     t = tables
     walk_over = t.walk_over if walk_over is None else walk_over
-    where, params = scope.where("d")
+    where, params = _filters(scope, t, statuses, where_sql, where_params)
     # the agent's documents bound the scope's (its other filters only narrow it), counted in the agent index
     narrowable = t.agent_index and scope.agent_id is not None
     agent_docs = "d.tenant = :tenant AND d.agent_id = :agent_id" if narrowable else None
-    if statuses is not None:
-        where += f" AND {t.status_filter}"
-        params = {**params, "statuses": list(statuses)}
-    if where_sql:
-        where += f" AND {where_sql}"
-    # where_params bind where_sql's parameters, or a status_filter's (a recall's time frame: recall/timeframe.py)
-    params = {**params, **(where_params or {})}
     distinct = sorted(set(terms))
     # Few postings (every query at the bench's sizes): the read of them all, a statement a third the size to plan.
     postings = conn.execute(_postings_of(t), {"tenant": scope.tenant, "terms": distinct}).scalar_one()
@@ -146,6 +139,36 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
                        "per_term": per_term, "walk_over": walk_over, "read_all_max": read_all_max,
                        "full_walk": full_walk, "width": later_width(n), "narrow_max": narrow_max})
     return {r.id: float(r.score) for r in rows}
+
+
+def holds_any(conn: Connection, scope: Scope, terms: list[str], statuses: tuple[str, ...] | None = None,
+              tables: KeywordTables = MEMORY_KEYWORD, where_sql: str = "",
+              where_params: dict[str, object] | None = None) -> bool:
+    """Whether a document of `scope` (with one of `statuses`, and `where_sql` on d) holds any of `terms`: whether
+    bm25_top would answer any document (every held term weighs more than 0), without scoring one. PostgreSQL stops
+    at the first (at 1M memories, the staging fallback's check: 0.6 ms p50 against 9.0 for BM25's top 1)."""
+    if not terms:
+        return False
+    where, params = _filters(scope, tables, statuses, where_sql, where_params)
+    key = tables.id_column
+    [row] = unprepared(conn, f"""SELECT EXISTS (
+        SELECT 1 FROM {tables.postings} p JOIN {tables.docs} d ON d.tenant = p.tenant AND d.{key} = p.{key}
+        WHERE p.tenant = :tenant AND p.term = ANY(:terms) AND {where}) AS held""",
+                       {**params, "terms": sorted(set(terms))})
+    return bool(row.held)
+
+
+def _filters(scope: Scope, t: KeywordTables, statuses: tuple[str, ...] | None, where_sql: str,
+             where_params: dict[str, object] | None) -> tuple[str, dict[str, object]]:
+    """The WHERE on d (a document): the scope, the statuses and `where_sql`, with their parameters."""
+    where, params = scope.where("d")
+    if statuses is not None:
+        where += f" AND {t.status_filter}"
+        params = {**params, "statuses": list(statuses)}
+    if where_sql:
+        where += f" AND {where_sql}"
+    # where_params bind where_sql's parameters, or a status_filter's (a recall's time frame: recall/timeframe.py)
+    return where, {**params, **(where_params or {})}
 
 
 def _postings_of(t: KeywordTables) -> TextClause:

@@ -40,7 +40,7 @@ from infra.settings import Settings
 from recall.funnel import abstain, candidates, composite, coref, graph, prf, privacy, rerank
 from recall.funnel.types import Item, StageReport, timed
 from recall.hitlog import append_served, served_record
-from recall.keyword import bm25_top
+from recall.keyword import holds_any
 from recall.relevance import grade_items
 from recall.scope import Scope
 from recall.timeframe import NOW, TimeFrame, clock_of
@@ -213,9 +213,8 @@ def _weak(engine: Engine, first: _Pass, request: RecallRequest, settings: Settin
     missing = sorted({t for t in tokenize(first.query) if t not in held})
     if missing:
         with reading(engine) as conn:
-            staged = bm25_top(conn, replace(request.scope, policy=policy), missing, 1, settings.keyword.bm25_k1,
-                              settings.keyword.bm25_b, ("staging",), candidates.memory_tables(request.frame)[0],
-                              where_params=request.frame.params())
+            staged = holds_any(conn, replace(request.scope, policy=policy), missing, ("staging",),
+                               candidates.memory_tables(request.frame)[0], where_params=request.frame.params())
         if staged:
             return f"query terms only staging holds: {', '.join(missing)}"
     return None

@@ -354,3 +354,29 @@ def test_a_whole_tenant_walk_looks_its_filters_up_after_scoring_and_answers_okap
                 assert uid_of[uid] in kept and math.isclose(score, expected[uid_of[uid]], rel_tol=1e-9), case
             walks_answered += _answered_by_walk(conn, call)
     assert walks_answered > 20  # the walk proves its own answer often, the read of every posting the rest
+
+
+def test_holds_any_answers_whether_bm25_finds_a_document(engine, tenant: str) -> None:
+    """keyword.holds_any (the staging fallback's check): on random corpora and filters keeping from none to all of the
+    messages, it answers whether any kept message holds a query term, as bm25_top's top 1 does, without scoring."""
+    import random
+
+    from recall.keyword import holds_any
+
+    rng = random.Random(31)
+    vocabulary = [f"w{i}" for i in range(12)]
+    contents, _ = _random_corpus(engine, tenant, rng, vocabulary)
+    held = [set(tokenize(c)) for c in contents]
+    found = {True: 0, False: 0}
+    with engine.connect() as conn:
+        for _ in range(120):
+            terms = tokenize(" ".join(rng.choices([*vocabulary, "absent", "nowhere"], k=rng.randint(1, 3))))
+            kept = {i for i in range(len(contents)) if rng.random() < rng.choice((0.0, 0.02, 0.1, 1.0))}
+            scope = rng.choice((Scope(tenant), Scope(tenant, session_id="s1"), Scope(tenant, session_id="s2")))
+            filters = ("d.sent AND d.message_id = ANY(:kept)", {"kept": [f"r{i}" for i in kept]})
+            expected = scope.session_id != "s2" and any(held[i] & set(terms) for i in kept)
+            assert holds_any(conn, scope, terms, None, SESSION_KEYWORD, *filters) is expected, (terms, len(kept))
+            assert bool(bm25_top(conn, scope, terms, 1, K1, B, None, SESSION_KEYWORD, *filters)) is expected
+            found[expected] += 1
+        assert not holds_any(conn, Scope(tenant), [], None, SESSION_KEYWORD)
+    assert found[True] > 20 and found[False] > 20

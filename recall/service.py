@@ -159,18 +159,18 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
             if not isinstance(pending, str):
                 r.config["computed"] = "beside coreference and the keyword leg: the candidates stage waits for it"
         with timed(reports["candidates"]) as r:
-            legs, staging_legs, searched = None, None, False
+            legs, staging_legs, searched, known = None, None, False, None
             if first is not None and first.staging_searched and query == first.query:
                 if first.staging_legs is None:
                     return _Pass(statuses, query, {}, {}, [], reports, False, None, trace, skipped=NO_STAGING_CANDIDATE)
-                legs = first.staging_legs
+                legs, known = first.staging_legs, first.items  # the rows that pass read are not read again
             elif (first is None and current and settings.abstention.staging_fallback
                   and "staging" not in statuses):
                 legs, staging_legs = candidates.search_with_staging(
                     conn, scope, query, pending, candidates.breadth(k, settings), statuses, settings)
                 searched = True
             items, legs_facts = candidates.generate(conn, scope, query, pending, k, statuses, settings, r,
-                                                    request.frame, legs)
+                                                    request.frame, legs=legs, known=known)
             query_vector = vectors[query] = literal(pending)
             if searched:
                 r.config["legs"] = "searched at twice the breadth with staging, for the staging fallback too"

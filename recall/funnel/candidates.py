@@ -9,6 +9,7 @@ memories' rows (content, status, confidence, ...) are read once here for all lat
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -97,21 +98,25 @@ def search_with_staging(conn: Connection, scope: Scope, query: str, query_vector
 
 def generate(conn: Connection, scope: Scope, query: str, query_vector: QueryVector, k: int, statuses: tuple[str, ...],
              settings: Settings, report: StageReport, frame: TimeFrame = NOW,
-             legs: Legs | None = None) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
+             legs: Legs | None = None,
+             known: Mapping[uuid.UUID, Item] | None = None) -> tuple[dict[uuid.UUID, Item], dict[str, Any]]:
     """The candidates by id, and facts about the legs (vector method, terms) for the explanation. With a `frame`
     (since / until, as_of) both legs search only the memories it holds, as it held them (recall/timeframe.py).
-    `legs`: searched already for `query` over `statuses` at this breadth (search_with_staging)."""
+    `legs`: searched already for `query` over `statuses` at this breadth (search_with_staging). `known`: candidates
+    a pass of the same recall read for the same query vector, over statuses these include (the staging fallback's
+    pass follows the first): their rows are not read again."""
     n = breadth(k, settings)
     if legs is None:
         legs = search_legs(conn, scope, query, query_vector, n, statuses, settings, frame)
     bm25, raw_cosine = legs.bm25, legs.cosine
     floor = settings.funnel.sim_candidate_floor
     ids = sorted(legs.entering(floor), key=str)
-    items: dict[uuid.UUID, Item] = {}
+    items = {i: _again(known[i], bm25.get(i)) for i in ids if known is not None and i in known}
+    unread = [i for i in ids if i not in items]
     # BM25 candidates outside the vector leg's top n (or under its floor) get their cosine with their rows.
-    params = {"tenant": scope.tenant, "ids": ids, "statuses": list(statuses), "q": literal(query_vector),
+    params = {"tenant": scope.tenant, "ids": unread, "statuses": list(statuses), "q": literal(query_vector),
               "model": settings.embedding.embedding_model, **frame.params()}
-    for row in conn.execute(text(_rows_sql(frame)), params):
+    for row in conn.execute(text(_rows_sql(frame)), params) if unread else ():
         items[row.memory_id] = Item(
             memory_id=row.memory_id, bm25=bm25.get(row.memory_id),
             cosine=None if row.cosine is None else float(row.cosine),
@@ -129,6 +134,14 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: QueryVect
     for item in items.values():
         item.stages["candidates"] = {"legs": item.legs, "bm25": item.bm25, "cosine": item.cosine}
     return items, {"vector_method": legs.method, "terms": sorted(set(tokenize(query)))}
+
+
+def _again(seen: Item, bm25: float | None) -> Item:
+    """A candidate a previous pass read, as its row gave it (what the stages set since left behind), with this
+    pass's BM25 (the same score when both legs hold it: a leg's scores do not depend on the statuses searched)."""
+    return Item(memory_id=seen.memory_id, bm25=bm25, cosine=seen.cosine, content=seen.content, kind=seen.kind,
+                status=seen.status, metadata=seen.metadata, occurred_at=seen.occurred_at,
+                recorded_at=seen.recorded_at, confidence=seen.confidence, activity=seen.activity)
 
 
 def memory_tables(frame: TimeFrame) -> tuple[KeywordTables, VectorTable]:

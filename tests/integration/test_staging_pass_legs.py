@@ -115,3 +115,31 @@ def test_the_keyword_leg_runs_before_the_query_vector_is_asked_for(engine, kitch
             given = candidates.search_with_staging(conn, scope, query, vector, 4, FIRST, cfg)
         assert [_legs(p) for p in lazily] == [_legs(p) for p in given], query
         assert asked[:2] == ["bm25", "vector"], asked
+
+
+def test_the_fallback_pass_reads_only_the_rows_the_first_pass_did_not(engine, kitchen_with_staging, monkeypatch):
+    """The staging fallback's pass ranks legs the first pass searched, for the same query vector: the candidates the
+    first pass read are not read again, and its answers are those of reading every row again."""
+    tenant = kitchen_with_staging
+    generate, reads = candidates.generate, []
+
+    def reading_again(*args, **kw):
+        kw["known"] = None
+        return generate(*args, **kw)
+
+    def counted(*args, **kw):
+        items, facts = generate(*args, **kw)
+        reads.append((len(items), len(kw.get("known") or {})))
+        return items, facts
+
+    for query in ["how often does the VPN gateway rotate its certificates?", "pizza dough fridge"]:
+        monkeypatch.setattr(candidates, "generate", reading_again)
+        again = ask(engine, tenant, query, k=3)
+        monkeypatch.setattr(candidates, "generate", counted)
+        reads.clear()
+        reused = ask(engine, tenant, query, k=3)
+        assert [(r.memory_id, round(r.score, 4)) for r in reused.results] == \
+            [(r.memory_id, round(r.score, 4)) for r in again.results], query
+        assert reused.explanation["staging_fallback"]["second_pass"] == "run", reused.explanation
+        [(first, none), (second, known)] = reads
+        assert none == 0 and known == first and second > 0

@@ -45,10 +45,9 @@ class Memo(Generic[T]):
 
     def get(self, texts: Sequence[str], compute: Callable[[], T]) -> T:
         key = digest(texts)
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key][0]
+        found = self._kept(key)
+        if found:
+            return found[0]
         value = compute()  # outside the lock: two threads may compute the same value, both right
         chars = sum(len(t) for t in texts)
         if chars > self.max_chars:
@@ -64,12 +63,16 @@ class Memo(Generic[T]):
 
     def peek(self, texts: Sequence[str]) -> T | None:
         """What is kept for `texts`, or None (nothing computed)."""
-        key = digest(texts)
+        found = self._kept(digest(texts))
+        return found[0] if found else None
+
+    def _kept(self, key: bytes) -> tuple[T] | None:
+        """(the value kept for `key`,), now the most recently used; None when none is kept."""
         with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key][0]
-        return None
+            if key not in self._entries:
+                return None
+            self._entries.move_to_end(key)
+            return (self._entries[key][0],)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -113,12 +113,12 @@ def gather(conn: Connection, scope: Scope, leg: HybridLeg, terms: list[str], que
                     where_sql, where_params)
     if query_vector is None or leg.vectors is None:
         return Legs(bm25)
-    query = literal(query_vector)
-    [(nearest, _)] = nearest_vectors(conn, scope, [query], n, settings, statuses, leg.vectors, where_sql,
+    vector_literal = literal(query_vector)
+    [(nearest, _)] = nearest_vectors(conn, scope, [vector_literal], n, settings, statuses, leg.vectors, where_sql,
                                      where_params)
     vector = dict(nearest)
     vector.update(cosines_for(conn, scope.tenant, [i for i in sorted(bm25, key=str) if i not in vector],
-                              query, settings.embedding.embedding_model, leg.vectors))
+                              vector_literal, settings.embedding.embedding_model, leg.vectors))
     return Legs(bm25, vector)
 
 

@@ -240,9 +240,8 @@ def search(engine: Engine, embedder: Embedder, settings: Settings, request: Reca
     # Under as_of the clock is the position's recorded time: activation ages, edge decay and the query's time words
     # are those of then (recall/timeframe.py clock_of), whatever clock the caller hands in.
     now = clock_of(engine, request.scope.tenant, request.frame, now or datetime.now(UTC))
-    # The query's vector is computed while the first pass reads coreference and runs its keyword leg.
-    vectors = {request.query: embedder.query_vector_soon(request.scope.tenant, request.query)} if vectors is None \
-        else vectors
+    if vectors is None:  # the query's vector is computed while the first pass reads coreference and its keyword leg
+        vectors = {request.query: embedder.query_vector_soon(request.scope.tenant, request.query)}
     when = resolve(request.query, request.reference_time or now)
     chosen = _run(engine, embedder, settings, request, request.statuses(), now, vectors, policy, when)
     # Staging is a safety net: when the recallable memories do not answer, look at staging before giving up.

@@ -46,8 +46,8 @@ class VectorTable:
         return cls(domain.vectors, domain.versions.key, UNIT_STATUS, scoped_by=domain.table)
 
 
-# A query's vector: its pgvector literal, or what answers it once asked (recall/multi.py hands in the embedding it
-# computes meanwhile, so a search runs its keyword leg first and waits for the vector only for its vector leg).
+# A query's vector: its pgvector literal, or what answers it once asked (Embedder.query_vector_soon: the embedding
+# computed meanwhile, so a search runs its keyword leg first and waits for the vector only for its vector leg).
 QueryVector = str | Callable[[], str]
 
 

@@ -73,7 +73,6 @@ def test_a_signal_during_start_up_leaves_no_child_running(tmp_path: Path, sig: i
     assert not (data_dir / "stack.json").exists()
 
 
-
 def test_a_stop_signal_whose_exception_was_swallowed_still_stops_start_up_and_supervision(tmp_path: Path) -> None:
     """The handler raises Stopping wherever the main thread is, and library code that catches every Exception can
     swallow it (`up` then supervised on, deaf to the next signals: this file's first test hung so, 1 run in 3).
@@ -87,6 +86,7 @@ def test_a_stop_signal_whose_exception_was_swallowed_still_stops_start_up_and_su
         stack._wait_healthy()  # noqa: SLF001 - the step start-up is in when the worker has started
     with pytest.raises(Stopping):
         stack.wait()
+
 
 def test_a_sigkilled_up_takes_every_child_with_it(tmp_path: Path) -> None:
     """`up` SIGKILLed by its caller (no handler runs): PostgreSQL, Redis, the worker (master and worker processes)

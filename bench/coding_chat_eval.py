@@ -127,8 +127,8 @@ def evaluate(engine: Any, tenant: str, fx: Fixture) -> dict[str, Any]:
         wall.append((time.perf_counter() - t0) * 1000)
         funnel = [r.memory_id for r in answer.results]
         with engine.connect() as conn:
-            leg = list(bm25_top(conn, scope, tokenize(q.text), K, settings.keyword.bm25_k1, settings.keyword.bm25_b,
-                                RECALLABLE))
+            leg = list(bm25_top(conn, scope, tokenize(q.text), K, settings.keyword.bm25_k1,
+                                settings.keyword.memory_bm25_b, RECALLABLE))
         t0 = time.perf_counter()
         plain = bm25s_rank(q.text)
         bm25s_ms.append((time.perf_counter() - t0) * 1000)

@@ -56,8 +56,8 @@ def search_legs(conn: Connection, scope: Scope, query: str, query_vector: QueryV
     """Both legs' top n for `query` among the memories of `scope` in one of `statuses`, as `frame` holds them. The
     keyword leg first: a `query_vector` still being computed is waited for only after it."""
     keyword, vectors = memory_tables(frame)
-    bm25 = bm25_top(conn, scope, tokenize(query), n, settings.keyword.bm25_k1, settings.keyword.bm25_b, statuses,
-                    keyword, where_params=frame.params())
+    bm25 = bm25_top(conn, scope, tokenize(query), n, settings.keyword.bm25_k1, settings.keyword.memory_bm25_b,
+                    statuses, keyword, where_params=frame.params())
     [(hits, method)] = nearest_vectors(conn, scope, [literal(query_vector)], n, settings, statuses, vectors,
                                        where_params=frame.params())
     return Legs(bm25, dict(hits), method)

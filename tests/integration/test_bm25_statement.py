@@ -23,6 +23,8 @@ META = {"actor": "test", "source": "test"}
 CONTENTS = ["the walrus ate the herring", "a walrus and a walrus again", "herring soup recipe with walrus fat",
             "nothing relevant here at all", "herring herring herring", "tea with the harbour master"]
 K1, B = 1.2, 0.75
+# b of the random corpora's cases: the documents' default, the memories' (ENGRAMLOG_MEMORY_BM25_B) and none
+B_VALUES = (B, 0.3, 0.0)
 
 
 def _load(engine: Any, tenant: str) -> list[dict[str, Any]]:
@@ -215,7 +217,7 @@ def test_the_tables_own_walk_over_picks_the_plan_unless_one_is_given(engine, ten
             assert ("CTE walked" in walk_ctes) == (walk_over == 0)
 
 
-def _okapi_over(contents: list[str], query: str) -> dict[int, float]:
+def _okapi_over(contents: list[str], query: str, b: float = B) -> dict[int, float]:
     """Okapi BM25 by hand over `contents`, by index."""
     docs = [term_frequencies(c) for c in contents]
     n, avgdl = len(docs), sum(sum(d.values()) for d in docs) / len(docs)
@@ -225,7 +227,7 @@ def _okapi_over(contents: list[str], query: str) -> dict[int, float]:
         for term in set(tokenize(query)) & tfs.keys():
             df = sum(term in d for d in docs)
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            score += idf * tfs[term] * (K1 + 1) / (tfs[term] + K1 * (1 - B + B * length / avgdl))
+            score += idf * tfs[term] * (K1 + 1) / (tfs[term] + K1 * (1 - b + b * length / avgdl))
         if score:
             scores[i] = score
     return scores
@@ -277,10 +279,11 @@ def test_every_plan_answers_okapi_bm25s_top_n_on_random_corpora(engine, tenant: 
         for _ in range(150):
             query = " ".join(rng.choices(vocabulary, k=rng.randint(1, 3)))
             n, per_term, full_walk = rng.randint(1, 25), rng.randint(1, 7), rng.choice((0, 3, 10))
-            expected = _okapi_over(contents, query)
-            got = bm25_top(conn, Scope(tenant, session_id="s1"), tokenize(query), n, K1, B, None, SESSION_KEYWORD,
+            b = rng.choice(B_VALUES)
+            expected = _okapi_over(contents, query, b)
+            got = bm25_top(conn, Scope(tenant, session_id="s1"), tokenize(query), n, K1, b, None, SESSION_KEYWORD,
                            "d.sent", per_term=per_term, walk_over=0, full_walk=full_walk)
-            case = (query, n, per_term, full_walk)
+            case = (query, n, per_term, full_walk, b)
             # the top n scores (ties at the cut may name either document), each returned score the document's own
             assert [round(v, 9) for v in got.values()] == sorted((round(v, 9) for v in expected.values()),
                                                                   reverse=True)[:n], case
@@ -339,15 +342,16 @@ def test_a_whole_tenant_walk_looks_its_filters_up_after_scoring_and_answers_okap
             query = " ".join(rng.choices(vocabulary, k=rng.randint(1, 3)))
             n, per_term, full_walk = rng.randint(1, 25), rng.choice((1, 3, 7, 20, 40)), rng.choice((0, 3, 10))
             kept = {i for i in range(len(contents)) if rng.random() < rng.choice((0.5, 0.9, 1.0))}
-            expected = {i: v for i, v in _okapi_over(contents, query).items() if i in kept}
+            b = rng.choice(B_VALUES)
+            expected = {i: v for i, v in _okapi_over(contents, query, b).items() if i in kept}
 
             def call(n: int = n, per_term: int = per_term, full_walk: int = full_walk,
-                     kept: set[int] = kept, query: str = query) -> dict[Any, float]:
-                return bm25_top(conn, Scope(tenant), tokenize(query), n, K1, B, None, SESSION_KEYWORD,
+                     kept: set[int] = kept, query: str = query, b: float = b) -> dict[Any, float]:
+                return bm25_top(conn, Scope(tenant), tokenize(query), n, K1, b, None, SESSION_KEYWORD,
                                 "d.sent AND d.message_id = ANY(:kept)", {"kept": [f"r{i}" for i in kept]},
                                 per_term=per_term, walk_over=0, full_walk=full_walk)
             got = call()
-            case = (query, n, per_term, full_walk, len(kept))
+            case = (query, n, per_term, full_walk, len(kept), b)
             assert [round(v, 9) for v in got.values()] == sorted((round(v, 9) for v in expected.values()),
                                                                   reverse=True)[:n], case
             for uid, score in got.items():

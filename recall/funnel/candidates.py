@@ -125,7 +125,8 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: QueryVect
             activity=None if row.active is None else Activity(row.access_count, row.last_access_at, row.used_count,
                                                               row.not_useful_count))
     below = sum(1 for c in raw_cosine.values() if c < floor)
-    report.config = {"per_leg": n, "sim_candidate_floor": floor, "statuses": list(statuses)}
+    report.config = {"per_leg": n, "sim_candidate_floor": floor, "statuses": list(statuses),
+                     "bm25": {"k1": settings.keyword.bm25_k1, "b": settings.keyword.memory_bm25_b}}
     if frame.explain():
         report.config["time_frame"] = frame.explain()
     report.counts = {"keyword": len(bm25), "vector": len(raw_cosine) - below, "vector_below_floor": below,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from funnel_support import COOKING, remember_all, settings
+from funnel_support import COOKING, ask, remember_all, settings, stage
 
 from domain.text import tokenize
 from infra.db import read_only
@@ -53,3 +53,10 @@ def test_a_memorys_length_counts_less_than_a_documents(engine, paella):
         as_memories, as_documents = ratio(cfg.keyword.memory_bm25_b), ratio(cfg.keyword.bm25_b)
     # Both memories hold both terms once: the shorter scores higher under any b > 0, by less under the memories'.
     assert 1 < as_memories < as_documents
+
+
+def test_the_explanation_names_the_bm25_parameters_the_keyword_leg_used(engine, paella):
+    tenant, _, _ = paella
+    cfg = settings(memory_bm25_b=0.5)
+    answer = ask(engine, tenant, QUERY, k=3, cfg=cfg)
+    assert stage(answer, "candidates")["config"]["bm25"] == {"k1": cfg.keyword.bm25_k1, "b": 0.5}

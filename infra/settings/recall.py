@@ -12,10 +12,11 @@ class Keyword:
     """Keyword leg: Okapi BM25."""
 
     bm25_k1: float = field(default_factory=lambda: float(_env("ENGRAMLOG_BM25_K1", "1.2")))
-    bm25_b: float = field(default_factory=lambda: float(_env("ENGRAMLOG_BM25_B", "0.75")))
+    # b, between 0 and 1: how much a document's length counts against its terms (0: not at all)
+    bm25_b: float = field(default_factory=lambda: _share("ENGRAMLOG_BM25_B", "0.75"))
     # The memories' own b. A memory is one utterance or fact: a longer one mostly says more, not the same thing
     # at length, so its length counts less than a document's (docs/recall.md: chosen out of fold, session 24).
-    memory_bm25_b: float = field(default_factory=lambda: float(_env("ENGRAMLOG_MEMORY_BM25_B", "0.3")))
+    memory_bm25_b: float = field(default_factory=lambda: _share("ENGRAMLOG_MEMORY_BM25_B", "0.3"))
 
 
 @dataclass(frozen=True)

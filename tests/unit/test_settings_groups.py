@@ -26,6 +26,7 @@ def test_every_knob_is_in_one_group() -> None:
     ("ENGRAMLOG_GATE_ACTIVE", "0.5", "governance", "gate_active", 0.5),
     ("ENGRAMLOG_CONSOLIDATION_MAX_CLUSTER", "4", "consolidation", "consolidation_max_cluster", 4),
     ("ENGRAMLOG_TOPN_MULT", "3", "funnel", "topn_mult", 3),
+    ("ENGRAMLOG_MEMORY_BM25_B", "0.5", "keyword", "memory_bm25_b", 0.5),
     ("ENGRAMLOG_GRAPH_KINDS", "semantic, entity", "graph", "graph_kinds", ("semantic", "entity")),
     ("ENGRAMLOG_ABSTAIN_VETO", "", "abstention", "abstain_veto", ()),
     ("ENGRAMLOG_SESSION_WINDOW", "4", "sessions", "session_window", 4),
@@ -42,6 +43,9 @@ def test_a_knob_is_read_from_its_variable_into_its_group(monkeypatch, env, value
     ("ENGRAMLOG_DEEP_SANDBOX_WORKERS", "2", "ENGRAMLOG_DEEP_SANDBOX_WORKERS must be at least 3"),
     ("ENGRAMLOG_BROKER", "kafka", "is not one of redis, rabbitmq"),
     ("ENGRAMLOG_API_KEYS", "nocolon", "is not 'key:tenant'"),
+    ("ENGRAMLOG_MEMORY_BM25_B", "1.5", "ENGRAMLOG_MEMORY_BM25_B must be between 0 and 1"),
+    ("ENGRAMLOG_BM25_B", "-0.1", "ENGRAMLOG_BM25_B must be between 0 and 1"),
+    ("ENGRAMLOG_MEMORY_BM25_B", "short", "is not a number"),
 ])
 def test_a_bad_value_is_still_refused(monkeypatch, env, value, message) -> None:
     monkeypatch.setenv(env, value)

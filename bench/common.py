@@ -243,11 +243,14 @@ def server_cpu_seconds(engine: Any) -> float | None:
     """CPU seconds (user + system) used so far by the PostgreSQL server's processes, or None when the server is
     elsewhere. A process that ends between two readings (an autovacuum worker) takes its seconds with it, so a
     difference of two readings slightly undercounts."""
+    processes = server_processes(engine)
+    return processes_cpu_seconds(processes) if processes else None
+
+
+def processes_cpu_seconds(processes: Sequence[Any]) -> float:
+    """CPU seconds (user + system) used so far by `processes` (psutil), those that ended meanwhile left out."""
     import psutil
 
-    processes = server_processes(engine)
-    if not processes:
-        return None
     total = 0.0
     for process in processes:
         try:

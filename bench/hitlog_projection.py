@@ -25,7 +25,7 @@ WARMUP = 10
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from sqlalchemy import event
 
-    from bench.recall_multi import _material, _queries
+    from bench.recall_multi import query_mix
     from infra.db import get_engine
     from infra.embedding import get_embedder
     from infra.logging import configure_logging
@@ -37,8 +37,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     configure_logging("warning")
     settings, engine = get_settings(), get_engine()
     embedder = get_embedder(settings.embedding.embedding_model)
-    session_texts, sections = _material(argparse.Namespace(messages=10_000, sections=1000))
-    queries = _queries(args.queries, 3000, session_texts, sections)
+    queries = query_mix(args.queries)
     for q in queries:
         embedder.query_vector("default", q)  # the recall's own cost is not what is measured here
     if server_cpu_seconds(engine) is None:

@@ -217,6 +217,12 @@ def _material(args: argparse.Namespace) -> tuple[list[str], list[tuple]]:
     return sentences(args.messages, seed=33), generated_library(args.sections, 1, "library")[1]
 
 
+def query_mix(n: int, memories: int = 3000, messages: int = 10_000, sections: int = 1000) -> list[str]:
+    """The first `n` queries of this bench's mix for a store it loaded at these sizes (other benches ask it too)."""
+    session_texts, library = _material(argparse.Namespace(messages=messages, sections=sections))
+    return _queries(n, memories, session_texts, library)
+
+
 def _measure(args: argparse.Namespace, client: Any, where: dict[str, Any], loads: dict[str, Any],
              session_texts: list[str], sections: list[tuple]) -> dict[str, Any]:
     counts = _counts()

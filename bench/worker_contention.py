@@ -25,31 +25,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import latency_stats, machine, machine_line, save_result
-
-
-def _cpu_ms(processes: list[Any]) -> float:
-    import psutil
-
-    total = 0.0
-    for p in processes:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total * 1000
+from bench.common import latency_stats, machine, machine_line, processes_cpu_seconds, save_result
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import psutil
     from engramlog_client import Engramlog
 
-    from bench.recall_multi import _material, _queries
+    from bench.recall_multi import query_mix
     from bench.sessions_recall import real_stack
 
-    session_texts, sections = _material(argparse.Namespace(messages=args.messages, sections=args.sections))
-    qs = _queries(args.skip + args.queries, args.memories, session_texts, sections)[args.skip:]
+    qs = query_mix(args.skip + args.queries, args.memories, args.messages, args.sections)[args.skip:]
     served: dict[str, list[float]] = {"running": [], "paused": []}
     wall: dict[str, list[float]] = {"running": [], "paused": []}
     worker_ms = 0.0
@@ -63,12 +49,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 arm = "running" if i % 2 == 0 else "paused"
                 for w in workers:
                     os.kill(w.pid, signal.SIGCONT if arm == "running" else signal.SIGSTOP)
-                before = _cpu_ms(workers)
+                before = processes_cpu_seconds(workers)
                 started = time.perf_counter()
                 answer = client.recall_multi(q)
                 wall[arm].append((time.perf_counter() - started) * 1000)
                 served[arm].append(answer.latency_ms)
-                worker_ms += _cpu_ms(workers) - before
+                worker_ms += (processes_cpu_seconds(workers) - before) * 1000
         finally:
             for w in workers:
                 os.kill(w.pid, signal.SIGCONT)

@@ -101,6 +101,7 @@ def evaluate(engine: Any, tenant: str, fx: Fixture) -> dict[str, Any]:
     from domain.text import tokenize
     from infra.embedding import get_embedder
     from infra.settings import get_settings
+    from recall.funnel.candidates import bm25_parameters
     from recall.keyword import bm25_top
     from recall.scope import Scope
     from recall.service import RecallRequest, recall
@@ -127,8 +128,7 @@ def evaluate(engine: Any, tenant: str, fx: Fixture) -> dict[str, Any]:
         wall.append((time.perf_counter() - t0) * 1000)
         funnel = [r.memory_id for r in answer.results]
         with engine.connect() as conn:
-            leg = list(bm25_top(conn, scope, tokenize(q.text), K, settings.keyword.bm25_k1,
-                                settings.keyword.memory_bm25_b, RECALLABLE))
+            leg = list(bm25_top(conn, scope, tokenize(q.text), K, *bm25_parameters(settings), RECALLABLE))
         t0 = time.perf_counter()
         plain = bm25s_rank(q.text)
         bm25s_ms.append((time.perf_counter() - t0) * 1000)

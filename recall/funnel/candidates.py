@@ -56,11 +56,16 @@ def search_legs(conn: Connection, scope: Scope, query: str, query_vector: QueryV
     """Both legs' top n for `query` among the memories of `scope` in one of `statuses`, as `frame` holds them. The
     keyword leg first: a `query_vector` still being computed is waited for only after it."""
     keyword, vectors = memory_tables(frame)
-    bm25 = bm25_top(conn, scope, tokenize(query), n, settings.keyword.bm25_k1, settings.keyword.memory_bm25_b,
-                    statuses, keyword, where_params=frame.params())
+    k1, b = bm25_parameters(settings)
+    bm25 = bm25_top(conn, scope, tokenize(query), n, k1, b, statuses, keyword, where_params=frame.params())
     [(hits, method)] = nearest_vectors(conn, scope, [literal(query_vector)], n, settings, statuses, vectors,
                                        where_params=frame.params())
     return Legs(bm25, dict(hits), method)
+
+
+def bm25_parameters(settings: Settings) -> tuple[float, float]:
+    """The memories' Okapi k1 and b: the keyword leg's, and what the explanation says it used."""
+    return settings.keyword.bm25_k1, settings.keyword.memory_bm25_b
 
 
 def breadth(k: int, settings: Settings) -> int:
@@ -125,8 +130,9 @@ def generate(conn: Connection, scope: Scope, query: str, query_vector: QueryVect
             activity=None if row.active is None else Activity(row.access_count, row.last_access_at, row.used_count,
                                                               row.not_useful_count))
     below = sum(1 for c in raw_cosine.values() if c < floor)
+    k1, b = bm25_parameters(settings)
     report.config = {"per_leg": n, "sim_candidate_floor": floor, "statuses": list(statuses),
-                     "bm25": {"k1": settings.keyword.bm25_k1, "b": settings.keyword.memory_bm25_b}}
+                     "bm25": {"k1": k1, "b": b}}
     if frame.explain():
         report.config["time_frame"] = frame.explain()
     report.counts = {"keyword": len(bm25), "vector": len(raw_cosine) - below, "vector_below_floor": below,

@@ -2,20 +2,38 @@
 
 tests/fixtures/update_probe.tsv holds pairs written for this project (never from a benchmark): `update` when the
 new text states a new value for what the old one says, `other` for a different fact, subject or an added detail,
-`same` for a repeat; update_probe_heldout.tsv was written after the rule was frozen. Run:
-python -m bench.update_probe (prints the figures of each and every wrong decision).
+`same` for a repeat; update_probe_heldout.tsv was written after the rule was frozen. The word values (session 25:
+a colour, a seat, a mode) have three more: update_probe_words.tsv, written with the rule's extension;
+update_probe_words_heldout_a.tsv, written blind to the rule by a helper before it was frozen, and measured on once
+before the rule's "now" cue was dropped (so no longer unseen); update_probe_words_heldout_b.tsv, written blind
+after it was frozen. Run:
+
+    python -m bench.update_probe             # the rule alone: the figures of each file, every wrong decision
+    python -m bench.update_probe --governor  # the whole governor on the real write path, per pair in a fresh
+                                             # scope: old written, then new; what became of the new write
+
+The governor's outcome per label: `superseded` (the newer wins), `merged` (reinforced into the older: the older's
+content now holds both), `active` / `staging` / `discard` (admitted beside the older: discard loses it from recall).
 """
 
 from __future__ import annotations
 
+import argparse
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from domain.update import update_of
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 PROBE = FIXTURES / "update_probe.tsv"  # the rule was written against these
 HELD_OUT = FIXTURES / "update_probe_heldout.tsv"  # written after the rule was frozen, never tuned on
+WORDS = FIXTURES / "update_probe_words.tsv"  # word values, written with the rule's extension
+WORDS_HELD_OUT_A = FIXTURES / "update_probe_words_heldout_a.tsv"  # blind; measured on once, then the rule changed
+WORDS_HELD_OUT_B = FIXTURES / "update_probe_words_heldout_b.tsv"  # blind, written after the rule was frozen
+FILES = {"probe": PROBE, "held out": HELD_OUT, "words": WORDS, "words held out a": WORDS_HELD_OUT_A,
+         "words held out b": WORDS_HELD_OUT_B}
 
 
 @dataclass(frozen=True)
@@ -25,6 +43,9 @@ class Scores:
     precision: float
     recall: float
     wrong: tuple[tuple[str, str, str], ...]  # (label, old, new) decided wrongly
+    # of the pairs said to be updates, the share labelled `other`: a fact that still holds, hidden (a `same` pair
+    # said to be one costs nothing: the newer says it too)
+    hiding: float = 0.0
 
 
 def load(path: Path = PROBE) -> list[tuple[str, str, str]]:
@@ -37,7 +58,7 @@ def load(path: Path = PROBE) -> list[tuple[str, str, str]]:
 
 
 def score(rows: list[tuple[str, str, str]]) -> Scores:
-    tp = fp = fn = 0
+    tp = fp = fn = hid = 0
     wrong = []
     for label, old, new in rows:
         said = update_of(new, old) is not None
@@ -45,17 +66,56 @@ def score(rows: list[tuple[str, str, str]]) -> Scores:
         tp += said and truth
         fp += said and not truth
         fn += truth and not said
+        hid += said and label == "other"
         if said != truth:
             wrong.append((label, old, new))
-    return Scores(len(rows), tp + fn, tp / max(1, tp + fp), tp / max(1, tp + fn), tuple(wrong))
+    return Scores(len(rows), tp + fn, tp / max(1, tp + fp), tp / max(1, tp + fn), tuple(wrong), hid / max(1, tp + fp))
+
+
+def governed(files: dict[str, Path]) -> dict[str, dict[str, Counter[str]]]:
+    """Each pair of each file through the governor on the real write path (services.remember; a fresh scope per
+    pair): what became of the new write, counted per file and label."""
+    from bench.common import start_stack
+
+    out: dict[str, dict[str, Counter[str]]] = {}
+    with start_stack():
+        from infra.db import get_engine
+        from infra.embedding import get_embedder
+        from infra.settings import get_settings
+        from services.remember import MemoryInput, remember
+
+        engine = get_engine()
+        get_embedder(get_settings().embedding.embedding_model).warm()
+        for name, path in files.items():
+            outcomes = out.setdefault(name, {})
+            for i, (label, old, new) in enumerate(load(path)):
+                scope = f"{path.stem}-{i}"
+                [before] = remember(engine, "update-probe", [MemoryInput(old, agent_id=scope)], {"actor": "bench"})
+                [after] = remember(engine, "update-probe", [MemoryInput(new, agent_id=scope)], {"actor": "bench"})
+                outcome = ("superseded" if after.supersedes == before.memory_id else
+                           "merged" if after.reinforced == before.memory_id else str(after.disposition))
+                outcomes.setdefault(label, Counter())[outcome] += 1
+            print(name, {label: dict(c.most_common()) for label, c in outcomes.items()}, flush=True)
+    return out
 
 
 def main() -> None:
-    for name, path in (("probe", PROBE), ("held out", HELD_OUT), ("both", None)):
-        s = score(load(PROBE) + load(HELD_OUT) if path is None else load(path))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--governor", action="store_true", help="the whole governor on the real write path")
+    parser.add_argument("--output", type=Path, help="the --governor result (default bench/results/)")
+    args = parser.parse_args()
+    if args.governor:
+        from bench.common import machine, save_result
+
+        files = {name: {label: dict(c) for label, c in by_label.items()} for name, by_label in governed(FILES).items()}
+        result: dict[str, Any] = {"bench": "update_probe_governor", "machine": machine(), "files": files}
+        print("saved", save_result("update-probe-governor", result, args.output))
+        return
+    for name, path in FILES.items():
+        s = score(load(path))
         print(f"update {name}: {s.pairs} pairs ({s.updates} updates) precision {s.precision:.3f} "
-              f"recall {s.recall:.3f}")
-        for label, old, new in s.wrong if path is not None else ():
+              f"recall {s.recall:.3f}; supersedes hiding a fact that holds {s.hiding:.3f}")
+        for label, old, new in s.wrong:
             print(f"  wrong ({label}): {old!r} -> {new!r}")
 
 

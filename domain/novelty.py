@@ -8,6 +8,9 @@ neighbour n (the NEAREST few by cosine):
 
     covered(n)   every content term of the observation is a term of n              → novelty(n) = 0
     new_key(n)   a key term of the observation that n does not carry                → novelty(n) = 1
+    replaced(n)  the observation says what n says but, in one place, another value    → novelty(n) = 1
+                 or word (domain/update.replaced: "Maria likes dogs" after "Maria likes cats"), at a cosine
+                 below the paraphrases' (a synonym swapped keeps it above: "relocated" for "moved")
     otherwise    novelty(n) = 1 − (1 − calibrated cosine novelty)·(1 − share of content terms n does not hold)
                  (either signal alone can say "new": the sentence means something else, or says more)
 
@@ -38,6 +41,7 @@ from typing import Any
 
 from domain.entities import entities, utterance_body
 from domain.text import content_hash, tokenize
+from domain.update import replaced
 
 _FILLER_WORDS = """
 ok okay okey k kk yes yeah yep yup ya yea no nope nah sure thanks thank thx ty cheers hi hello hey heya hiya
@@ -186,12 +190,13 @@ class Comparison:
     new_key_terms: tuple[str, ...]
     covered: bool
     novelty: float
+    replaced: tuple[str, ...] = ()  # what the neighbour says in the one place the observation says otherwise
 
     def as_dict(self) -> dict[str, Any]:
         return {"memory_id": self.memory_id, "cosine": round(self.cosine, 6),
                 "cosine_novelty": round(self.cosine_novelty, 6), "new_terms": list(self.new_terms),
                 "new_key_terms": list(self.new_key_terms), "covered": self.covered,
-                "novelty": round(self.novelty, 6)}
+                "novelty": round(self.novelty, 6), **({"replaced": list(self.replaced)} if self.replaced else {})}
 
 
 @dataclass(frozen=True)
@@ -210,18 +215,21 @@ class Novelty:
                 "holder": self.holder, "neighbours": [c.as_dict() for c in self.comparisons]}
 
 
-def compare(terms: list[str], keys: list[str], neighbour: Neighbour, calibration: Calibration) -> Comparison:
+def compare(text: str, terms: list[str], keys: list[str], neighbour: Neighbour,
+            calibration: Calibration) -> Comparison:
+    """The observation (its text, content terms and key terms) against one neighbour."""
     held = set(terms_of(neighbour.content))
     new = tuple(t for t in terms if t not in held)
     new_keys = tuple(t for t in keys if t not in held)
     cosine_novelty = calibration.cosine_novelty(neighbour.cosine)
+    swapped = replaced(text, neighbour.content) if new and cosine_novelty > 0 else ()
     if not new:
         value = 0.0
-    elif new_keys:
+    elif new_keys or swapped:
         value = 1.0
     else:
         value = 1.0 - (1.0 - cosine_novelty) * (1.0 - len(new) / len(terms))
-    return Comparison(neighbour.memory_id, neighbour.cosine, cosine_novelty, new, new_keys, not new, value)
+    return Comparison(neighbour.memory_id, neighbour.cosine, cosine_novelty, new, new_keys, not new, value, swapped)
 
 
 def novelty(text: str, neighbours: list[Neighbour], calibration: Calibration) -> Novelty:
@@ -230,7 +238,7 @@ def novelty(text: str, neighbours: list[Neighbour], calibration: Calibration) ->
     keys = key_terms(text, terms)
     if is_filler(text):
         return Novelty(0.0, True, tuple(terms), tuple(keys), calibration)
-    comparisons = tuple(compare(terms, keys, n, calibration) for n in neighbours)
+    comparisons = tuple(compare(text, terms, keys, n, calibration) for n in neighbours)
     if not comparisons:
         return Novelty(1.0, False, tuple(terms), tuple(keys), calibration)
     holder = min(comparisons, key=lambda c: (c.novelty, -c.cosine, c.memory_id))

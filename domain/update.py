@@ -6,9 +6,9 @@ for word but for their values, and differ in one place only ("ZQ-2811 ships on F
 Monday" changes the subject too).
 
 Each text becomes a sequence of tokens: a value (a token with a digit, kept whole: "7-3-20-0", "10:00",
-"555-1234"; a month or weekday; a number word; a capitalised word inside a sentence, i.e. a name), a copula
-("is", "are", "was", "were", "=") or a content stem (domain/text.tokenize; stop words and "now", "currently",
-"new", "updated" dropped). The two sequences are aligned (difflib); it is an update when
+"555-1234"; a month or weekday, "Tuesdays" too; a number word; a capitalised word inside a sentence, i.e. a
+name), a copula ("is", "are", "was", "were", "=") or a content stem (domain/text.tokenize; stop words and "now",
+"currently", "new", "updated", "instead" dropped). The two sequences are aligned (difflib); it is an update when
 
 - they differ in one place, a replacement of values by values of the same kinds (a name never together with a
   number: "Python 3.11" / "Node 20" is another tool), and an old value is gone from the new text;
@@ -20,6 +20,13 @@ Each text becomes a sequence of tokens: a value (a token with a digit, kept whol
   "moved to", "works at"): "Ana manages Porto" and "Ana manages Lisbon" may both hold.
 - a changed value in a past-tense sentence without a copula, a rescheduling or a single-valued verb is a
   second event ("visited Paris in May" / "in June", "in 2019" / "in 2022"), not an update.
+- a value may also be an ordinary word or two (a colour, a seat, a mode: "Alice's favourite colour is blue" /
+  "green"), replaced by a word or two, when the old text states it right after a copula (the attribute's value,
+  not a relation: "Priya is allergic to peanuts" / "to shellfish" may both hold), after a single-valued or
+  preference verb ("prefers window seats" / "aisle seats"), or when the new text says it replaces the old
+  ("instead", absent from the old): "Omar commutes by train" / "Omar commutes by bike instead". That cue also lets
+  a name change without a copula ("the team tracks bugs in Linear instead"). "Now" is no such cue: "the app now
+  supports offline mode" adds to "dark mode".
 """
 
 from __future__ import annotations
@@ -46,15 +53,22 @@ _WEEKDAYS = _set("monday tuesday wednesday thursday friday saturday sunday")
 _NUMBER_WORDS = _set("two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
                      "hundred thousand million")
 _COPULAS = _set("is are was were be =")
-_DROPPED = _set("now currently new updated changed actually")
+_DROPPED = _set("now currently nowadays new updated changed actually instead")
+# A word that says a value replaced another ("Omar commutes by bike instead"), when the old text does not hold it.
+# Not "now" or "currently": they say what holds today, which may be an addition ("the app now supports offline
+# mode" beside "dark mode"; measured on pairs written for this: docs/recall.md).
+_CHANGE_CUES = _set("instead")
 # Stems of verbs (and nouns) that name a one-valued attribute: a changed name after them replaces the old one.
 _SINGLE_VALUED = frozenset(tokenize("live lives moved move relocated works work based located renamed called named"))
+# Stems before a word value that make it one of a kind: a preference names one choice.
+_ONE_CHOICE = frozenset(tokenize("prefers preferred prefer favourite favorite"))
 _RESCHEDULE = frozenset(tokenize("moved move rescheduled postponed changed delayed set scheduled due"))
 _PAST = re.compile(r"^(?:[a-z]+ed|went|met|saw|had|made|took|gave|came|ran|flew|bought|got|won|lost)$")
 
 COPULA = "="
 MIN_SHARED_STEMS = 2
 MAX_CHANGED_PLACES = 1
+MAX_WORD_VALUE = 2  # words in a word value ("dark", "aisle seats")
 
 
 @dataclass(frozen=True)
@@ -96,7 +110,7 @@ def tokens(text: str) -> tuple[Token, ...]:
         low = word.lower()
         if any(c.isdigit() for c in word):
             out.append(Token(low.lstrip("$€£"), "number", raw))
-        elif low in _MONTHS or low in _WEEKDAYS or (word == "May" and not sentence_start):
+        elif low in _MONTHS or low in _WEEKDAYS or low[:-1] in _WEEKDAYS or (word == "May" and not sentence_start):
             out.append(Token(low, "date", raw))
         elif low in _NUMBER_WORDS:
             out.append(Token(low, "number", raw))
@@ -115,36 +129,79 @@ def _values(ts: tuple[Token, ...]) -> bool:
     return bool(ts) and all(t.kind in ("number", "date", "name") for t in ts)
 
 
-def update_of(new: str, old: str) -> Update | None:
-    """The evidence that `new` states a new value for what `old` says, or None (see the module's rule)."""
+def _word_value(ts: tuple[Token, ...]) -> bool:
+    return 0 < len(ts) <= MAX_WORD_VALUE and all(t.kind == "stem" for t in ts)
+
+
+def _cued(new: str, old: str) -> bool:
+    """Whether the new text says that something changed: a change cue the old text does not hold."""
+    def said(text: str) -> frozenset[str]:
+        return frozenset(w.lower() for w in _WORD.findall(text))
+    return bool(said(new) & _CHANGE_CUES - said(old))
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Two texts alike but for one place: what the old says there, what the new says, and what they share."""
+
+    shared: tuple[Token, ...]
+    old: tuple[Token, ...]
+    new: tuple[Token, ...]
+    before: tuple[Token, ...]  # the old text before the place
+    after: tuple[Token, ...]  # and after it
+
+
+def _place(new: str, old: str) -> _Place | None:
+    """`new` says what `old` says but for one place, where a value or a word or two is replaced by another (no
+    copula in it), about a shared subject of at least two stems or names; None otherwise."""
     a, b = tokens(old), tokens(new)
     matcher = difflib.SequenceMatcher(a=[t.text for t in a], b=[t.text for t in b], autojunk=False)
     places = [op for op in matcher.get_opcodes() if op[0] != "equal"]
-    if not places or len(places) > MAX_CHANGED_PLACES:
+    if len(places) != MAX_CHANGED_PLACES or places[0][0] != "replace":
         return None
-    shared = [t for op in matcher.get_opcodes() if op[0] == "equal" for t in a[op[1]:op[2]]]
+    _, i1, i2, j1, j2 = places[0]
+    was, now = a[i1:i2], b[j1:j2]
+    if not ((_values(was) and _values(now)) or (_word_value(was) and _word_value(now))):
+        return None
+    shared = tuple(t for op in matcher.get_opcodes() if op[0] == "equal" for t in a[op[1]:op[2]])
+    subject = {t.text for t in shared if t.kind in ("stem", "name")}  # names in the shared context name the subject
+    if len(subject) < MIN_SHARED_STEMS:
+        return None
+    return _Place(shared, was, now, a[:i1], a[i2:])
+
+
+def replaced(new: str, old: str) -> tuple[str, ...]:
+    """What `old` says in the one place where `new`, alike in every other word about a shared subject, says another
+    value or word ("cats" for "Maria likes dogs" after "Maria likes cats"), update or not; () when they are not
+    so alike. The novelty rule reads it (domain/novelty.py): such a write says something its neighbour does not."""
+    place = _place(new, old)
+    return tuple(t.raw.strip(".,;:!?") for t in place.old) if place else ()
+
+
+def update_of(new: str, old: str) -> Update | None:
+    """The evidence that `new` states a new value for what `old` says, or None (see the module's rule)."""
+    place = _place(new, old)
+    if place is None:
+        return None
+    shared, was, now = place.shared, place.old, place.new
     stems = [t.text for t in shared if t.kind == "stem"]
-    subject = [t.text for t in shared if t.kind in ("stem", "name")]  # names in the shared context name the subject
-    if len(set(subject)) < MIN_SHARED_STEMS:
+    subject = [t.text for t in shared if t.kind in ("stem", "name")]
+    if {t.kind for t in was} != {t.kind for t in now}:
         return None
-    old_values: list[Token] = []
-    new_values: list[Token] = []
-    for _, i1, i2, j1, j2 in places:
-        was, now = a[i1:i2], b[j1:j2]
-        if not (_values(was) and _values(now)) or {t.kind for t in was} != {t.kind for t in now}:
-            return None
-        if any(t.kind == "copula" for t in a[i2:]):  # the subject changed, not the value
-            return None
-        changed = {t.kind for t in was}
-        if "name" in changed and changed != {"name"}:  # a name and a value changed together: another thing's value
-            return None
-        if changed == {"name"}:
-            before = {t.text for t in a[:i1]}
-            if COPULA not in before and not before & _SINGLE_VALUED:
-                return None
-        old_values += was
-        new_values += now
-    if not {t.text for t in old_values} - {t.text for t in b}:
+    if any(t.kind == "copula" for t in place.after):  # the subject changed, not the value
+        return None
+    changed = {t.kind for t in was}
+    if "name" in changed and changed != {"name"}:  # a name and a value changed together: another thing's value
+        return None
+    before = {t.text for t in place.before}
+    cued = _cued(new, old)
+    if changed == {"name"} and COPULA not in before and not before & _SINGLE_VALUED and not cued:
+        return None
+    if changed == {"stem"} and not (cued or before & (_SINGLE_VALUED | _ONE_CHOICE)
+                                    or (place.before and place.before[-1].kind == "copula")):
+        return None  # a word after a relation ("allergic to", "likes"): both may hold
+    old_values, new_values = list(was), list(now)
+    if not {t.text for t in old_values} - {t.text for t in tokens(new)}:
         return None  # nothing the old text said is gone: an addition, not a replacement
     kinds = sorted({t.kind for t in old_values})
     if COPULA not in {t.text for t in shared} and not set(stems) & (_RESCHEDULE | _SINGLE_VALUED) and any(
@@ -154,4 +211,4 @@ def update_of(new: str, old: str) -> Update | None:
                   tuple(t.raw.strip(".,;:!?") for t in new_values), tuple(kinds))
 
 
-__all__ = ["Token", "Update", "tokens", "update_of"]
+__all__ = ["Token", "Update", "replaced", "tokens", "update_of"]

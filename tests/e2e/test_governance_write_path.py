@@ -413,6 +413,36 @@ def test_an_update_wins_and_the_older_values_stay_in_history(client, engine, ten
     assert memory(client, phone["memory_id"])["status"] == "active"
 
 
+def test_a_new_word_value_wins_and_a_second_relation_stays(client, engine, tenant):
+    """A value that is an ordinary word ("blue", "window seats") updated: the newer is active and recalled first,
+    the older superseded by the governor, not merged into it as a repeat. A second object of a relation
+    ("allergic to peanuts", then "to shellfish") is no update: the older stays active."""
+    scope = {"agent_id": "travel"}
+    for old, new, query in (("Alice's favourite colour is blue", "Alice's favourite colour is green",
+                             "what is Alice's favourite colour?"),
+                            ("Priya prefers window seats on long flights", "Priya prefers aisle seats on long flights",
+                             "which seat does Priya prefer?")):
+        before = write(client, old, **scope)
+        wait_projected(engine, before["position"])
+        after = write(client, new, **scope)
+        assert after["disposition"] == "active" and after["supersedes"] == before["memory_id"], after
+        wait_projected(engine, after["position"])
+        assert memory(client, before["memory_id"])["status"] == "superseded"
+        hits = recalled(client, query, after["position"], **scope)
+        assert hits[0] == after["memory_id"] and before["memory_id"] not in hits
+        superseded = [e for e in stream(client, before["memory_id"]) if e["type"] == "MemorySuperseded"][0]
+        assert superseded["data"]["trigger"] == "value_update"
+
+    # Another object of a relation: no update, and not merged into the older or dropped as saying little new.
+    for old, new in (("Priya is allergic to peanuts", "Priya is allergic to shellfish"),
+                     ("Maria likes cats", "Maria likes dogs")):
+        first = write(client, old, **scope)
+        wait_projected(engine, first["position"])
+        second = write(client, new, **scope)
+        assert second["supersedes"] is None and second["disposition"] == "active", second
+        assert memory(client, first["memory_id"])["status"] == "active"
+
+
 # -------------------------------------------------------------------------------------------------- feedback
 
 

@@ -51,9 +51,24 @@ def test_a_different_fact_about_the_same_subject_is_novel_by_the_calibrated_cosi
     # MiniLM: "Alice moved to Lisbon in May" / "Alice is allergic to peanuts" 0.34, below where different facts fall.
     n = one("Alice is allergic to peanuts", "Alice moved to Lisbon in May", 0.34)
     assert n.value == 1.0 and n.comparisons[0].cosine_novelty == 1.0
-    # One new object word against a close template: partly novel (both signals combined), not a repeat.
-    close = one("Alice is allergic to peanuts", "Alice is allergic to shellfish", 0.73)
-    assert 0.4 < close.value < 1.0 and not is_repeat(close.comparisons[0], 0.92)
+    # One object word said in place of the neighbour's: another value, novel, never merged into the other.
+    swapped = one("Alice is allergic to peanuts", "Alice is allergic to shellfish", 0.73)
+    assert swapped.value == 1.0 and swapped.comparisons[0].replaced == ("shellfish",)
+    assert not is_repeat(swapped.comparisons[0], 0.92)
+    assert swapped.as_dict()["neighbours"][0]["replaced"] == ["shellfish"]
+    # A word added to a close template: partly novel (both signals combined), not a repeat.
+    close = one("Alice is allergic to peanuts and cashews", "Alice is allergic to peanuts", 0.86)
+    assert 0.3 < close.value < 1.0 and not is_repeat(close.comparisons[0], 0.92)
+    assert close.comparisons[0].replaced == ()
+
+
+def test_a_word_swapped_at_a_paraphrase_cosine_is_a_paraphrase():
+    # A synonym keeps the cosine at the paraphrases' (CAL's 0.95): a repeat, as before the replaced rule.
+    paraphrase = one("Alice relocated to Lisbon in May", "Alice moved to Lisbon in May", 0.983)
+    assert paraphrase.comparisons[0].replaced == () and paraphrase.value < 0.4
+    # The same swap further apart in meaning says another value.
+    moved = one("Maria likes dogs", "Maria likes cats", 0.80)
+    assert moved.value == 1.0 and moved.comparisons[0].replaced == ("cats",)
 
 
 def test_the_neighbour_that_holds_most_decides_and_is_named():

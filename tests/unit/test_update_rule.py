@@ -4,11 +4,14 @@ for this project) and on the issue's own cases.
 Floors: precision ≥ 0.95 (a false supersede hides a true fact: at most about one in twenty), recall ≥ 0.9 on
 the probe the rule was written against; on the held-out pairs (written after it was frozen) precision ≥ 0.95 and
 recall ≥ 0.8 (it measured 1.0 / 0.864: a one-word subject, "The retro is on Thursday", is left alone on purpose).
+Word values (session 25): on the pairs written blind to the rule, at most one supersede in twenty hides a fact that
+still holds (measured 0.028 and 0.033: a bag "leather" then "heavy", a printer out of "toner" then "paper"), and
+more than half the updates are found (0.702 and 0.600; the missed ones stay beside the older, never discarded).
 """
 
 from __future__ import annotations
 
-from bench.update_probe import HELD_OUT, load, score
+from bench.update_probe import HELD_OUT, WORDS, WORDS_HELD_OUT_A, WORDS_HELD_OUT_B, load, score
 from domain.update import update_of
 
 
@@ -44,3 +47,36 @@ def test_a_different_fact_a_repeat_or_an_addition_is_no_update():
     assert update_of("Bob's phone is 555-1234 and his desk is 4B", "Bob's phone is 555-1234") is None
     assert update_of("ok", "Bob's phone is 555-1234") is None
     assert update_of("", "") is None
+
+
+def test_a_word_value_after_a_copula_or_a_preference_is_an_update():
+    u = update_of("Alice's favourite colour is green", "Alice's favourite colour is blue")
+    assert u is not None and u.old_values == ("blue",) and u.new_values == ("green",) and u.kinds == ("stem",)
+    seats = update_of("Priya prefers aisle seats on long flights", "Priya prefers window seats on long flights")
+    assert seats is not None and seats.old_values == ("window",) and seats.new_values == ("aisle",)
+    assert update_of("Omar commutes by bike instead", "Omar commutes by train") is not None  # it says it replaces
+    assert update_of("The team tracks bugs in Linear instead", "The team tracks bugs in Jira") is not None
+
+
+def test_a_word_after_a_relation_or_a_present_tense_addition_is_no_update():
+    assert update_of("Priya is allergic to shellfish", "Priya is allergic to peanuts") is None  # both may hold
+    assert update_of("Maria likes dogs", "Maria likes cats") is None
+    assert update_of("Sam painted a blue barn", "Sam painted a red barn") is None  # a second event
+    assert update_of("The back door is blue", "The front door is blue") is None  # another door
+    assert update_of("The app now supports offline mode", "The app supports dark mode") is None  # "now" adds
+    assert update_of("Ana now plays squash", "Ana now plays tennis") is None
+
+
+def test_weekdays_in_the_plural_are_dates():
+    u = update_of("The team deploys on Thursdays", "The team deploys on Tuesdays")
+    assert u is not None and u.kinds == ("date",) and u.new_values == ("Thursdays",)
+
+
+def test_word_values_written_blind_keep_supersedes_from_hiding_facts():
+    words = score(load(WORDS))
+    assert words.pairs >= 30 and words.precision >= 0.95 and words.recall >= 0.8, words.wrong
+    for path in (WORDS_HELD_OUT_A, WORDS_HELD_OUT_B):
+        s = score(load(path))
+        print(f"{path.name}: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}, "
+              f"hiding {s.hiding:.3f}")
+        assert s.pairs >= 90 and s.hiding <= 0.05 and s.recall >= 0.55, s.wrong

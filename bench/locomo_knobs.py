@@ -10,9 +10,12 @@ swept one at a time, the others at their defaults.
 
 For each fold (bench/locomo_folds.py: a pair of conversations held out) a knob's value is chosen on the other
 six: the best MRR@10 among the values that abstain wrongly on at most 5% of answerable questions and on no fewer
-adversarial ones than the default (ties: nearest the default); the held-out pair is scored with it. Reported:
-per knob, the value chosen per fold and the held-out figures (mean ± spread) beside the default's, and each
-value's full-split figures and in-process funnel p50/p95.
+adversarial ones than the default (ties: nearest the default); the held-out pair is scored with it. With
+`--objective abstention` (a knob of the abstention gate, judged by issue 15's target) the value that abstains on
+the most adversarial questions among those with at most 5% wrongly abstained and MRR@10 no lower than the
+default's. Reported: per knob, the value chosen per fold and the held-out figures (mean ± spread) beside the
+default's, each value's held-out figures per fold (JSON), and each value's full-split figures and in-process
+funnel p50/p95.
 """
 
 from __future__ import annotations
@@ -92,22 +95,31 @@ def with_answers(questions: Sequence[dict[str, Any]], answers: Answers) -> list[
     return out
 
 
-def choose(train: Sequence[dict[str, Any]], by_value: dict[str, Answers], default: str) -> str:
-    """The value with the best MRR@10 on `train` that keeps the abstention where the default has it."""
+def choose(train: Sequence[dict[str, Any]], by_value: dict[str, Answers], default: str,
+           objective: str = "mrr") -> str:
+    """The value with the best MRR@10 on `train` that keeps the abstention where the default has it; with
+    objective "abstention" (issue 15's target: adversarial questions abstained, answerable ones not), the value
+    that abstains on the most adversarial questions among those that keep answerable ones wrongly abstained at
+    most 5% and MRR@10 no lower than the default's (ties: the better MRR, then the default)."""
     base = figures(with_answers(train, by_value[default]))
 
     def key(value: str) -> tuple[Any, ...]:
         fig = figures(with_answers(train, by_value[value]))
         wrong, caught = fig["answerable wrongly abstained"] or 0.0, fig["cat-5 abstained"] or 0.0
+        mrr = round(fig["mrr@10"] or 0.0, 4)
+        if objective == "abstention":
+            keeps = wrong <= max(WRONGLY_ABSTAINED_MAX, base["answerable wrongly abstained"] or 0.0) and \
+                mrr >= round(base["mrr@10"] or 0.0, 4)
+            return (keeps, round(caught, 4), mrr, value == default)
         keeps = wrong <= max(WRONGLY_ABSTAINED_MAX, base["answerable wrongly abstained"] or 0.0) and \
             caught >= (base["cat-5 abstained"] or 0.0)
-        return (keeps, round(fig["mrr@10"] or 0.0, 4), value == default)
+        return (keeps, mrr, value == default)
 
     return max(by_value, key=key)
 
 
 def sweep(run: dict[str, Any], data: Path, env: str, values: list[str],
-          baseline: tuple[Answers, dict[str, float]]) -> dict[str, Any]:
+          baseline: tuple[Answers, dict[str, float]], objective: str = "mrr") -> dict[str, Any]:
     """One knob: every value's answers (the default's are `baseline`, asked once for every knob), then the
     out-of-fold choice and figures."""
     default = os.environ.get(env)
@@ -121,15 +133,17 @@ def sweep(run: dict[str, Any], data: Path, env: str, values: list[str],
         latency[value] = {"p50": round(percentile(timings, 50), 2), "p95": round(percentile(timings, 95), 2)}
         print(f"  {env}={value}: asked {len(timings)} in {sum(timings) / 1000:.0f} s", flush=True)
     questions = run["questions"]
-    report: dict[str, Any] = {"knob": env, "default_value": default, "grid": grid, "folds": [], "latency_ms": latency,
+    report: dict[str, Any] = {"knob": env, "default_value": default, "grid": grid, "objective": objective,
+                              "folds": [], "latency_ms": latency,
                               "full_split": {v: figures(with_answers(questions, a)) for v, a in by_value.items()}}
     for held in folds(run["conversations"]):
         train = [q for q in questions if q["sample_id"] not in held]
         test = [q for q in questions if q["sample_id"] in held]
-        best = choose(train, by_value, "default")
+        best = choose(train, by_value, "default", objective)
         report["folds"].append({"held_out": list(held), "chosen": best,
                                 "tuned": figures(with_answers(test, by_value[best])),
-                                "default": figures(with_answers(test, by_value["default"]))})
+                                "default": figures(with_answers(test, by_value["default"])),
+                                "each": {v: figures(with_answers(test, a)) for v, a in by_value.items()}})
     for kind in ("tuned", "default"):
         report[kind] = {name: {"mean": statistics.fmean(v), "spread": max(v) - min(v)} for name in FIGURES
                         if (v := [x for f in report["folds"] if (x := f[kind][name]) is not None])}
@@ -138,7 +152,8 @@ def sweep(run: dict[str, Any], data: Path, env: str, values: list[str],
 
 def lines(report: dict[str, Any]) -> list[str]:
     names = ("r@1", "r@10", "mrr@10", "cat-5 abstained", "answerable wrongly abstained")
-    out = [f"{report['knob']} (default {report['default_value'] or 'unset'}), chosen per fold: "
+    out = [f"{report['knob']} (default {report['default_value'] or 'unset'}), chosen per fold by "
+           f"{report.get('objective', 'mrr')}: "
            + ", ".join(f["chosen"] for f in report["folds"])]
     for kind in ("default", "tuned"):
         out.append(f"  out of fold, {kind:<7}: " + "  ".join(
@@ -163,6 +178,8 @@ def main() -> None:
     parser.add_argument("--knob", type=_parse, action="append", required=True, help="ENGRAMLOG_NAME=v1,v2,...")
     parser.add_argument("--data", type=Path, default=Path("../shared/eval/locomo/locomo_dev.json"))
     parser.add_argument("--output", type=Path, help="write the reports as JSON")
+    parser.add_argument("--objective", choices=("mrr", "abstention"), default="mrr",
+                        help="what a fold's value is chosen for on the six (choose())")
     args = parser.parse_args()
     run = json.loads(args.run.read_text())
     timings: list[float] = []
@@ -171,7 +188,7 @@ def main() -> None:
     print(f"  defaults: asked {len(timings)} in {sum(timings) / 1000:.0f} s", flush=True)
     reports = []
     for env, values in args.knob:
-        reports.append(sweep(run, args.data, env, values, baseline))
+        reports.append(sweep(run, args.data, env, values, baseline, args.objective))
         print("\n".join(lines(reports[-1])), flush=True)
         if args.output:
             args.output.write_text(json.dumps({"run_id": run["run_id"], "knobs": reports}, indent=1))

@@ -117,6 +117,8 @@ class Abstention:
     abstain_term_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_TERM_FLOOR", "0.3")))
     abstain_ce_floor: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_CE_FLOOR", "0.5")))
     abstain_entity_frac: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_ENTITY_FRAC", "0.7")))
+    # The entity channel also wants one of the first this many of the top K about a named entity (0: not asked).
+    abstain_entity_top: int = field(default_factory=lambda: int(_env("ENGRAMLOG_ABSTAIN_ENTITY_TOP", "2")))
     abstain_quorum: float = field(default_factory=lambda: float(_env("ENGRAMLOG_ABSTAIN_QUORUM", "0.5")))
     # The relevance channel: the best calibrated relevance (recall/relevance.py) in the top K; 0 leaves it out.
     abstain_relevance_floor: float = field(default_factory=lambda: float(

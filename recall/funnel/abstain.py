@@ -13,7 +13,9 @@ Channels (each votes relevant or not; a channel with nothing to judge is absent)
   cosine ≥ the vector floor, or no vector yet) must include one about a named entity: an utterance
   ("Caroline: ...") is about its speaker, or, when it speaks mostly in the second person, about the one it
   addresses; any other memory about every entity it mentions. A question about what Bob did is not
-  answered by what Alice did on the same topic (domain.entities);
+  answered by what Alice did on the same topic (domain.entities). With ENGRAMLOG_ABSTAIN_ENTITY_TOP m > 0, one
+  of the first m of the top K must also be about a named entity: Bob's reply further down that shares the
+  topic's words does not answer what Alice did;
 - relevance: the best calibrated relevance in the top K (recall/relevance.py, the scale every domain shares)
   ≥ ENGRAMLOG_ABSTAIN_RELEVANCE_FLOOR (0 leaves the channel out);
 - cross_encoder: when the reranker ran, its best score in the top K ≥ ENGRAMLOG_ABSTAIN_CE_FLOOR.
@@ -129,10 +131,18 @@ def _entity_channel(named: list[str], terms: set[str], top: list[Item], settings
     else:
         best, answering = 1.0, top
     speakers = speakers_of(i.content for i in top)
-    grounded = [str(i.memory_id) for i in answering
-                if any(holds(i.content, words(i.content), e, speakers) for e in named)]
-    return {"value": len(grounded), "entities": named, "answering": len(answering),
-            "best_rest_share": round(best, 4), "relevant": bool(grounded)}
+
+    def about_named(item: Item) -> bool:
+        return any(holds(item.content, words(item.content), e, speakers) for e in named)
+
+    grounded = [str(i.memory_id) for i in answering if about_named(i)]
+    leading = settings.abstention.abstain_entity_top
+    channel = {"value": len(grounded), "entities": named, "answering": len(answering),
+               "best_rest_share": round(best, 4), "relevant": bool(grounded)}
+    if leading > 0:  # a named person's memory among the first `leading`, not only somewhere in the top K
+        led = any(about_named(i) for i in top[:leading])
+        channel.update(leading=leading, led=led, relevant=bool(grounded) and led)
+    return channel
 
 
 def _why(name: str, channel: dict[str, Any]) -> str:
@@ -143,8 +153,10 @@ def _why(name: str, channel: dict[str, Any]) -> str:
     if name == "agreement":
         return "no memory found by both the keyword and the vector leg"
     if name == "entity":
-        return (f"none of the {channel['answering']} memories that best answer the rest of the query is about "
-                f"{' or '.join(channel['entities'])}")
+        who = " or ".join(channel["entities"])
+        if channel["value"] and not channel.get("led", True):
+            return f"none of the first {channel['leading']} memories is about {who}"
+        return f"none of the {channel['answering']} memories that best answer the rest of the query is about {who}"
     if name == "relevance":
         return f"best calibrated relevance {channel['value']:.3f} < {channel['floor']:g}"
     if name == "cross_encoder":

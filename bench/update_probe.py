@@ -6,7 +6,9 @@ new text states a new value for what the old one says, `other` for a different f
 a colour, a seat, a mode) have three more: update_probe_words.tsv, written with the rule's extension;
 update_probe_words_heldout_a.tsv, written blind to the rule by a helper before it was frozen, and measured on once
 before the rule's "now" cue was dropped (so no longer unseen); update_probe_words_heldout_b.tsv, written blind
-after it was frozen. Run:
+after it was frozen. Change statements ("We raised the API timeout to 60 seconds" after "The API timeout is 30
+seconds"): update_probe_changes.tsv, written with the rule, and update_probe_changes_heldout.tsv, written blind by a
+helper after it was frozen. Run:
 
     python -m bench.update_probe             # the rule alone: the figures of each file, every wrong decision
     python -m bench.update_probe --governor  # the whole governor on the real write path, per pair in a fresh
@@ -32,8 +34,10 @@ HELD_OUT = FIXTURES / "update_probe_heldout.tsv"  # written after the rule was f
 WORDS = FIXTURES / "update_probe_words.tsv"  # word values, written with the rule's extension
 WORDS_HELD_OUT_A = FIXTURES / "update_probe_words_heldout_a.tsv"  # blind; measured on once, then the rule changed
 WORDS_HELD_OUT_B = FIXTURES / "update_probe_words_heldout_b.tsv"  # blind, written after the rule was frozen
+CHANGES = FIXTURES / "update_probe_changes.tsv"  # change statements, written with the rule
+CHANGES_HELD_OUT = FIXTURES / "update_probe_changes_heldout.tsv"  # blind, written after the rule was frozen
 FILES = {"probe": PROBE, "held out": HELD_OUT, "words": WORDS, "words held out a": WORDS_HELD_OUT_A,
-         "words held out b": WORDS_HELD_OUT_B}
+         "words held out b": WORDS_HELD_OUT_B, "changes": CHANGES, "changes held out": CHANGES_HELD_OUT}
 
 
 @dataclass(frozen=True)

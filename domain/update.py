@@ -27,6 +27,11 @@ name), a copula ("is", "are", "was", "were", "=") or a content stem (domain/text
   ("instead", absent from the old): "Omar commutes by train" / "Omar commutes by bike instead". That cue also lets
   a name change without a copula ("the team tracks bugs in Linear instead"). "Now" is no such cue: "the app now
   supports offline mode" adds to "dark mode".
+- or the new text reports the change (`_changed_to`): a change verb, and "to" before the new value ("We raised the
+  API timeout to 60 seconds" after "The API timeout is 30 seconds", "The standup was moved to Thursday", "reduced
+  from 30 to 14 days"), where it restates every content word and name of the old text but its values (the same
+  subject and attribute, at least two of them), one or two old values are gone (or said after "from") and as many
+  of the same kinds came, a number followed by the same word (its unit) in both.
 """
 
 from __future__ import annotations
@@ -63,6 +68,10 @@ _SINGLE_VALUED = frozenset(tokenize("live lives moved move relocated works work 
 # Stems before a word value that make it one of a kind: a preference names one choice.
 _ONE_CHOICE = frozenset(tokenize("prefers preferred prefer favourite favorite"))
 _RESCHEDULE = frozenset(tokenize("moved move rescheduled postponed changed delayed set scheduled due"))
+# Verbs that report a value's change ("we raised the timeout to 60 seconds"), as written.
+_CHANGE_VERBS = _set("raised increased bumped lowered reduced cut changed moved rescheduled postponed switched "
+                     "extended shortened renamed updated replaced pushed set went")
+_VALUE_KINDS = frozenset(("number", "date", "name"))
 _PAST = re.compile(r"^(?:[a-z]+ed|went|met|saw|had|made|took|gave|came|ran|flew|bought|got|won|lost)$")
 
 COPULA = "="
@@ -178,11 +187,40 @@ def replaced(new: str, old: str) -> tuple[str, ...]:
     return tuple(t.raw.strip(".,;:!?") for t in place.old) if place else ()
 
 
+def _next(ts: tuple[Token, ...], token: Token) -> str | None:
+    at = ts.index(token) + 1
+    return ts[at].text if at < len(ts) else None
+
+
+def _changed_to(new: str, old: str) -> Update | None:
+    """`new` reports with a change verb that what `old` states has a new value (see the module's rule)."""
+    said = [w.lower() for w in _WORD.findall(new)]
+    if not set(said) & _CHANGE_VERBS:
+        return None
+    a, b = tokens(old), tokens(new)
+    a_texts, b_texts = {t.text for t in a}, {t.text for t in b}
+    gone = [t for t in a if t.kind in _VALUE_KINDS
+            and (t.text not in b_texts or re.search(rf"\bfrom\s+{re.escape(t.raw.strip('.,;:!?'))}", new, re.I))]
+    came = [t for t in b if t.kind in _VALUE_KINDS and t.text not in a_texts]
+    if not gone or len(gone) != len(came) or len(gone) > 2 or {t.kind for t in gone} != {t.kind for t in came}:
+        return None
+    restated = {t.text for t in a if t.kind in ("stem", "name") and t not in gone}
+    if len(restated) < MIN_SHARED_STEMS or not restated <= b_texts:
+        return None  # another subject or attribute, or one the new text does not name
+    if not re.search(rf"\bto\s+{re.escape(came[0].raw.strip('.,;:!?'))}", new, re.I):
+        return None  # the change is not to the new value ("moved the retro to Friday, the standup stays at 9")
+    if any(t.kind == "number" and _next(a, t) is not None and _next(a, t) != _next(b, c)
+           for t, c in zip(gone, came, strict=True)):
+        return None  # another unit: "30 seconds" is not "200 requests"
+    return Update(tuple(sorted(restated)), tuple(t.raw.strip(".,;:!?") for t in gone),
+                  tuple(t.raw.strip(".,;:!?") for t in came), tuple(sorted({t.kind for t in gone})))
+
+
 def update_of(new: str, old: str) -> Update | None:
     """The evidence that `new` states a new value for what `old` says, or None (see the module's rule)."""
     place = _place(new, old)
     if place is None:
-        return None
+        return _changed_to(new, old)
     shared, was, now = place.shared, place.old, place.new
     stems = [t.text for t in shared if t.kind == "stem"]
     subject = [t.text for t in shared if t.kind in ("stem", "name")]

@@ -414,14 +414,17 @@ def test_an_update_wins_and_the_older_values_stay_in_history(client, engine, ten
 
 
 def test_a_new_word_value_wins_and_a_second_relation_stays(client, engine, tenant):
-    """A value that is an ordinary word ("blue", "window seats") updated: the newer is active and recalled first,
-    the older superseded by the governor, not merged into it as a repeat. A second object of a relation
+    """A value that is an ordinary word ("blue", "window seats") updated, or a change reported with a verb ("we
+    raised the API timeout to 60 seconds"): the newer is active and recalled first, the older superseded by the
+    governor, not merged into it as a repeat. A second object of a relation
     ("allergic to peanuts", then "to shellfish") is no update: the older stays active."""
     scope = {"agent_id": "travel"}
     for old, new, query in (("Alice's favourite colour is blue", "Alice's favourite colour is green",
                              "what is Alice's favourite colour?"),
                             ("Priya prefers window seats on long flights", "Priya prefers aisle seats on long flights",
-                             "which seat does Priya prefer?")):
+                             "which seat does Priya prefer?"),
+                            ("The API timeout is 30 seconds", "We raised the API timeout to 60 seconds",
+                             "what is the API timeout?")):
         before = write(client, old, **scope)
         wait_projected(engine, before["position"])
         after = write(client, new, **scope)

@@ -8,7 +8,9 @@ update_probe_words_heldout_a.tsv, written blind to the rule by a helper before i
 before the rule's "now" cue was dropped (so no longer unseen); update_probe_words_heldout_b.tsv, written blind
 after it was frozen. Change statements ("We raised the API timeout to 60 seconds" after "The API timeout is 30
 seconds"): update_probe_changes.tsv, written with the rule, and update_probe_changes_heldout.tsv, written blind by a
-helper after it was frozen. Run:
+helper after it was frozen. The speaker as a subject ("I live in Lisbon" / "I moved to Berlin"):
+update_probe_person.tsv, written with the rule, and update_probe_person_heldout.tsv, written blind after it was
+frozen. Run:
 
     python -m bench.update_probe             # the rule alone: the figures of each file, every wrong decision
     python -m bench.update_probe --governor  # the whole governor on the real write path, per pair in a fresh
@@ -36,8 +38,11 @@ WORDS_HELD_OUT_A = FIXTURES / "update_probe_words_heldout_a.tsv"  # blind; measu
 WORDS_HELD_OUT_B = FIXTURES / "update_probe_words_heldout_b.tsv"  # blind, written after the rule was frozen
 CHANGES = FIXTURES / "update_probe_changes.tsv"  # change statements, written with the rule
 CHANGES_HELD_OUT = FIXTURES / "update_probe_changes_heldout.tsv"  # blind, written after the rule was frozen
+PERSON = FIXTURES / "update_probe_person.tsv"  # first person and moves, written with the rule
+PERSON_HELD_OUT = FIXTURES / "update_probe_person_heldout.tsv"  # blind, written after the rule was frozen
 FILES = {"probe": PROBE, "held out": HELD_OUT, "words": WORDS, "words held out a": WORDS_HELD_OUT_A,
-         "words held out b": WORDS_HELD_OUT_B, "changes": CHANGES, "changes held out": CHANGES_HELD_OUT}
+         "words held out b": WORDS_HELD_OUT_B, "changes": CHANGES, "changes held out": CHANGES_HELD_OUT,
+         "person": PERSON, "person held out": PERSON_HELD_OUT}
 
 
 @dataclass(frozen=True)

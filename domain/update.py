@@ -64,14 +64,23 @@ _DROPPED = _set("now currently nowadays new updated changed actually instead")
 # mode" beside "dark mode"; measured on pairs written for this: docs/recall.md).
 _CHANGE_CUES = _set("instead")
 # Stems of verbs (and nouns) that name a one-valued attribute: a changed name after them replaces the old one.
-_SINGLE_VALUED = frozenset(tokenize("live lives moved move relocated works work based located renamed called named"))
+# ("called" and "named" only after a copula, which decides alone: "I called Mum" / "I called Dad" are two calls.)
+_SINGLE_VALUED = frozenset(tokenize("live lives moved move relocated works work based located renamed"))
 # Stems before a word value that make it one of a kind: a preference names one choice.
 _ONE_CHOICE = frozenset(tokenize("prefers preferred prefer favourite favorite"))
 _RESCHEDULE = frozenset(tokenize("moved move rescheduled postponed changed delayed set scheduled due"))
 # Verbs that report a value's change ("we raised the timeout to 60 seconds"), as written.
-_CHANGE_VERBS = _set("raised increased bumped lowered reduced cut changed moved rescheduled postponed switched "
-                     "extended shortened renamed updated replaced pushed set went")
+_CHANGE_VERBS = _set("raised increased bumped lowered reduced cut changed moved relocated rescheduled postponed "
+                     "switched extended shortened renamed updated replaced pushed set went")
 _VALUE_KINDS = frozenset(("number", "date", "name"))
+_SUBJECT_KINDS = frozenset(("stem", "name", "person"))  # what the shared context's subject and attribute are made of
+# Who a first-person text is about: the speaker ("I", "my") or the speaker's group ("we", "our"), a subject as a
+# name is (stop words otherwise, so "I live in Lisbon" named no subject).
+_FIRST_PERSON = {**dict.fromkeys(("i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"), "i"),
+                 **dict.fromkeys(("we", "us", "our", "ours", "ourselves", "we're", "we've"), "we")}
+# Where someone lives, and the verbs that report a move: "Kofi moved to Nairobi" changes where Kofi lives.
+_RESIDENCE = frozenset(tokenize("live lives living based located reside resides"))
+_MOVE = frozenset(tokenize("moved relocated"))
 _PAST = re.compile(r"^(?:[a-z]+ed|went|met|saw|had|made|took|gave|came|ran|flew|bought|got|won|lost)$")
 
 COPULA = "="
@@ -125,6 +134,8 @@ def tokens(text: str) -> tuple[Token, ...]:
             out.append(Token(low, "number", raw))
         elif low in _COPULAS:
             out.append(Token(COPULA, "copula", raw))
+        elif low.replace("’", "'") in _FIRST_PERSON:
+            out.append(Token(_FIRST_PERSON[low.replace("’", "'")], "person", raw))
         elif word[0].isupper() and not sentence_start and low not in STOPWORDS:
             out.append(Token(low, "name", raw))
         elif low not in _DROPPED:
@@ -173,7 +184,7 @@ def _place(new: str, old: str) -> _Place | None:
     if not ((_values(was) and _values(now)) or (_word_value(was) and _word_value(now))):
         return None
     shared = tuple(t for op in matcher.get_opcodes() if op[0] == "equal" for t in a[op[1]:op[2]])
-    subject = {t.text for t in shared if t.kind in ("stem", "name")}  # names in the shared context name the subject
+    subject = {t.text for t in shared if t.kind in _SUBJECT_KINDS}  # names and persons in it name the subject
     if len(subject) < MIN_SHARED_STEMS:
         return None
     return _Place(shared, was, now, a[:i1], a[i2:])
@@ -192,6 +203,19 @@ def _next(ts: tuple[Token, ...], token: Token) -> str | None:
     return ts[at].text if at < len(ts) else None
 
 
+def _moved_from(a: tuple[Token, ...], b: tuple[Token, ...]) -> frozenset[str]:
+    """Where the old text says someone lives, when the new one says that same subject moved: the residence stems it
+    restates ("I live in Lisbon" / "I moved to Berlin"; not "My sister moved to Berlin")."""
+    lives = next((i for i, t in enumerate(a) if t.text in _RESIDENCE), None)
+    moved = next((i for i, t in enumerate(b) if t.text in _MOVE), None)
+    if lives is None or moved is None:
+        return frozenset()
+    def subject(ts: tuple[Token, ...]) -> list[str]:
+        return [t.text for t in ts if t.kind != "copula"]
+    return frozenset(t.text for t in a if t.text in _RESIDENCE) if subject(a[:lives]) == subject(b[:moved]) \
+        else frozenset()
+
+
 def _changed_to(new: str, old: str) -> Update | None:
     """`new` reports with a change verb that what `old` states has a new value (see the module's rule)."""
     said = [w.lower() for w in _WORD.findall(new)]
@@ -204,8 +228,8 @@ def _changed_to(new: str, old: str) -> Update | None:
     came = [t for t in b if t.kind in _VALUE_KINDS and t.text not in a_texts]
     if not gone or len(gone) != len(came) or len(gone) > 2 or {t.kind for t in gone} != {t.kind for t in came}:
         return None
-    restated = {t.text for t in a if t.kind in ("stem", "name") and t not in gone}
-    if len(restated) < MIN_SHARED_STEMS or not restated <= b_texts:
+    restated = {t.text for t in a if t.kind in _SUBJECT_KINDS and t not in gone}
+    if len(restated) < MIN_SHARED_STEMS or not restated <= b_texts | _moved_from(a, b):
         return None  # another subject or attribute, or one the new text does not name
     if not re.search(rf"\bto\s+{re.escape(came[0].raw.strip('.,;:!?'))}", new, re.I):
         return None  # the change is not to the new value ("moved the retro to Friday, the standup stays at 9")
@@ -223,7 +247,7 @@ def update_of(new: str, old: str) -> Update | None:
         return _changed_to(new, old)
     shared, was, now = place.shared, place.old, place.new
     stems = [t.text for t in shared if t.kind == "stem"]
-    subject = [t.text for t in shared if t.kind in ("stem", "name")]
+    subject = [t.text for t in shared if t.kind in _SUBJECT_KINDS]
     if {t.kind for t in was} != {t.kind for t in now}:
         return None
     if any(t.kind == "copula" for t in place.after):  # the subject changed, not the value

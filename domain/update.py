@@ -92,8 +92,13 @@ MAX_WORD_VALUE = 2  # words in a word value ("dark", "aisle seats")
 @dataclass(frozen=True)
 class Token:
     text: str  # the normalised form aligned on (a value lower-cased, a stem, or "=")
-    kind: str  # number | date | name | copula | stem
+    kind: str  # number | date | name | copula | person | stem
     raw: str
+
+    @property
+    def said(self) -> str:
+        """The token as written, without the punctuation around it."""
+        return self.raw.strip(".,;:!?")
 
 
 @dataclass(frozen=True)
@@ -195,12 +200,12 @@ def replaced(new: str, old: str) -> tuple[str, ...]:
     value or word ("cats" for "Maria likes dogs" after "Maria likes cats"), update or not; () when they are not
     so alike. The novelty rule reads it (domain/novelty.py): such a write says something its neighbour does not."""
     place = _place(new, old)
-    return tuple(t.raw.strip(".,;:!?") for t in place.old) if place else ()
+    return tuple(t.said for t in place.old) if place else ()
 
 
-def _next(ts: tuple[Token, ...], token: Token) -> str | None:
-    at = ts.index(token) + 1
-    return ts[at].text if at < len(ts) else None
+def _unit(ts: tuple[Token, ...], at: int) -> str | None:
+    """What follows a value: its unit, when it has one ("30 seconds")."""
+    return ts[at + 1].text if at + 1 < len(ts) else None
 
 
 def _moved_from(a: tuple[Token, ...], b: tuple[Token, ...]) -> frozenset[str]:
@@ -210,6 +215,7 @@ def _moved_from(a: tuple[Token, ...], b: tuple[Token, ...]) -> frozenset[str]:
     moved = next((i for i, t in enumerate(b) if t.text in _MOVE), None)
     if lives is None or moved is None:
         return frozenset()
+
     def subject(ts: tuple[Token, ...]) -> list[str]:
         return [t.text for t in ts if t.kind != "copula"]
     return frozenset(t.text for t in a if t.text in _RESIDENCE) if subject(a[:lives]) == subject(b[:moved]) \
@@ -223,21 +229,22 @@ def _changed_to(new: str, old: str) -> Update | None:
         return None
     a, b = tokens(old), tokens(new)
     a_texts, b_texts = {t.text for t in a}, {t.text for t in b}
-    gone = [t for t in a if t.kind in _VALUE_KINDS
-            and (t.text not in b_texts or re.search(rf"\bfrom\s+{re.escape(t.raw.strip('.,;:!?'))}", new, re.I))]
-    came = [t for t in b if t.kind in _VALUE_KINDS and t.text not in a_texts]
-    if not gone or len(gone) != len(came) or len(gone) > 2 or {t.kind for t in gone} != {t.kind for t in came}:
+    gone = [i for i, t in enumerate(a) if t.kind in _VALUE_KINDS
+            and (t.text not in b_texts or re.search(rf"\bfrom\s+{re.escape(t.said)}", new, re.I))]
+    came = [j for j, t in enumerate(b) if t.kind in _VALUE_KINDS and t.text not in a_texts]
+    kinds = {a[i].kind for i in gone}
+    if not gone or len(gone) != len(came) or len(gone) > 2 or kinds != {b[j].kind for j in came}:
         return None
-    restated = {t.text for t in a if t.kind in _SUBJECT_KINDS and t not in gone}
+    restated = {t.text for i, t in enumerate(a) if t.kind in _SUBJECT_KINDS and i not in gone}
     if len(restated) < MIN_SHARED_STEMS or not restated <= b_texts | _moved_from(a, b):
         return None  # another subject or attribute, or one the new text does not name
-    if not re.search(rf"\bto\s+{re.escape(came[0].raw.strip('.,;:!?'))}", new, re.I):
+    if not re.search(rf"\bto\s+{re.escape(b[came[0]].said)}", new, re.I):
         return None  # the change is not to the new value ("moved the retro to Friday, the standup stays at 9")
-    if any(t.kind == "number" and _next(a, t) is not None and _next(a, t) != _next(b, c)
-           for t, c in zip(gone, came, strict=True)):
+    if any(a[i].kind == "number" and _unit(a, i) is not None and _unit(a, i) != _unit(b, j)
+           for i, j in zip(gone, came, strict=True)):
         return None  # another unit: "30 seconds" is not "200 requests"
-    return Update(tuple(sorted(restated)), tuple(t.raw.strip(".,;:!?") for t in gone),
-                  tuple(t.raw.strip(".,;:!?") for t in came), tuple(sorted({t.kind for t in gone})))
+    return Update(tuple(sorted(restated)), tuple(a[i].said for i in gone), tuple(b[j].said for j in came),
+                  tuple(sorted(kinds)))
 
 
 def update_of(new: str, old: str) -> Update | None:
@@ -269,8 +276,8 @@ def update_of(new: str, old: str) -> Update | None:
     if COPULA not in {t.text for t in shared} and not set(stems) & (_RESCHEDULE | _SINGLE_VALUED) and any(
             _PAST.match(_EDGE.sub("", t.raw).lower()) for t in shared if t.kind == "stem"):
         return None
-    return Update(tuple(dict.fromkeys(subject)), tuple(t.raw.strip(".,;:!?") for t in old_values),
-                  tuple(t.raw.strip(".,;:!?") for t in new_values), tuple(kinds))
+    return Update(tuple(dict.fromkeys(subject)), tuple(t.said for t in old_values), tuple(t.said for t in new_values),
+                  tuple(kinds))
 
 
 __all__ = ["Token", "Update", "replaced", "tokens", "update_of"]

@@ -87,6 +87,7 @@ COPULA = "="
 MIN_SHARED_STEMS = 2
 MAX_CHANGED_PLACES = 1
 MAX_WORD_VALUE = 2  # words in a word value ("dark", "aisle seats")
+MAX_PLACE = 8  # tokens one changed place may span, either side ("Tom Reyes" → "Ana Kim": 2)
 
 
 @dataclass(frozen=True)
@@ -180,15 +181,28 @@ def _place(new: str, old: str) -> _Place | None:
     """`new` says what `old` says but for one place, where a value or a word or two is replaced by another (no
     copula in it), about a shared subject of at least two stems or names; None otherwise."""
     a, b = tokens(old), tokens(new)
-    matcher = difflib.SequenceMatcher(a=[t.text for t in a], b=[t.text for t in b], autojunk=False)
+    # Only what lies between the texts' common start and common end can differ: aligned alone, it is all a long
+    # text's alignment costs (a 900-word message against its neighbour: ~5 ms whole), and when it is longer than any
+    # one place can be, the texts differ in more than one place (or are not alike at all) and nothing is aligned.
+    start = 0
+    while start < min(len(a), len(b)) and a[start].text == b[start].text:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end].text == b[-1 - end].text:
+        end += 1
+    if max(len(a), len(b)) - start - end > MAX_PLACE:
+        return None
+    middle_a, middle_b = a[start:len(a) - end], b[start:len(b) - end]
+    matcher = difflib.SequenceMatcher(a=[t.text for t in middle_a], b=[t.text for t in middle_b], autojunk=False)
     places = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     if len(places) != MAX_CHANGED_PLACES or places[0][0] != "replace":
         return None
     _, i1, i2, j1, j2 = places[0]
-    was, now = a[i1:i2], b[j1:j2]
+    was, now = middle_a[i1:i2], middle_b[j1:j2]
+    i1, i2 = start + i1, start + i2
     if not ((_values(was) and _values(now)) or (_word_value(was) and _word_value(now))):
         return None
-    shared = tuple(t for op in matcher.get_opcodes() if op[0] == "equal" for t in a[op[1]:op[2]])
+    shared = a[:i1] + a[i2:]
     subject = {t.text for t in shared if t.kind in _SUBJECT_KINDS}  # names and persons in it name the subject
     if len(subject) < MIN_SHARED_STEMS:
         return None

@@ -56,6 +56,8 @@ def judge(query: str, ranked: list[Item], reranked: bool, settings: Settings,
                      "term_floor": settings.abstention.abstain_term_floor,
                      "ce_floor": settings.abstention.abstain_ce_floor,
                      "relevance_floor": settings.abstention.abstain_relevance_floor,
+                     "entity_frac": settings.abstention.abstain_entity_frac,
+                     "entity_top": settings.abstention.abstain_entity_top,
                      "quorum": settings.abstention.abstain_quorum,
                      "veto": list(settings.abstention.abstain_veto)}
     channels: dict[str, dict[str, Any]] = {}

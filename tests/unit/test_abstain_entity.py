@@ -18,6 +18,7 @@ def entity(query: str, items: list[Item], leading: int) -> tuple[dict | None, di
     settings = replace(Settings(), abstain_entity_top=leading)
     report = StageReport("abstain")
     verdict = judge(query, items, False, settings, report)
+    assert report.config["entity_top"] == leading  # the explanation names the knob it judged with
     return verdict, report.notes
 
 

@@ -436,6 +436,15 @@ def test_a_new_word_value_wins_and_a_second_relation_stays(client, engine, tenan
         superseded = [e for e in stream(client, before["memory_id"]) if e["type"] == "MemorySuperseded"][0]
         assert superseded["data"]["trigger"] == "value_update"
 
+    # A supersede the governor got wrong is undone by writing the older fact again with must_keep: the rules are
+    # bypassed, so it is active again beside the newer, and nothing is superseded.
+    again = write(client, "Alice's favourite colour is blue", must_keep=True, **scope)
+    assert again["disposition"] == "active" and again["supersedes"] is None, again
+    wait_projected(engine, again["position"])
+    both = recalled(client, "what is Alice's favourite colour?", again["position"], **scope)
+    assert again["memory_id"] in both[:2]
+    assert sum(memory(client, m)["status"] == "active" for m in both[:2]) == 2
+
     # Another object of a relation: no update, and not merged into the older or dropped as saying little new.
     for old, new in (("Priya is allergic to peanuts", "Priya is allergic to shellfish"),
                      ("Maria likes cats", "Maria likes dogs")):

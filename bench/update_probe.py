@@ -10,7 +10,9 @@ after it was frozen. Change statements ("We raised the API timeout to 60 seconds
 seconds"): update_probe_changes.tsv, written with the rule, and update_probe_changes_heldout.tsv, written blind by a
 helper after it was frozen. The speaker as a subject ("I live in Lisbon" / "I moved to Berlin"):
 update_probe_person.tsv, written with the rule, and update_probe_person_heldout.tsv, written blind after it was
-frozen. Run:
+frozen (a miss of it, "Maria moved to Seville in June", led to the next rule, so it is no longer unseen). Changes
+dated ("… in June", "… last March"): update_probe_when.tsv, written with the rule, and update_probe_when_heldout.tsv,
+written blind after it was frozen. Run:
 
     python -m bench.update_probe             # the rule alone: the figures of each file, every wrong decision
     python -m bench.update_probe --governor  # the whole governor on the real write path, per pair in a fresh
@@ -39,10 +41,12 @@ WORDS_HELD_OUT_B = FIXTURES / "update_probe_words_heldout_b.tsv"  # blind, writt
 CHANGES = FIXTURES / "update_probe_changes.tsv"  # change statements, written with the rule
 CHANGES_HELD_OUT = FIXTURES / "update_probe_changes_heldout.tsv"  # blind, written after the rule was frozen
 PERSON = FIXTURES / "update_probe_person.tsv"  # first person and moves, written with the rule
-PERSON_HELD_OUT = FIXTURES / "update_probe_person_heldout.tsv"  # blind, written after the rule was frozen
+PERSON_HELD_OUT = FIXTURES / "update_probe_person_heldout.tsv"  # blind; one miss of it led to WHEN's rule
+WHEN = FIXTURES / "update_probe_when.tsv"  # changes dated ("moved to Seville in June"), written with the rule
+WHEN_HELD_OUT = FIXTURES / "update_probe_when_heldout.tsv"  # blind, written after the rule was frozen
 FILES = {"probe": PROBE, "held out": HELD_OUT, "words": WORDS, "words held out a": WORDS_HELD_OUT_A,
          "words held out b": WORDS_HELD_OUT_B, "changes": CHANGES, "changes held out": CHANGES_HELD_OUT,
-         "person": PERSON, "person held out": PERSON_HELD_OUT}
+         "person": PERSON, "person held out": PERSON_HELD_OUT, "when": WHEN, "when held out": WHEN_HELD_OUT}
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ _RESCHEDULE = frozenset(tokenize("moved move rescheduled postponed changed delay
 _CHANGE_VERBS = _set("raised increased bumped lowered reduced cut changed moved relocated rescheduled postponed "
                      "switched extended shortened renamed updated replaced pushed set went")
 _VALUE_KINDS = frozenset(("number", "date", "name"))
+# Words before a date that say when a change happened ("moved to Seville in June", "relocated last March").
+_WHEN = re.compile(r"\b(?:in|on|since|during|last|this)\s+(?:the\s+)?$", re.IGNORECASE)
 _SUBJECT_KINDS = frozenset(("stem", "name", "person"))  # what the shared context's subject and attribute are made of
 # Who a first-person text is about: the speaker ("I", "my") or the speaker's group ("we", "our"), a subject as a
 # name is (stop words otherwise, so "I live in Lisbon" named no subject).
@@ -95,6 +97,7 @@ class Token:
     text: str  # the normalised form aligned on (a value lower-cased, a stem, or "=")
     kind: str  # number | date | name | copula | person | stem
     raw: str
+    start: int = 0  # where its word starts in the text
 
     @property
     def said(self) -> str:
@@ -133,20 +136,20 @@ def tokens(text: str) -> tuple[Token, ...]:
             continue
         low = word.lower()
         if any(c.isdigit() for c in word):
-            out.append(Token(low.lstrip("$€£"), "number", raw))
+            out.append(Token(low.lstrip("$€£"), "number", raw, m.start()))
         elif low in _MONTHS or low in _WEEKDAYS or low[:-1] in _WEEKDAYS or (word == "May" and not sentence_start):
-            out.append(Token(low, "date", raw))
+            out.append(Token(low, "date", raw, m.start()))
         elif low in _NUMBER_WORDS:
-            out.append(Token(low, "number", raw))
+            out.append(Token(low, "number", raw, m.start()))
         elif low in _COPULAS:
-            out.append(Token(COPULA, "copula", raw))
+            out.append(Token(COPULA, "copula", raw, m.start()))
         elif low.replace("’", "'") in _FIRST_PERSON:
-            out.append(Token(_FIRST_PERSON[low.replace("’", "'")], "person", raw))
+            out.append(Token(_FIRST_PERSON[low.replace("’", "'")], "person", raw, m.start()))
         elif word[0].isupper() and not sentence_start and low not in STOPWORDS:
-            out.append(Token(low, "name", raw))
+            out.append(Token(low, "name", raw, m.start()))
         elif low not in _DROPPED:
             for part in _WORD.findall(low):
-                out.extend(Token(stem, "stem", raw) for stem in tokenize(part))
+                out.extend(Token(stem, "stem", raw, m.start()) for stem in tokenize(part))
         sentence_start = ends_sentence
     return tuple(out)
 
@@ -236,6 +239,22 @@ def _moved_from(a: tuple[Token, ...], b: tuple[Token, ...]) -> frozenset[str]:
         else frozenset()
 
 
+def _undated(came: list[int], b: tuple[Token, ...], new: str) -> list[int]:
+    """The new values but the date a change is said to have happened, after the first ("moved to Seville in June",
+    "raised to 60 seconds on May 3"): a date or year after "in", "on", "since", "last" ..., and the values that
+    follow it. That date says when, not what: it replaces no value of the old text."""
+    kept: list[int] = []
+    dating = False
+    for j in came:
+        if kept and b[j].kind in ("date", "number"):
+            dating = bool(_WHEN.search(new[:b[j].start])) or (dating and j - 1 in came)
+            if dating:
+                continue
+        dating = False
+        kept.append(j)
+    return kept
+
+
 def _changed_to(new: str, old: str) -> Update | None:
     """`new` reports with a change verb that what `old` states has a new value (see the module's rule)."""
     said = [w.lower() for w in _WORD.findall(new)]
@@ -245,7 +264,7 @@ def _changed_to(new: str, old: str) -> Update | None:
     a_texts, b_texts = {t.text for t in a}, {t.text for t in b}
     gone = [i for i, t in enumerate(a) if t.kind in _VALUE_KINDS
             and (t.text not in b_texts or re.search(rf"\bfrom\s+{re.escape(t.said)}", new, re.I))]
-    came = [j for j, t in enumerate(b) if t.kind in _VALUE_KINDS and t.text not in a_texts]
+    came = _undated([j for j, t in enumerate(b) if t.kind in _VALUE_KINDS and t.text not in a_texts], b, new)
     kinds = {a[i].kind for i in gone}
     if not gone or len(gone) != len(came) or len(gone) > 2 or kinds != {b[j].kind for j in came}:
         return None

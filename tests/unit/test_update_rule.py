@@ -17,6 +17,8 @@ from bench.update_probe import (
     HELD_OUT,
     PERSON,
     PERSON_HELD_OUT,
+    WHEN,
+    WHEN_HELD_OUT,
     WORDS,
     WORDS_HELD_OUT_A,
     WORDS_HELD_OUT_B,
@@ -127,4 +129,17 @@ def test_the_speaker_is_a_subject_and_a_move_changes_where_one_lives():
     assert score(load(PERSON)).precision == 1.0 and score(load(PERSON)).recall >= 0.8
     s = score(load(PERSON_HELD_OUT))
     print(f"person held out: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}")
-    assert s.pairs >= 80 and s.precision >= 0.95 and s.recall >= 0.25, s.wrong  # measured 1.000 / 0.325
+    assert s.pairs >= 80 and s.precision >= 0.95 and s.recall >= 0.25, s.wrong  # measured 1.000 / 0.350
+
+
+def test_a_dated_change_is_an_update_and_its_date_no_value():
+    u = update_of("Maria moved to Seville in June", "Maria lives in Madrid")
+    assert u is not None and u.old_values == ("Madrid",) and u.new_values == ("Seville",)
+    timeout = update_of("The API timeout was raised to 60 seconds on May 3", "The API timeout is 30 seconds")
+    assert timeout is not None and timeout.new_values == ("60",)
+    assert update_of("My brother moved to Seville in June", "I live in Madrid") is None
+    assert update_of("I flew to Berlin in June", "I live in Lisbon") is None
+    assert score(load(WHEN)).precision == 1.0 and score(load(WHEN)).recall >= 0.8
+    s = score(load(WHEN_HELD_OUT))
+    print(f"when held out: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}, hiding {s.hiding:.3f}")
+    assert s.pairs >= 80 and s.hiding <= 0.05 and s.recall >= 0.45, s.wrong  # measured .958 / .548 / .042

@@ -31,7 +31,9 @@ name), a copula ("is", "are", "was", "were", "=") or a content stem (domain/text
   API timeout to 60 seconds" after "The API timeout is 30 seconds", "The standup was moved to Thursday", "reduced
   from 30 to 14 days"), where it restates every content word and name of the old text but its values (the same
   subject and attribute, at least two of them), one or two old values are gone (or said after "from") and as many
-  of the same kinds came, a number followed by the same word (its unit) in both.
+  of the same kinds came, a number followed by the same word (its unit) in both, and no word is put before one the
+  old text names ("my skip-level manager changed to …" is another manager); a date after the new value ("… in
+  June") says when, not what.
 """
 
 from __future__ import annotations
@@ -273,6 +275,10 @@ def _changed_to(new: str, old: str) -> Update | None:
         return None  # another subject or attribute, or one the new text does not name
     if not re.search(rf"\bto\s+{re.escape(b[came[0]].said)}", new, re.I):
         return None  # the change is not to the new value ("moved the retro to Friday, the standup stays at 9")
+    said_before = {t.text for t in a}
+    if any(b[j].kind == "stem" and b[j].text not in said_before and b[j].raw.lower() not in _CHANGE_VERBS
+           and b[j + 1].text in restated for j in range(len(b) - 1)):
+        return None  # a word put before what the old text names makes it another thing: "skip-level manager"
     if any(a[i].kind == "number" and _unit(a, i) is not None and _unit(a, i) != _unit(b, j)
            for i, j in zip(gone, came, strict=True)):
         return None  # another unit: "30 seconds" is not "200 requests"

@@ -139,7 +139,9 @@ def test_a_dated_change_is_an_update_and_its_date_no_value():
     assert timeout is not None and timeout.new_values == ("60",)
     assert update_of("My brother moved to Seville in June", "I live in Madrid") is None
     assert update_of("I flew to Berlin in June", "I live in Lisbon") is None
+    # a word put before the attribute names another one
+    assert update_of("My skip-level manager changed to Aisha Khan in February", "My manager is Tom Becker") is None
     assert score(load(WHEN)).precision == 1.0 and score(load(WHEN)).recall >= 0.8
     s = score(load(WHEN_HELD_OUT))
     print(f"when held out: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}, hiding {s.hiding:.3f}")
-    assert s.pairs >= 80 and s.hiding <= 0.05 and s.recall >= 0.45, s.wrong  # measured .958 / .548 / .042
+    assert s.pairs >= 80 and s.hiding <= 0.05 and s.recall >= 0.45, s.wrong  # blind .958 / .548; 1.0 / .548 since

@@ -107,13 +107,10 @@ def choose(train: Sequence[dict[str, Any]], by_value: dict[str, Answers], defaul
         fig = figures(with_answers(train, by_value[value]))
         wrong, caught = fig["answerable wrongly abstained"] or 0.0, fig["cat-5 abstained"] or 0.0
         mrr = round(fig["mrr@10"] or 0.0, 4)
+        few_wrong = wrong <= max(WRONGLY_ABSTAINED_MAX, base["answerable wrongly abstained"] or 0.0)
         if objective == "abstention":
-            keeps = wrong <= max(WRONGLY_ABSTAINED_MAX, base["answerable wrongly abstained"] or 0.0) and \
-                mrr >= round(base["mrr@10"] or 0.0, 4)
-            return (keeps, round(caught, 4), mrr, value == default)
-        keeps = wrong <= max(WRONGLY_ABSTAINED_MAX, base["answerable wrongly abstained"] or 0.0) and \
-            caught >= (base["cat-5 abstained"] or 0.0)
-        return (keeps, mrr, value == default)
+            return (few_wrong and mrr >= round(base["mrr@10"] or 0.0, 4), round(caught, 4), mrr, value == default)
+        return (few_wrong and caught >= (base["cat-5 abstained"] or 0.0), mrr, value == default)
 
     return max(by_value, key=key)
 

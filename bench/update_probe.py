@@ -58,7 +58,7 @@ class Scores:
     wrong: tuple[tuple[str, str, str], ...]  # (label, old, new) decided wrongly
     # of the pairs said to be updates, the share labelled `other`: a fact that still holds, hidden (a `same` pair
     # said to be one costs nothing: the newer says it too)
-    hiding: float = 0.0
+    hiding: float
 
 
 def load(path: Path = PROBE) -> list[tuple[str, str, str]]:

@@ -136,39 +136,43 @@ def tokens(text: str) -> tuple[Token, ...]:
         if not word:
             sentence_start = sentence_start or ends_sentence
             continue
-        low = word.lower()
+        low, at = word.lower(), m.start()
+        person = _FIRST_PERSON.get(low.replace("’", "'"))
         if any(c.isdigit() for c in word):
-            out.append(Token(low.lstrip("$€£"), "number", raw, m.start()))
+            out.append(Token(low.lstrip("$€£"), "number", raw, at))
         elif low in _MONTHS or low in _WEEKDAYS or low[:-1] in _WEEKDAYS or (word == "May" and not sentence_start):
-            out.append(Token(low, "date", raw, m.start()))
+            out.append(Token(low, "date", raw, at))
         elif low in _NUMBER_WORDS:
-            out.append(Token(low, "number", raw, m.start()))
+            out.append(Token(low, "number", raw, at))
         elif low in _COPULAS:
-            out.append(Token(COPULA, "copula", raw, m.start()))
-        elif low.replace("’", "'") in _FIRST_PERSON:
-            out.append(Token(_FIRST_PERSON[low.replace("’", "'")], "person", raw, m.start()))
+            out.append(Token(COPULA, "copula", raw, at))
+        elif person:
+            out.append(Token(person, "person", raw, at))
         elif word[0].isupper() and not sentence_start and low not in STOPWORDS:
-            out.append(Token(low, "name", raw, m.start()))
+            out.append(Token(low, "name", raw, at))
         elif low not in _DROPPED:
             for part in _WORD.findall(low):
-                out.extend(Token(stem, "stem", raw, m.start()) for stem in tokenize(part))
+                out.extend(Token(stem, "stem", raw, at) for stem in tokenize(part))
         sentence_start = ends_sentence
     return tuple(out)
 
 
 def _values(ts: tuple[Token, ...]) -> bool:
-    return bool(ts) and all(t.kind in ("number", "date", "name") for t in ts)
+    return bool(ts) and all(t.kind in _VALUE_KINDS for t in ts)
 
 
 def _word_value(ts: tuple[Token, ...]) -> bool:
     return 0 < len(ts) <= MAX_WORD_VALUE and all(t.kind == "stem" for t in ts)
 
 
+def _said(text: str) -> frozenset[str]:
+    """The text's words as written, lower-cased (what the cue and change-verb lists are matched against)."""
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
 def _cued(new: str, old: str) -> bool:
     """Whether the new text says that something changed: a change cue the old text does not hold."""
-    def said(text: str) -> frozenset[str]:
-        return frozenset(w.lower() for w in _WORD.findall(text))
-    return bool(said(new) & _CHANGE_CUES - said(old))
+    return bool(_said(new) & _CHANGE_CUES - _said(old))
 
 
 @dataclass(frozen=True)
@@ -234,11 +238,10 @@ def _moved_from(a: tuple[Token, ...], b: tuple[Token, ...]) -> frozenset[str]:
     moved = next((i for i, t in enumerate(b) if t.text in _MOVE), None)
     if lives is None or moved is None:
         return frozenset()
-
-    def subject(ts: tuple[Token, ...]) -> list[str]:
-        return [t.text for t in ts if t.kind != "copula"]
-    return frozenset(t.text for t in a if t.text in _RESIDENCE) if subject(a[:lives]) == subject(b[:moved]) \
-        else frozenset()
+    old_subject = [t.text for t in a[:lives] if t.kind != "copula"]
+    if old_subject != [t.text for t in b[:moved] if t.kind != "copula"]:
+        return frozenset()
+    return frozenset(t.text for t in a if t.text in _RESIDENCE)
 
 
 def _undated(came: list[int], b: tuple[Token, ...], new: str) -> list[int]:
@@ -259,8 +262,7 @@ def _undated(came: list[int], b: tuple[Token, ...], new: str) -> list[int]:
 
 def _changed_to(new: str, old: str) -> Update | None:
     """`new` reports with a change verb that what `old` states has a new value (see the module's rule)."""
-    said = [w.lower() for w in _WORD.findall(new)]
-    if not set(said) & _CHANGE_VERBS:
+    if not _said(new) & _CHANGE_VERBS:
         return None
     a, b = tokens(old), tokens(new)
     a_texts, b_texts = {t.text for t in a}, {t.text for t in b}
@@ -275,8 +277,7 @@ def _changed_to(new: str, old: str) -> Update | None:
         return None  # another subject or attribute, or one the new text does not name
     if not re.search(rf"\bto\s+{re.escape(b[came[0]].said)}", new, re.I):
         return None  # the change is not to the new value ("moved the retro to Friday, the standup stays at 9")
-    said_before = {t.text for t in a}
-    if any(b[j].kind == "stem" and b[j].text not in said_before and b[j].raw.lower() not in _CHANGE_VERBS
+    if any(b[j].kind == "stem" and b[j].text not in a_texts and b[j].raw.lower() not in _CHANGE_VERBS
            and b[j + 1].text in restated for j in range(len(b) - 1)):
         return None  # a word put before what the old text names makes it another thing: "skip-level manager"
     if any(a[i].kind == "number" and _unit(a, i) is not None and _unit(a, i) != _unit(b, j)
@@ -308,15 +309,13 @@ def update_of(new: str, old: str) -> Update | None:
     if changed == {"stem"} and not (cued or before & (_SINGLE_VALUED | _ONE_CHOICE)
                                     or (place.before and place.before[-1].kind == "copula")):
         return None  # a word after a relation ("allergic to", "likes"): both may hold
-    old_values, new_values = list(was), list(now)
-    if not {t.text for t in old_values} - {t.text for t in tokens(new)}:
+    if not {t.text for t in was} - {t.text for t in tokens(new)}:
         return None  # nothing the old text said is gone: an addition, not a replacement
-    kinds = sorted({t.kind for t in old_values})
     if COPULA not in {t.text for t in shared} and not set(stems) & (_RESCHEDULE | _SINGLE_VALUED) and any(
             _PAST.match(_EDGE.sub("", t.raw).lower()) for t in shared if t.kind == "stem"):
         return None
-    return Update(tuple(dict.fromkeys(subject)), tuple(t.said for t in old_values), tuple(t.said for t in new_values),
-                  tuple(kinds))
+    return Update(tuple(dict.fromkeys(subject)), tuple(t.said for t in was), tuple(t.said for t in now),
+                  tuple(sorted(changed)))
 
 
 __all__ = ["Token", "Update", "replaced", "tokens", "update_of"]

@@ -12,11 +12,15 @@ helper after it was frozen. The speaker as a subject ("I live in Lisbon" / "I mo
 update_probe_person.tsv, written with the rule, and update_probe_person_heldout.tsv, written blind after it was
 frozen (a miss of it, "Maria moved to Seville in June", led to the next rule, so it is no longer unseen). Changes
 dated ("… in June", "… last March"): update_probe_when.tsv, written with the rule, and update_probe_when_heldout.tsv,
-written blind after it was frozen. Run:
+written blind after it was frozen. Session 26 widened the change statements (domain/update_reported.py) on the misses
+of the held-out sets above (which are seen since), then froze the rule: update_probe_life_heldout.tsv (personal
+life) and update_probe_work_heldout.tsv (work and software) were written blind by helpers, told only what an update
+is, with many indirect ones ("Carla retired, so Ben at Cut Above does my hair now"). Run:
 
     python -m bench.update_probe             # the rule alone: the figures of each file, every wrong decision
     python -m bench.update_probe --governor  # the whole governor on the real write path, per pair in a fresh
                                              # scope: old written, then new; what became of the new write
+    python -m bench.update_probe --governor --only "life held out" "work held out"   # some files only
 
 The governor's outcome per label: `superseded` (the newer wins), `merged` (reinforced into the older: the older's
 content now holds both), `active` / `staging` / `discard` (admitted beside the older: discard loses it from recall).
@@ -44,9 +48,12 @@ PERSON = FIXTURES / "update_probe_person.tsv"  # first person and moves, written
 PERSON_HELD_OUT = FIXTURES / "update_probe_person_heldout.tsv"  # blind; one miss of it led to WHEN's rule
 WHEN = FIXTURES / "update_probe_when.tsv"  # changes dated ("moved to Seville in June"), written with the rule
 WHEN_HELD_OUT = FIXTURES / "update_probe_when_heldout.tsv"  # blind, written after the rule was frozen
+LIFE_HELD_OUT = FIXTURES / "update_probe_life_heldout.tsv"  # blind, session 26: personal life
+WORK_HELD_OUT = FIXTURES / "update_probe_work_heldout.tsv"  # blind, session 26: work and software
 FILES = {"probe": PROBE, "held out": HELD_OUT, "words": WORDS, "words held out a": WORDS_HELD_OUT_A,
          "words held out b": WORDS_HELD_OUT_B, "changes": CHANGES, "changes held out": CHANGES_HELD_OUT,
-         "person": PERSON, "person held out": PERSON_HELD_OUT, "when": WHEN, "when held out": WHEN_HELD_OUT}
+         "person": PERSON, "person held out": PERSON_HELD_OUT, "when": WHEN, "when held out": WHEN_HELD_OUT,
+         "life held out": LIFE_HELD_OUT, "work held out": WORK_HELD_OUT}
 
 
 @dataclass(frozen=True)
@@ -116,15 +123,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--governor", action="store_true", help="the whole governor on the real write path")
     parser.add_argument("--output", type=Path, help="the --governor result (default bench/results/)")
+    parser.add_argument("--only", nargs="+", choices=sorted(FILES), metavar="FILE",
+                        help=f"these files only (of: {', '.join(FILES)})")
     args = parser.parse_args()
+    chosen = {name: FILES[name] for name in args.only} if args.only else FILES
     if args.governor:
         from bench.common import machine, save_result
 
-        files = {name: {label: dict(c) for label, c in by_label.items()} for name, by_label in governed(FILES).items()}
+        files = {name: {label: dict(c) for label, c in by_label.items()} for name, by_label in governed(chosen).items()}
         result: dict[str, Any] = {"bench": "update_probe_governor", "machine": machine(), "files": files}
         print("saved", save_result("update-probe-governor", result, args.output))
         return
-    for name, path in FILES.items():
+    for name, path in chosen.items():
         s = score(load(path))
         print(f"update {name}: {s.pairs} pairs ({s.updates} updates) precision {s.precision:.3f} "
               f"recall {s.recall:.3f}; supersedes hiding a fact that holds {s.hiding:.3f}")

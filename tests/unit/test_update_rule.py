@@ -15,6 +15,7 @@ from bench.update_probe import (
     CHANGES,
     CHANGES_HELD_OUT,
     HELD_OUT,
+    LIFE_HELD_OUT,
     PERSON,
     PERSON_HELD_OUT,
     WHEN,
@@ -22,6 +23,7 @@ from bench.update_probe import (
     WORDS,
     WORDS_HELD_OUT_A,
     WORDS_HELD_OUT_B,
+    WORK_HELD_OUT,
     load,
     score,
 )
@@ -115,7 +117,8 @@ def test_change_statements_written_blind_hide_nothing():
     assert score(load(CHANGES)).precision >= 0.95 and score(load(CHANGES)).recall >= 0.8
     s = score(load(CHANGES_HELD_OUT))
     print(f"changes held out: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}")
-    assert s.pairs >= 90 and s.precision >= 0.95 and s.recall >= 0.4, s.wrong  # measured 1.000 / 0.489
+    # measured 1.000 / 0.489 blind; its misses led to session 26's widening (1.000 / 0.911 since: seen)
+    assert s.pairs >= 90 and s.precision >= 0.95 and s.recall >= 0.85, s.wrong
 
 
 def test_the_speaker_is_a_subject_and_a_move_changes_where_one_lives():
@@ -145,3 +148,52 @@ def test_a_dated_change_is_an_update_and_its_date_no_value():
     s = score(load(WHEN_HELD_OUT))
     print(f"when held out: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}, hiding {s.hiding:.3f}")
     assert s.pairs >= 80 and s.hiding <= 0.05 and s.recall >= 0.45, s.wrong  # blind .958 / .548; 1.0 / .548 since
+
+
+def test_a_change_reported_in_other_words_is_an_update():
+    # the verb that tied the value to its subject gives way to the change verb
+    trial = update_of("Marketing extended the free trial to 30 days", "The free trial lasts 14 days")
+    assert trial is not None and trial.old_values == ("14",) and trial.new_values == ("30",)
+    assert update_of("Facilities lowered the lobby thermostat to 19 degrees",
+                     "The lobby thermostat is set to 21 degrees")
+    # a few words the old text says between "to" and the value; "with" after "replaced"; "from … to" of a name
+    assert update_of("Nina's flight was rescheduled to depart at 9:40", "Nina's flight departs at 7:15")
+    assert update_of("Security replaced the server room door code with 9052", "The server room door code is 4471")
+    manager = update_of("Sofia's manager changed from Tom Reyes to Ana Kim", "Sofia's manager is Tom Reyes")
+    assert manager is not None and manager.old_values == ("Tom", "Reyes") and manager.new_values == ("Ana", "Kim")
+    # an identifier without a digit is a value, and a word value reported after "to"
+    email = update_of("Omar updated his email address to omar.h@acme.io", "Omar's email address is omar@acme.io")
+    assert email is not None and email.kinds == ("id",) and email.new_values == ("omar.h@acme.io",)
+    assert update_of("We renamed the default branch to main", "The default branch is master")
+    assert update_of("The SOC 2 audit got postponed to July", "The SOC 2 audit is scheduled for April")
+
+
+def test_a_change_reported_of_another_attribute_or_time_is_no_update():
+    # another attribute of the same subject, said where the verb was
+    assert update_of("The batch job's timeout was extended to 4 hours", "The batch job runs at 2 am") is None
+    assert update_of("Nina's flight was rescheduled to land at 9:40", "Nina's flight departs at 7:15") is None
+    # the attribute's own name is not a verb that may give way ("phone" before "is")
+    assert update_of("Bob changed his badge to 5521", "Bob's phone is 555-1234") is None
+    assert update_of("We changed the Porto office's receptionist to Maria", "The Porto office's manager is Ana") is None
+    # a word after the value is not the verb; a word value of something the old text does not name
+    assert update_of("We upgraded the server's disk to 512 GB", "The server has 16 GB of memory") is None
+    assert update_of("We changed the office dog's food to kibble", "The office dog is friendly") is None
+
+
+def test_saying_the_old_holds_no_longer_is_an_update():
+    u = update_of("Leila doesn't eat meat anymore", "Leila eats meat")
+    assert u is not None and u.kinds == ("negation",)
+    assert update_of("Ivy is not vegetarian anymore", "Ivy is vegetarian") is not None
+    assert update_of("Kevin isn't vegan anymore", "Kevin is vegan") is not None
+    assert update_of("Tom doesn't play tennis anymore", "Tom plays golf") is None  # another thing
+    assert update_of("Leila doesn't eat meat", "Leila eats meat") is None  # no "anymore": a contradiction, not news
+    assert update_of("Leila eats meat again", "Leila doesn't eat meat anymore") is None
+
+
+def test_the_blind_sets_of_session_26_hide_nothing():
+    for path in (LIFE_HELD_OUT, WORK_HELD_OUT):
+        s = score(load(path))
+        print(f"{path.name}: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}, "
+              f"hiding {s.hiding:.3f}")
+        # blind, as frozen: life 1.000 / .240, work 1.000 / .200 (before the widening .120 and .100); .260 / .220 since
+        assert s.pairs >= 100 and s.hiding <= 0.05 and s.recall >= 0.2, s.wrong

@@ -41,7 +41,7 @@ def main(data_dir: stack.DataDir = None) -> None:
 
 # The order here is the order `engramlog --help` lists them in (commands first, then groups).
 stack.register(app)  # up, migrate
-memories.register(app)  # remember, recall
+memories.register(app)  # remember, recall, history, supersede
 mcp.register(app)  # mcp (the MCP server over stdio)
 events.register(app)  # events query | tail | export
 projections_app = projections.register(app)  # projections status | rebuild | verify

@@ -2,7 +2,9 @@
 
     engramlog remember TEXT [--agent-id A] [--project P] [--tag T] [--metadata JSON] [--no-wait]
     engramlog recall QUERY [--k N] [--agent-id A] [--project P] [--min-position N]
-                     [--since T] [--until T] [--as-of POSITION|T] [--json]
+                     [--since T] [--until T] [--as-of POSITION|T] [--include-history] [--json]
+    engramlog history MEMORY_ID [--json]                     the supersede chain through a memory
+    engramlog supersede MEMORY_ID TEXT --reason WHY [--json] replace a memory with what holds
 """
 
 from __future__ import annotations
@@ -69,26 +71,66 @@ def recall(query: str, k: int = 10, agent_id: str | None = None, project: str | 
            = None,
            until: Annotated[str | None, typer.Option(help="valid time to (inclusive; a date: that whole day)")] = None,
            as_of: Annotated[str | None, typer.Option(help="recorded time: a log position or a timestamp")] = None,
+           include_history: Annotated[bool, typer.Option(help="superseded memories too (the status column says "
+                                                              "which)")] = False,
            as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Recall memories for a query through the API: --since/--until filter by when things happened, --as-of
-    answers what the store held at a log position or time."""
+    answers what the store held at a log position or time, --include-history shows what was superseded too."""
     with calls.api() as c:
         out = c.recall(query, k=k, agent_id=agent_id, project=project, session_id=session_id,
                        min_position=min_position, since=_time("--since", since), until=_time("--until", until),
-                       as_of=_as_of(as_of)).model_dump(mode="json")
+                       as_of=_as_of(as_of), include_history=include_history).model_dump(mode="json")
     if as_json:
         console.print_json(data=out)
         return
     table = Table(title=f"recall {out['recall_id']} ({out['latency_ms']:.1f} ms)")
-    for col in ("#", "score", "content", "legs"):
+    columns = ("#", "score", "content", "legs", *(("status", "memory") if include_history else ()))
+    for col in columns:
         table.add_column(col)
     for i, r in enumerate(out["results"], 1):
-        table.add_row(str(i), f"{r['score']:.3f}", r["content"][:100], ",".join(r["explanation"]["legs"]))
+        history = (r["explanation"].get("status", ""), r["memory_id"]) if include_history else ()
+        table.add_row(str(i), f"{r['score']:.3f}", r["content"][:100], ",".join(r["explanation"]["legs"]), *history)
     console.print(table)
     if out.get("abstained"):
         console.print(f"abstained: {out['abstained']['reason']}")
 
 
+def history(memory_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The supersede chain through a memory: each version, oldest first, and each supersede (when, why, by whom:
+    the governor's update names the old and new values)."""
+    with calls.api() as c:
+        out = c.history(memory_id).model_dump(mode="json")
+    if as_json:
+        console.print_json(data=out)
+        return
+    versions = Table(title=f"history of {out['memory_id']} (current: {out['current']})")
+    for col in ("position", "status", "memory", "content"):
+        versions.add_column(col)
+    for m in out["chain"]:
+        versions.add_row(str(m["position"]), m["status"], m["memory_id"], m["content"][:100])
+    console.print(versions)
+    steps = Table(title="supersedes")
+    for col in ("at", "trigger", "by", "reason"):
+        steps.add_column(col)
+    for t in out["transitions"]:
+        steps.add_row(t["at"], t["trigger"], t["actor"] or "", t["reason"])
+    console.print(steps)
+
+
+def supersede(memory_id: str, content: str,
+              reason: Annotated[str, typer.Option(help="why the old memory no longer holds")],
+              as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Replace a memory with what holds (its scope, kind and tags kept): recall answers the new one, and the old
+    stays in its history. A supersede the governor got wrong is undone the same way, or by writing the older fact
+    again with --must-keep."""
+    with calls.api() as c:
+        out = c.supersede(memory_id, content, reason).model_dump(mode="json")
+    console.print_json(data=out) if as_json else console.print(
+        f"{out['memory_id']} supersedes {out['supersedes']} (position {out['position']})")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(remember)
     app.command()(recall)
+    app.command()(history)
+    app.command()(supersede)

@@ -52,3 +52,51 @@ def test_recall_filters_by_valid_and_recorded_time(client, engine, monkeypatch) 
     assert r.exit_code == 2 and "--since 'banana' is not a date" in r.output, r.output
     r = run(app, ["recall", "kiln", "--as-of", "2025-05-31"])
     assert r.exit_code == 2 and "not a date alone" in r.output, r.output
+
+
+def _answer(output: str) -> dict:
+    start = 0 if output.startswith("{") else output.index("\n{") + 1
+    answer, _ = json.JSONDecoder().raw_decode(output[start:])
+    return answer
+
+
+def test_an_update_its_history_and_a_supersede_from_the_cli(client, engine, monkeypatch) -> None:
+    old = client.post("/v1/memories", json={"content": "The free trial lasts 14 days", "agent_id": "cli-history"})
+    assert old.status_code == 201, old.text
+    project(engine, old.json()["position"])
+    new = client.post("/v1/memories", json={"content": "Marketing extended the free trial to 30 days",
+                                            "agent_id": "cli-history"})
+    assert new.status_code == 201 and new.json()["supersedes"] == old.json()["memory_id"], new.text
+    project(engine, new.json()["position"])
+    app, run = cli_on(client, monkeypatch), CliRunner().invoke
+    ask = ["recall", "how long is the free trial", "--agent-id", "cli-history"]
+
+    r = run(app, [*ask, "--json"])
+    assert r.exit_code == 0 and _contents(r.output) == ["Marketing extended the free trial to 30 days"], r.output
+    r = run(app, [*ask, "--include-history", "--json"])
+    assert r.exit_code == 0, r.output
+    statuses = {x["content"]: x["explanation"]["status"] for x in _answer(r.output)["results"]}
+    assert statuses == {"Marketing extended the free trial to 30 days": "active",
+                        "The free trial lasts 14 days": "superseded"}, r.output
+    r = run(app, [*ask, "--include-history"])
+    assert r.exit_code == 0 and "superseded" in r.output, r.output
+
+    r = run(app, ["history", old.json()["memory_id"], "--json"])
+    assert r.exit_code == 0, r.output
+    chain = _answer(r.output)
+    assert chain["current"] == new.json()["memory_id"]
+    [step] = chain["transitions"]
+    assert step["trigger"] == "value_update" and "14 → 30" in step["reason"], step
+    r = run(app, ["history", old.json()["memory_id"]])
+    assert r.exit_code == 0 and "value_update" in r.output, r.output
+
+    r = run(app, ["supersede", new.json()["memory_id"], "The free trial lasts 21 days", "--reason", "wrong",
+                  "--json"])
+    assert r.exit_code == 0, r.output
+    fixed = _answer(r.output)
+    assert fixed["supersedes"] == new.json()["memory_id"]
+    project(engine, fixed["position"])
+    r = run(app, [*ask, "--json"])
+    assert r.exit_code == 0 and _contents(r.output) == ["The free trial lasts 21 days"], r.output
+    r = run(app, ["supersede", new.json()["memory_id"], "again", "--reason", "twice"])
+    assert r.exit_code == 2 and "409" in r.output, r.output  # already superseded: supersede its successor

@@ -21,12 +21,17 @@ def cli_on(client, monkeypatch):
     return cli.main.app
 
 
-def _contents(output: str) -> list[str]:
-    """The --json answer's contents. The app runs in this process, so its own log lines (structlog, to stdout once
-    an earlier test configured it) may come before the CLI's JSON in the captured output."""
+def _answer(output: str) -> dict:
+    """The --json answer. The app runs in this process, so its own log lines (structlog, to stdout once an earlier
+    test configured it) may come before the CLI's JSON in the captured output."""
     start = 0 if output.startswith("{") else output.index("\n{") + 1
     answer, _ = json.JSONDecoder().raw_decode(output[start:])
-    return [r["content"] for r in answer["results"]]
+    return answer
+
+
+def _contents(output: str) -> list[str]:
+    """The --json answer's contents."""
+    return [r["content"] for r in _answer(output)["results"]]
 
 
 def test_recall_filters_by_valid_and_recorded_time(client, engine, monkeypatch) -> None:
@@ -52,12 +57,6 @@ def test_recall_filters_by_valid_and_recorded_time(client, engine, monkeypatch) 
     assert r.exit_code == 2 and "--since 'banana' is not a date" in r.output, r.output
     r = run(app, ["recall", "kiln", "--as-of", "2025-05-31"])
     assert r.exit_code == 2 and "not a date alone" in r.output, r.output
-
-
-def _answer(output: str) -> dict:
-    start = 0 if output.startswith("{") else output.index("\n{") + 1
-    answer, _ = json.JSONDecoder().raw_decode(output[start:])
-    return answer
 
 
 def test_an_update_its_history_and_a_supersede_from_the_cli(client, engine, monkeypatch) -> None:

@@ -144,6 +144,8 @@ _CORRECTION = word_pattern("actually", "correction", "(?:was|were|is|are) wrong"
                      "mistaken", "turn(?:s|ed) out", "no longer", "not anymore", "anymore", "instead of",
                      "rather than", "changed to", "(?:has|have) changed", "(?:is|are) now", "should have been")
 _UPDATE_PREFIX = re.compile(r"^\s*(update|correction)\s*:", re.IGNORECASE)
+_NOW = re.compile(r"(?:is|are)\s+now", re.IGNORECASE)  # the one correction phrase an addition says too
+_ADDS = word_pattern("also", "too", "as well", "additionally")
 _STRUCTURE = re.compile(r"`|https?://|(^|\s)[\w.-]*/[\w./-]+|(^|\n)\s*([-*•]|\d+[.)])\s", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](\s|$)")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
@@ -222,6 +224,8 @@ def correction_signal(text: str, producer: dict[str, Any] | None) -> Correction:
     if given is not None:
         return Correction(bool(given), "producer")
     found = [m.group(1) for m in _CORRECTION.finditer(text)]
+    if _ADDS.search(text):  # "Lucy is now also allergic to shellfish": what is now true besides, not instead
+        found = [f for f in found if not _NOW.fullmatch(f)]
     if update := _UPDATE_PREFIX.search(text):
         found.insert(0, update.group(1))
     evidence = _distinct(found)

@@ -23,8 +23,10 @@ aligned (difflib); it is an update when
   not a relation: "Priya is allergic to peanuts" / "to shellfish" may both hold), after a single-valued or
   preference verb ("prefers window seats" / "aisle seats"), or when the new text says it replaces the old
   ("instead", absent from the old): "Omar commutes by train" / "Omar commutes by bike instead". That cue also lets
-  a name change without a copula ("the team tracks bugs in Linear instead"). "Now" is no such cue: "the app now
-  supports offline mode" adds to "dark mode".
+  a name change without a copula ("the team tracks bugs in Linear instead"). "Now" is no such cue for an object
+  ("the app now supports offline mode" adds to "dark mode"), but it is one for where or how something is done,
+  after a preposition of place or means ("Omar commutes by bike now", "Mia now volunteers at the library"), unless
+  the new text says it adds ("also", "another").
 - or, when the texts differ in more than one place, the new text reports the change in words
   (domain/update_reported.py): with a change verb ("We raised the API timeout to 60 seconds" after "The API timeout
   is 30 seconds", "Marketing extended the free trial to 30 days" after "The free trial lasts 14 days"), or by
@@ -56,6 +58,13 @@ from domain.update_tokens import (
 # Not "now" or "currently": they say what holds today, which may be an addition ("the app now supports offline
 # mode" beside "dark mode"; measured on pairs written for this: docs/recall.md).
 _CHANGE_CUES = word_set("instead")
+# "Now" does cue a replacement where the value is where or how something is done, after a preposition of place or
+# means ("Book club meets at the library now", "Omar commutes by bike these days"): one place, one means at a time,
+# where an object may be one of many ("the app now supports offline mode"). Not with a word that says it adds.
+_TODAY = re.compile(r"\b(?:now|nowadays|these\s+days|currently)\b", re.IGNORECASE)
+_ADDED = re.compile(r"\b(?:also|too|as\s+well|another|second|additional|more)\b", re.IGNORECASE)
+_WHERE_OR_HOW = re.compile(r"\b(?:at|in|on|from|by|via|behind|beside|near|inside|outside|under)\s+"
+                           r"(?:(?:the|a|an|my|our|his|her|their|its)\s+)?$", re.IGNORECASE)
 # Stems of verbs (and nouns) that name a one-valued attribute: a changed name after them replaces the old one.
 # ("called" and "named" only after a copula, which decides alone: "I called Mum" / "I called Dad" are two calls.)
 _SINGLE_VALUED = frozenset(tokenize("live lives moved move relocated works work based located renamed"))
@@ -81,6 +90,12 @@ def _word_value(ts: tuple[Token, ...]) -> bool:
 def _cued(new: str, old: str) -> bool:
     """Whether the new text says that something changed: a change cue the old text does not hold."""
     return bool(said(new) & _CHANGE_CUES - said(old))
+
+
+def _moved_now(new: str, old: str, place: _Place) -> bool:
+    """Whether the new text says that where or how something is done is another now (_TODAY, _WHERE_OR_HOW)."""
+    return (bool(_TODAY.search(new)) and not _TODAY.search(old)
+            and bool(_WHERE_OR_HOW.search(old[:place.old[0].start])))
 
 
 @dataclass(frozen=True)
@@ -136,6 +151,13 @@ def replaced(new: str, old: str) -> tuple[str, ...]:
 
 def update_of(new: str, old: str) -> Update | None:
     """The evidence that `new` states a new value for what `old` says, or None (see the module's rule)."""
+    found = _update_of(new, old)
+    if found is not None and _ADDED.search(new) and not _ADDED.search(old):
+        return None  # it says it adds: "I work from home on Mondays too now" beside "on Fridays"
+    return found
+
+
+def _update_of(new: str, old: str) -> Update | None:
     place = _place(new, old)
     if place is None:
         return changed_to(new, old) or negated(new, old)
@@ -150,7 +172,7 @@ def update_of(new: str, old: str) -> Update | None:
     if "name" in changed and changed != {"name"}:  # a name and a value changed together: another thing's value
         return None
     before = {t.text for t in place.before}
-    cued = _cued(new, old)
+    cued = _cued(new, old) or _moved_now(new, old, place)
     if changed == {"name"} and COPULA not in before and not before & _SINGLE_VALUED and not cued:
         return None
     if changed == {"stem"} and not (cued or before & (_SINGLE_VALUED | _ONE_CHOICE)

@@ -131,6 +131,10 @@ def test_correction_signal_from_text_or_producer():
                  "The API no longer accepts XML", "Bob was wrong about the port", "Use pnpm instead of npm"):
         c = correction_signal(text, None)
         assert c.value and c.source == "heuristic" and c.evidence, text
+    assert correction_signal("The API timeout is now 60 seconds", None).evidence == ("is now",)
+    # "is now" beside a word that adds says what holds besides, not instead (blind probe, session 26)
+    assert correction_signal("Lucy is now also allergic to shellfish", None).value is False
+    assert correction_signal("Actually, Lucy is also allergic to shellfish", None).evidence == ("actually",)
     # The producer's word wins both ways.
     assert correction_signal("Actually, hello", {"correction": False}).value is False
     forced = correction_signal("plain words", {"correction": True})

@@ -14,6 +14,7 @@ from __future__ import annotations
 from bench.update_probe import (
     CHANGES,
     CHANGES_HELD_OUT,
+    EVERYDAY_HELD_OUT,
     HELD_OUT,
     LIFE_HELD_OUT,
     PERSON,
@@ -24,6 +25,7 @@ from bench.update_probe import (
     WORDS_HELD_OUT_A,
     WORDS_HELD_OUT_B,
     WORK_HELD_OUT,
+    WORKPLACE_HELD_OUT,
     load,
     score,
 )
@@ -197,3 +199,25 @@ def test_the_blind_sets_of_session_26_hide_nothing():
               f"hiding {s.hiding:.3f}")
         # blind, as frozen: life 1.000 / .240, work 1.000 / .200 (before the widening .120 and .100); .260 / .220 since
         assert s.pairs >= 100 and s.hiding <= 0.05 and s.recall >= 0.2, s.wrong
+
+
+def test_where_or_how_something_is_done_now_is_an_update():
+    # "now" cues a replacement after a preposition of place or means: one place, one means at a time
+    assert update_of("Omar commutes by bike now", "Omar commutes by train") is not None
+    assert update_of("The team tracks bugs in Linear now", "The team tracks bugs in Jira") is not None
+    assert update_of("Mia now volunteers at the library", "Mia volunteers at the shelter") is not None
+    # not where it adds ("also"), not for an object (one of many), not without a cue
+    assert update_of("Mia now also volunteers at the library", "Mia volunteers at the shelter") is None
+    assert update_of("The app now supports offline mode", "The app supports dark mode") is None
+    assert update_of("Metrics are stored in S3", "Logs are stored in S3") is None
+    assert update_of("Mia volunteers at the library", "Mia volunteers at the shelter") is None
+
+
+def test_the_blind_sets_after_the_now_cue_hide_nothing():
+    for path in (EVERYDAY_HELD_OUT, WORKPLACE_HELD_OUT):
+        s = score(load(path))
+        print(f"{path.name}: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}, "
+              f"hiding {s.hiding:.3f}")
+        # blind, as frozen: everyday .941 / .356 (one supersede hiding a fact: "… on Mondays too now"), workplace
+        # 1.000 / .444; "too" says it adds since (seen): everyday 1.000 / .356
+        assert s.pairs >= 100 and s.hiding <= 0.05 and s.recall >= 0.3, s.wrong

@@ -17,7 +17,9 @@ of the held-out sets above (which are seen since), then froze the rule: update_p
 life) and update_probe_work_heldout.tsv (work and software) were written blind by helpers, told only what an update
 is, with many indirect ones ("Carla retired, so Ben at Cut Above does my hair now"). Then "now" became a cue for
 where or how something is done, and the rule was frozen again: update_probe_everyday_heldout.tsv and
-update_probe_workplace_heldout.tsv were written blind after that, asked for many deceptive additions. Run:
+update_probe_workplace_heldout.tsv were written blind after that, asked for many deceptive additions. Then a new
+holder of a role of one became an update (domain/update_holder.py), frozen again: update_probe_roles_heldout.tsv
+(people and roles) and update_probe_mixed_heldout.tsv (every kind of fact) were written blind after that. Run:
 
     python -m bench.update_probe             # the rule alone: the figures of each file, every wrong decision
     python -m bench.update_probe --governor  # the whole governor on the real write path, per pair in a fresh
@@ -54,11 +56,14 @@ LIFE_HELD_OUT = FIXTURES / "update_probe_life_heldout.tsv"  # blind, session 26:
 WORK_HELD_OUT = FIXTURES / "update_probe_work_heldout.tsv"  # blind, session 26: work and software
 EVERYDAY_HELD_OUT = FIXTURES / "update_probe_everyday_heldout.tsv"  # blind, session 26, after the "now" cue
 WORKPLACE_HELD_OUT = FIXTURES / "update_probe_workplace_heldout.tsv"  # blind, session 26, after the "now" cue
+ROLES_HELD_OUT = FIXTURES / "update_probe_roles_heldout.tsv"  # blind, session 26, after a role's new holder
+MIXED_HELD_OUT = FIXTURES / "update_probe_mixed_heldout.tsv"  # blind, session 26, after a role's new holder
 FILES = {"probe": PROBE, "held out": HELD_OUT, "words": WORDS, "words held out a": WORDS_HELD_OUT_A,
          "words held out b": WORDS_HELD_OUT_B, "changes": CHANGES, "changes held out": CHANGES_HELD_OUT,
          "person": PERSON, "person held out": PERSON_HELD_OUT, "when": WHEN, "when held out": WHEN_HELD_OUT,
          "life held out": LIFE_HELD_OUT, "work held out": WORK_HELD_OUT, "everyday held out": EVERYDAY_HELD_OUT,
-         "workplace held out": WORKPLACE_HELD_OUT}
+         "workplace held out": WORKPLACE_HELD_OUT, "roles held out": ROLES_HELD_OUT,
+         "mixed held out": MIXED_HELD_OUT}
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ aligned (difflib); it is an update when
 - or, when the texts differ in more than one place, the new text reports the change in words
   (domain/update_reported.py): with a change verb ("We raised the API timeout to 60 seconds" after "The API timeout
   is 30 seconds", "Marketing extended the free trial to 30 days" after "The free trial lasts 14 days"), or by
-  saying the old holds no longer ("Ivy is not vegetarian anymore").
+  saying the old holds no longer ("Ivy is not vegetarian anymore"), or names a new holder of a role of one
+  (domain/update_holder.py: "Tom is my new boss" after "My boss is Dana").
+- never when the new text says it adds ("also", "too", "as well", "another").
 """
 
 from __future__ import annotations
@@ -40,12 +42,14 @@ import re
 from dataclasses import dataclass
 
 from domain.text import tokenize
+from domain.update_holder import new_holder
 from domain.update_reported import changed_to, negated
 from domain.update_tokens import (
     COPULA,
     EDGE,
     MIN_SHARED_STEMS,
     SUBJECT_KINDS,
+    TODAY,
     VALUE_KINDS,
     Token,
     Update,
@@ -61,7 +65,6 @@ _CHANGE_CUES = word_set("instead")
 # "Now" does cue a replacement where the value is where or how something is done, after a preposition of place or
 # means ("Book club meets at the library now", "Omar commutes by bike these days"): one place, one means at a time,
 # where an object may be one of many ("the app now supports offline mode"). Not with a word that says it adds.
-_TODAY = re.compile(r"\b(?:now|nowadays|these\s+days|currently)\b", re.IGNORECASE)
 _ADDED = re.compile(r"\b(?:also|too|as\s+well|another|second|additional|more)\b", re.IGNORECASE)
 _WHERE_OR_HOW = re.compile(r"\b(?:at|in|on|from|by|via|behind|beside|near|inside|outside|under)\s+"
                            r"(?:(?:the|a|an|my|our|his|her|their|its)\s+)?$", re.IGNORECASE)
@@ -93,8 +96,8 @@ def _cued(new: str, old: str) -> bool:
 
 
 def _moved_now(new: str, old: str, place: _Place) -> bool:
-    """Whether the new text says that where or how something is done is another now (_TODAY, _WHERE_OR_HOW)."""
-    return (bool(_TODAY.search(new)) and not _TODAY.search(old)
+    """Whether the new text says that where or how something is done is another now (TODAY, _WHERE_OR_HOW)."""
+    return (bool(TODAY.search(new)) and not TODAY.search(old)
             and bool(_WHERE_OR_HOW.search(old[:place.old[0].start])))
 
 
@@ -160,7 +163,7 @@ def update_of(new: str, old: str) -> Update | None:
 def _update_of(new: str, old: str) -> Update | None:
     place = _place(new, old)
     if place is None:
-        return changed_to(new, old) or negated(new, old)
+        return changed_to(new, old) or negated(new, old) or new_holder(new, old)
     shared, was, now = place.shared, place.old, place.new
     stems = [t.text for t in shared if t.kind == "stem"]
     subject = [t.text for t in shared if t.kind in SUBJECT_KINDS]

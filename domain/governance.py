@@ -9,7 +9,8 @@ For every MemoryRecorded of a batch, in batch order, the first rule that applies
    appended with the writer's own metadata: the writer decided it.
 3. a correction signal (the producer's signals.correction, else a correction phrase) and a nearest memory at
    cosine ≥ the supersede threshold of whose content terms the write leaves at most CORRECTION_MAX_UNSAID unsaid
-   → admitted active, and MemorySuperseded(nearest, new, "correction_signal"). A correction restates what it
+   (and, for a phrase, at most half: `restates`) → admitted active, and MemorySuperseded(nearest, new,
+   "correction_signal"). A correction restates what it
    corrects with a value or two changed; a nearest memory saying more that the write does not repeat (another
    service's error code, function and table in a long technical message that says "instead of") still holds,
    and stays.
@@ -48,13 +49,21 @@ from domain.classify import classify, route
 from domain.errors import AlreadySuperseded
 from domain.events import SYSTEM_ACTOR, MemoryRecorded, NewEvent, memory_stream, validate_payload
 from domain.memory_status import DISPOSITION_STATUS, NEIGHBOUR_STATUSES
-from domain.novelty import Calibration, Neighbour, is_repeat, novelty, unsaid_terms
+from domain.novelty import Calibration, Neighbour, content_terms, is_repeat, novelty, unsaid_terms
 from domain.reinforce import INITIAL_CONFIDENCE, merge_content, reinforced_confidence
-from domain.salience import Thresholds, Weights, correction_signal, resolve_signals, salience
+from domain.salience import Correction, Thresholds, Weights, correction_signal, resolve_signals, salience
 from domain.update import update_of
 
 NEAREST_PER_QUERY = 3
 CORRECTION_MAX_UNSAID = 3  # content terms of the nearest memory a correction may leave unsaid (rule 3)
+
+
+def restates(correction: Correction, unsaid: list[str], nearest: str) -> bool:
+    """Whether a correction restates what it would supersede: a phrase found in the text ("is now") must leave at
+    most half of the nearest memory's content terms unsaid, or a short memory is "corrected" by any write near it
+    ("Mom is now a volunteer at the library" after "Mom is a retired teacher": two of three unsaid). A producer's
+    own signal is taken at its word."""
+    return correction.source == "producer" or 2 * len(unsaid) <= len(content_terms(nearest))
 
 ScopeKey = tuple[str | None, str | None]  # (agent_id, project) within the tenant
 
@@ -224,7 +233,7 @@ class Governor:
             return self.admit(w, "active", scored.score, typed.memory_type, routed.route, f"supersedes {m.supersedes}",
                               inputs, supersede=(m.supersedes, "explicit", similarity))
         if (correction.value and nearest and nearest.cosine >= self.knobs.supersede_threshold
-                and len(unsaid) <= CORRECTION_MAX_UNSAID):
+                and len(unsaid) <= CORRECTION_MAX_UNSAID and restates(correction, unsaid, nearest.content)):
             return self.admit(w, "active", scored.score, typed.memory_type, routed.route,
                               f"supersedes {nearest.memory_id} (correction signal)", inputs,
                               supersede=(nearest.memory_id, "correction_signal", nearest.cosine))

@@ -6,6 +6,8 @@ import pytest
 
 from domain.classify import classify, route
 from domain.events import MEMORY_TYPES
+from domain.governance import restates
+from domain.novelty import unsaid_terms
 from domain.reinforce import FEEDBACK_STEP, feedback_confidence, merge_content, reinforced_confidence
 from domain.salience import (
     TYPE_BONUS,
@@ -215,3 +217,16 @@ def test_confidence_rules_stay_in_bounds():
     assert 0.0 <= c < 0.01
     with pytest.raises(ValueError):
         feedback_confidence(0.5, "maybe")
+
+
+def test_a_correction_phrase_restates_what_it_would_supersede():
+    def supersedes(new: str, old: str, producer: dict | None = None) -> bool:
+        return restates(correction_signal(new, producer), unsaid_terms(old, new), old)
+
+    assert supersedes("The API timeout is now 60 seconds", "The API timeout is 30 seconds")
+    assert supersedes("Actually the deploy window is Friday", "The deploy window is Monday")
+    # most of a short memory unsaid: another fact near it, not its correction (blind probe, session 26)
+    assert not supersedes("Mom is now a volunteer at the library", "Mom is a retired teacher")
+    assert not supersedes("Yep! I actually just submitted a few more last week!", "Definitely keeping you posted!")
+    # the producer's own signal is taken at its word
+    assert supersedes("Mom is now a volunteer at the library", "Mom is a retired teacher", {"correction": True})

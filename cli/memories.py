@@ -86,7 +86,7 @@ def recall(query: str, k: int = 10, agent_id: str | None = None, project: str | 
     table = Table(title=f"recall {out['recall_id']} ({out['latency_ms']:.1f} ms)")
     columns = ("#", "score", "content", "legs", *(("status", "memory") if include_history else ()))
     for col in columns:
-        table.add_column(col)
+        table.add_column(col, overflow="fold" if col == "memory" else "ellipsis")  # an id whole, to pass on
     for i, r in enumerate(out["results"], 1):
         history = (r["explanation"].get("status", ""), r["memory_id"]) if include_history else ()
         table.add_row(str(i), f"{r['score']:.3f}", r["content"][:100], ",".join(r["explanation"]["legs"]), *history)
@@ -105,7 +105,7 @@ def history(memory_id: str, as_json: Annotated[bool, typer.Option("--json")] = F
         return
     versions = Table(title=f"history of {out['memory_id']} (current: {out['current']})")
     for col in ("position", "status", "memory", "content"):
-        versions.add_column(col)
+        versions.add_column(col, overflow="fold" if col == "memory" else "ellipsis")
     for m in out["chain"]:
         versions.add_row(str(m["position"]), m["status"], m["memory_id"], m["content"][:100])
     console.print(versions)
@@ -113,7 +113,7 @@ def history(memory_id: str, as_json: Annotated[bool, typer.Option("--json")] = F
     for col in ("at", "trigger", "by", "reason"):
         steps.add_column(col)
     for t in out["transitions"]:
-        steps.add_row(t["at"], t["trigger"], t["actor"] or "", t["reason"])
+        steps.add_row(t["at"][:19].replace("T", " "), t["trigger"], t["actor"] or "", t["reason"])
     console.print(steps)
 
 

@@ -19,7 +19,9 @@ is, with many indirect ones ("Carla retired, so Ben at Cut Above does my hair no
 where or how something is done, and the rule was frozen again: update_probe_everyday_heldout.tsv and
 update_probe_workplace_heldout.tsv were written blind after that, asked for many deceptive additions. Then a new
 holder of a role of one became an update (domain/update_holder.py), frozen again: update_probe_roles_heldout.tsv
-(people and roles) and update_probe_mixed_heldout.tsv (every kind of fact) were written blind after that. Run:
+(people and roles) and update_probe_mixed_heldout.tsv (every kind of fact) were written blind after that. Then an
+old value named as the one left became an update (domain/update_named.py), frozen again:
+update_probe_general_heldout.tsv and update_probe_engineering_heldout.tsv were written blind after that. Run:
 
     python -m bench.update_probe             # the rule alone: the figures of each file, every wrong decision
     python -m bench.update_probe --governor  # the whole governor on the real write path, per pair in a fresh
@@ -58,12 +60,15 @@ EVERYDAY_HELD_OUT = FIXTURES / "update_probe_everyday_heldout.tsv"  # blind, ses
 WORKPLACE_HELD_OUT = FIXTURES / "update_probe_workplace_heldout.tsv"  # blind, session 26, after the "now" cue
 ROLES_HELD_OUT = FIXTURES / "update_probe_roles_heldout.tsv"  # blind, session 26, after a role's new holder
 MIXED_HELD_OUT = FIXTURES / "update_probe_mixed_heldout.tsv"  # blind, session 26, after a role's new holder
+GENERAL_HELD_OUT = FIXTURES / "update_probe_general_heldout.tsv"  # blind, session 26, after the old value named
+ENGINEERING_HELD_OUT = FIXTURES / "update_probe_engineering_heldout.tsv"  # blind, session 26, after the old value named
 FILES = {"probe": PROBE, "held out": HELD_OUT, "words": WORDS, "words held out a": WORDS_HELD_OUT_A,
          "words held out b": WORDS_HELD_OUT_B, "changes": CHANGES, "changes held out": CHANGES_HELD_OUT,
          "person": PERSON, "person held out": PERSON_HELD_OUT, "when": WHEN, "when held out": WHEN_HELD_OUT,
          "life held out": LIFE_HELD_OUT, "work held out": WORK_HELD_OUT, "everyday held out": EVERYDAY_HELD_OUT,
          "workplace held out": WORKPLACE_HELD_OUT, "roles held out": ROLES_HELD_OUT,
-         "mixed held out": MIXED_HELD_OUT}
+         "mixed held out": MIXED_HELD_OUT, "general held out": GENERAL_HELD_OUT,
+         "engineering held out": ENGINEERING_HELD_OUT}
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ aligned (difflib); it is an update when
   (domain/update_reported.py): with a change verb ("We raised the API timeout to 60 seconds" after "The API timeout
   is 30 seconds", "Marketing extended the free trial to 30 days" after "The free trial lasts 14 days"), or by
   saying the old holds no longer ("Ivy is not vegetarian anymore"), or names a new holder of a role of one
-  (domain/update_holder.py: "Tom is my new boss" after "My boss is Dana").
+  (domain/update_holder.py: "Tom is my new boss" after "My boss is Dana"), or names the old value as the one left
+  (domain/update_named.py: "Tom quit Acme and joined Horizon Freight" after "Tom works at Acme Logistics").
 - never when the new text says it adds ("also", "too", "as well", "another").
 """
 
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 
 from domain.text import tokenize
 from domain.update_holder import new_holder
+from domain.update_named import named_left
 from domain.update_reported import changed_to, negated
 from domain.update_tokens import (
     COPULA,
@@ -163,7 +165,7 @@ def update_of(new: str, old: str) -> Update | None:
 def _update_of(new: str, old: str) -> Update | None:
     place = _place(new, old)
     if place is None:
-        return changed_to(new, old) or negated(new, old) or new_holder(new, old)
+        return changed_to(new, old) or negated(new, old) or new_holder(new, old) or named_left(new, old)
     shared, was, now = place.shared, place.old, place.new
     stems = [t.text for t in shared if t.kind == "stem"]
     subject = [t.text for t in shared if t.kind in SUBJECT_KINDS]

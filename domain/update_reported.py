@@ -61,7 +61,7 @@ def _unit(ts: tuple[Token, ...], at: int) -> str | None:
     return nxt.text if nxt is not None and nxt.kind == "stem" and nxt.text not in _CLOCK else None
 
 
-def _runs(at: list[int]) -> list[list[int]]:
+def runs(at: list[int]) -> list[list[int]]:
     """Token indexes grouped where they follow one another: "Tom Reyes" or "Epson EX5" is one value."""
     runs: list[list[int]] = []
     for i in at:
@@ -85,7 +85,7 @@ def _moved_from(a: tuple[Token, ...], b: tuple[Token, ...]) -> frozenset[str]:
     return frozenset(t.text for t in a if t.text in _RESIDENCE)
 
 
-def _undated(came: list[int], b: tuple[Token, ...], new: str) -> list[int]:
+def undated(came: list[int], b: tuple[Token, ...], new: str) -> list[int]:
     """The new values but the date a change is said to have happened, after the first ("moved to Seville in June",
     "raised to 60 seconds on May 3"): a date or year after "in", "on", "since", "last" ..., and the values that
     follow it. That date says when, not what: it replaces no value of the old text."""
@@ -146,11 +146,11 @@ def changed_to(new: str, old: str) -> Update | None:
     a_texts, b_texts = {t.text for t in a}, {t.text for t in b}
     was = _from_values(new)
     gone = [i for i, t in enumerate(a) if t.kind in VALUE_KINDS and (t.text not in b_texts or t.text in was)]
-    came = _undated([j for j, t in enumerate(b) if t.kind in VALUE_KINDS and t.text not in a_texts], b, new)
+    came = undated([j for j, t in enumerate(b) if t.kind in VALUE_KINDS and t.text not in a_texts], b, new)
     if not gone and not came:
         gone, came = _word_values(a, b, new)
     kinds = {a[i].kind for i in gone}
-    old_runs, new_runs = _runs(gone), _runs(came)
+    old_runs, new_runs = runs(gone), runs(came)
     if not gone or len(old_runs) != len(new_runs) or len(old_runs) > 2 or kinds != {b[j].kind for j in came}:
         return None
     restated = {t.text for i, t in enumerate(a) if t.kind in SUBJECT_KINDS and i not in gone}
@@ -195,4 +195,4 @@ def negated(new: str, old: str) -> Update | None:
     return Update(tuple(dict.fromkeys(subject)), (old.strip(),), (new.strip(),), ("negation",))
 
 
-__all__ = ["changed_to", "negated"]
+__all__ = ["changed_to", "negated", "runs", "undated"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from domain.update_reported import runs, undated
+from domain.update_reported import another_thing, runs, undated
 from domain.update_tokens import SUBJECT_KINDS, VALUE_KINDS, Token, Update, tokens
 
 # Where the new text names what was left: the groups hold the old value's words.
@@ -32,7 +32,7 @@ _LEFT_PASSIVE = re.compile(r"((?:\S+\s+){0,3}\S+)\s+(?:was|were|has\s+been|got)\
                            re.IGNORECASE)
 # The words _LEFT needs, looked for first: the pattern is tried at every word of a long text otherwise.
 _LEFT_WORDS = re.compile(r"\b(?:from|replac(?:ed|es|ing)|left|quit|ditched|dropped|instead)\b", re.IGNORECASE)
-_POSSESSIVES = frozenset(("my", "our", "his", "her", "their", "its", "your", "the"))
+_POSSESSIVES = frozenset(("my", "our", "his", "her", "their", "its", "your"))
 
 
 def _named_as_left(new: str) -> frozenset[str]:
@@ -47,7 +47,7 @@ def _named_as_left(new: str) -> frozenset[str]:
 def _possessive(t: Token) -> bool:
     """Whether a word owns the next one: "Priya's", "my", "our"."""
     raw = t.raw.lower().strip(".,;:!?")
-    return raw.endswith(("'s", "’s")) or raw in _POSSESSIVES - {"the"}
+    return raw.endswith(("'s", "’s")) or raw in _POSSESSIVES
 
 
 def _subject(a: tuple[Token, ...]) -> Token | None:
@@ -82,8 +82,8 @@ def named_left(new: str, old: str) -> Update | None:
            for j, t in enumerate(b)):
         return None  # the subject's own thing or person: "Priya's husband left Deloitte", "My sister moved from …"
     restated = {t.text for t in a if t.kind in SUBJECT_KINDS and t.text in b_texts} - {a[i].text for i in gone}
-    if any(b[j].kind == "stem" and b[j].text not in a_texts and b[j + 1].text in restated for j in range(len(b) - 1)):
-        return None  # a word put before what the old text names makes it another thing: "the design team"
+    if another_thing(b, restated, a_texts):
+        return None  # "the design team switched from Jira …"
     return Update(tuple(sorted(restated)), tuple(a[i].said for i in gone), tuple(b[j].said for j in came),
                   tuple(sorted({a[i].kind for i in gone})))
 

@@ -138,6 +138,13 @@ def _word_values(a: tuple[Token, ...], b: tuple[Token, ...], new: str) -> tuple[
     return [len(a) - 1], [len(b) - 1]
 
 
+def another_thing(b: tuple[Token, ...], restated: set[str], a_texts: set[str]) -> bool:
+    """Whether the new text puts a word the old one does not say (a change verb aside) before one it restates: a
+    word put before what the old text names makes it another thing ("my skip-level manager", "the design team")."""
+    return any(b[j].kind == "stem" and b[j].text not in a_texts and b[j].raw.lower() not in _CHANGE_VERBS
+               and b[j + 1].text in restated for j in range(len(b) - 1))
+
+
 def changed_to(new: str, old: str) -> Update | None:
     """`new` reports with a change verb that what `old` states has a new value (see the module's rule)."""
     if not said(new) & _CHANGE_VERBS:
@@ -171,9 +178,8 @@ def changed_to(new: str, old: str) -> Update | None:
         return None  # the change is not to the new value ("moved the retro to Friday, the standup stays at 9")
     if kinds == {"stem"} and not _only_restated(b, came[0], restated, a_texts):
         return None  # a word value: "We changed the office dog's food to kibble" is not the dog
-    if any(b[j].kind == "stem" and b[j].text not in a_texts and b[j].raw.lower() not in _CHANGE_VERBS
-           and b[j + 1].text in restated for j in range(len(b) - 1)):
-        return None  # a word put before what the old text names makes it another thing: "skip-level manager"
+    if another_thing(b, restated, a_texts):
+        return None  # "my skip-level manager changed to …" is another manager
     if any(a[r[-1]].kind == "number" and _unit(a, r[-1]) is not None and _unit(a, r[-1]) != _unit(b, q[-1])
            for r, q in zip(old_runs, new_runs, strict=True)):
         return None  # another unit: "30 seconds" is not "200 requests"
@@ -195,4 +201,4 @@ def negated(new: str, old: str) -> Update | None:
     return Update(tuple(dict.fromkeys(subject)), (old.strip(),), (new.strip(),), ("negation",))
 
 
-__all__ = ["changed_to", "negated", "runs", "undated"]
+__all__ = ["another_thing", "changed_to", "negated", "runs", "undated"]

@@ -289,6 +289,6 @@ def test_the_blind_sets_after_the_old_value_named_hide_nothing():
         print(f"{path.name}: {s.pairs} pairs, precision {s.precision:.3f}, recall {s.recall:.3f}, "
               f"hiding {s.hiding:.3f}")
         # blind, as frozen: general .867 / .289 (two hidden: "Priya's husband left Deloitte …", "My sister moved from
-        # Denver …"; the subject as an owner is no subject since, so the set is seen), engineering 1.000 / .244; at
-        # the session's start 1.000 / .111 and 1.000 / .044
+        # Denver …"; the subject as an owner is no subject since, so the set is seen), engineering 1.000 / .244 (.267
+        # with the change rule's guard since); at the session's start 1.000 / .111 and 1.000 / .044
         assert s.pairs >= 100 and s.hiding <= 0.05 and s.recall >= recall, s.wrong

@@ -31,7 +31,7 @@ _WEEKDAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
 _NUMBER_WORDS = word_set("two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
                          "hundred thousand million")
 _COPULAS = word_set("is are was were be =")
-_DROPPED = word_set("now currently nowadays new updated changed actually instead")
+_DROPPED = word_set("now currently nowadays new updated changed actually instead also")
 TITLES = word_set("mr. mrs. ms. dr. prof. st.")  # a period that ends no sentence: "Dr. Okafor" is a name
 VALUE_KINDS = frozenset(("number", "date", "name", "id"))
 # An identifier written without a digit is a value too: an email, a handle or channel, a URL ("ana@mail.com",

@@ -69,6 +69,9 @@ def test_a_word_swapped_at_a_paraphrase_cosine_is_a_paraphrase():
     # The same swap further apart in meaning says another value.
     moved = one("Maria likes dogs", "Maria likes cats", 0.80)
     assert moved.value == 1.0 and moved.comparisons[0].replaced == ("cats",)
+    # "also" says it adds: one word said in place of another still (a second allergy is news, kept active)
+    added = one("Lucy is now also allergic to shellfish", "Lucy is allergic to penicillin", 0.80)
+    assert added.value == 1.0 and added.comparisons[0].replaced == ("penicillin",)
 
 
 def test_the_neighbour_that_holds_most_decides_and_is_named():

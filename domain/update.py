@@ -79,6 +79,11 @@ _RESCHEDULE = frozenset(tokenize("moved move rescheduled postponed changed delay
 _PAST = re.compile(r"^(?:[a-z]+ed|went|met|saw|had|made|took|gave|came|ran|flew|bought|got|won|lost)$")
 
 
+_ADJACENT = re.compile(r"[\s-]+")  # between the two words of one word value: nothing but a space or a hyphen
+# Between a copula and its value: articles, a cue, a preposition of place ("is in the hallway"; not "is out of toner").
+_ARTICLES = re.compile(r"\s+(?:(?:a|an|the|now|currently|at|in|on|inside|behind|beside|near|under)\s+)*",
+                       re.IGNORECASE)
+
 MAX_CHANGED_PLACES = 1
 MAX_WORD_VALUE = 2  # words in a word value ("dark", "aisle seats")
 MAX_PLACE = 8  # tokens one changed place may span, either side ("Tom Reyes" → "Ana Kim": 2)
@@ -88,8 +93,19 @@ def _values(ts: tuple[Token, ...]) -> bool:
     return bool(ts) and all(t.kind in VALUE_KINDS for t in ts)
 
 
-def _word_value(ts: tuple[Token, ...]) -> bool:
-    return 0 < len(ts) <= MAX_WORD_VALUE and all(t.kind == "stem" for t in ts)
+def _word_value(ts: tuple[Token, ...], text: str | None = None) -> bool:
+    """A word or two; of `text` when given, next to each other there (the old value: "aisle seats", not "tea in the
+    morning", a value and when)."""
+    return (0 < len(ts) <= MAX_WORD_VALUE and all(t.kind == "stem" for t in ts)
+            and (text is None or all(_ADJACENT.fullmatch(text[x.start + len(x.raw):y.start])
+                                     for x, y in zip(ts, ts[1:], strict=False))))
+
+
+def _after_copula(place: _Place, old: str) -> bool:
+    """Whether the old text states its word value right after a copula ("colour is blue", "is a vegan", "is in the
+    hallway"), the attribute's value, not after a relation it goes on to ("is out of toner")."""
+    return (bool(place.before) and place.before[-1].kind == "copula"
+            and bool(_ARTICLES.fullmatch(old[place.before[-1].start + len(place.before[-1].raw):place.old[0].start])))
 
 
 def _cued(new: str, old: str) -> bool:
@@ -137,7 +153,7 @@ def _place(new: str, old: str) -> _Place | None:
     _, i1, i2, j1, j2 = places[0]
     was, now = middle_a[i1:i2], middle_b[j1:j2]
     i1, i2 = start + i1, start + i2
-    if not ((_values(was) and _values(now)) or (_word_value(was) and _word_value(now))):
+    if not ((_values(was) and _values(now)) or (_word_value(was, old) and _word_value(now))):
         return None
     shared = a[:i1] + a[i2:]
     subject = {t.text for t in shared if t.kind in SUBJECT_KINDS}  # names and persons in it name the subject
@@ -180,8 +196,7 @@ def _update_of(new: str, old: str) -> Update | None:
     cued = _cued(new, old) or _moved_now(new, old, place)
     if changed == {"name"} and COPULA not in before and not before & _SINGLE_VALUED and not cued:
         return None
-    if changed == {"stem"} and not (cued or before & (_SINGLE_VALUED | _ONE_CHOICE)
-                                    or (place.before and place.before[-1].kind == "copula")):
+    if changed == {"stem"} and not (cued or before & (_SINGLE_VALUED | _ONE_CHOICE) or _after_copula(place, old)):
         return None  # a word after a relation ("allergic to", "likes"): both may hold
     if not {t.text for t in was} - {t.text for t in tokens(new)}:
         return None  # nothing the old text said is gone: an addition, not a replacement

@@ -6,10 +6,12 @@ CEO of Brightpath is Martin Cole". Pure and deterministic.
 The new text names a value of the old one where a value is left (`_LEFT`: after "from … to", "replaced … with",
 "left", "quit", "instead of"; `_LEFT_PASSIVE`: before "was replaced by"), and brings as many values of the same
 kinds; every other value of the old text is said again (a memory of two values is not replaced by a change of
-one: "tracks bugs in Jira and docs in Confluence"). The old text's subject (its first word, or the word after "my"
-/ "our") is said again, not as the owner of a thing or person the old text does not name ("Priya's husband left
-Deloitte for KPMG" is not Priya), and no word is put before one the old text says ("the design team switched from
-Jira …" is another team).
+one: "tracks bugs in Jira and docs in Confluence"), and so is every other word of it but one that names no
+attribute (its verb: "works" in "Tom works at Acme"): a recall asking by those words finds the newer ("Our team uses
+Jira for tickets" is not replaced by "The team has switched from Jira to Linear", which a recall for "tickets" would
+not find). The old text's subject (its first word, or the word after "my" / "our") is said again, not as the
+owner of a thing or person the old text does not name ("Priya's husband left Deloitte for KPMG" is not Priya), and
+no word is put before one the old text says ("the design team switched from Jira …" is another team).
 Said in the other words ("retired", "stepped down", "took over") it is not read: those need a model of the sentence.
 """
 
@@ -82,6 +84,9 @@ def named_left(new: str, old: str) -> Update | None:
            for j, t in enumerate(b)):
         return None  # the subject's own thing or person: "Priya's husband left Deloitte", "My sister moved from …"
     restated = {t.text for t in a if t.kind in SUBJECT_KINDS and t.text in b_texts} - {a[i].text for i in gone}
+    missing = [i for i, t in enumerate(a) if t.kind in SUBJECT_KINDS and i not in gone and t.text not in b_texts]
+    if len(missing) > 1 or any(i + 1 < len(a) and a[i + 1].kind == "copula" for i in missing):
+        return None  # the newer must say what the older said but its value, or recall asking for it finds neither
     if another_thing(b, restated, a_texts):
         return None  # "the design team switched from Jira …"
     return Update(tuple(sorted(restated)), tuple(a[i].said for i in gone), tuple(b[j].said for j in came),

@@ -125,8 +125,10 @@ def supersede(memory_id: str, content: str,
     again with --must-keep."""
     with calls.api() as c:
         out = c.supersede(memory_id, content, reason).model_dump(mode="json")
-    console.print_json(data=out) if as_json else console.print(
-        f"{out['memory_id']} supersedes {out['supersedes']} (position {out['position']})")
+    if as_json:
+        console.print_json(data=out)
+    else:
+        console.print(f"{out['memory_id']} supersedes {out['supersedes']} (position {out['position']})")
 
 
 def register(app: typer.Typer) -> None:

@@ -64,10 +64,11 @@ from domain.update_tokens import (
 # Not "now" or "currently": they say what holds today, which may be an addition ("the app now supports offline
 # mode" beside "dark mode"; measured on pairs written for this: docs/recall.md).
 _CHANGE_CUES = word_set("instead")
+# A text that says it adds is no update of any kind ("I work from home on Mondays too now" beside "on Fridays").
+_ADDED = re.compile(r"\b(?:also|too|as\s+well|another|second|additional|more)\b", re.IGNORECASE)
 # "Now" does cue a replacement where the value is where or how something is done, after a preposition of place or
 # means ("Book club meets at the library now", "Omar commutes by bike these days"): one place, one means at a time,
-# where an object may be one of many ("the app now supports offline mode"). Not with a word that says it adds.
-_ADDED = re.compile(r"\b(?:also|too|as\s+well|another|second|additional|more)\b", re.IGNORECASE)
+# where an object may be one of many ("the app now supports offline mode").
 _WHERE_OR_HOW = re.compile(r"\b(?:at|in|on|from|by|via|behind|beside|near|inside|outside|under)\s+"
                            r"(?:(?:the|a|an|my|our|his|her|their|its)\s+)?$", re.IGNORECASE)
 # Stems of verbs (and nouns) that name a one-valued attribute: a changed name after them replaces the old one.
@@ -81,7 +82,7 @@ _PAST = re.compile(r"^(?:[a-z]+ed|went|met|saw|had|made|took|gave|came|ran|flew|
 
 _ADJACENT = re.compile(r"[\s-]+")  # between the two words of one word value: nothing but a space or a hyphen
 # Between a copula and its value: articles, a cue, a preposition of place ("is in the hallway"; not "is out of toner").
-_ARTICLES = re.compile(r"\s+(?:(?:a|an|the|now|currently|at|in|on|inside|behind|beside|near|under)\s+)*",
+_COPULA_TO_VALUE = re.compile(r"\s+(?:(?:a|an|the|now|currently|at|in|on|inside|behind|beside|near|under)\s+)*",
                        re.IGNORECASE)
 
 MAX_CHANGED_PLACES = 1
@@ -104,8 +105,9 @@ def _word_value(ts: tuple[Token, ...], text: str | None = None) -> bool:
 def _after_copula(place: _Place, old: str) -> bool:
     """Whether the old text states its word value right after a copula ("colour is blue", "is a vegan", "is in the
     hallway"), the attribute's value, not after a relation it goes on to ("is out of toner")."""
-    return (bool(place.before) and place.before[-1].kind == "copula"
-            and bool(_ARTICLES.fullmatch(old[place.before[-1].start + len(place.before[-1].raw):place.old[0].start])))
+    copula = place.before[-1] if place.before else None
+    return (copula is not None and copula.kind == "copula"
+            and bool(_COPULA_TO_VALUE.fullmatch(old[copula.start + len(copula.raw):place.old[0].start])))
 
 
 def _cued(new: str, old: str) -> bool:
@@ -179,6 +181,7 @@ def update_of(new: str, old: str) -> Update | None:
 
 
 def _update_of(new: str, old: str) -> Update | None:
+    """update_of before its "adds" guard: alike in one place, else reported in other words."""
     place = _place(new, old)
     if place is None:
         return changed_to(new, old) or negated(new, old) or new_holder(new, old) or named_left(new, old)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from domain.text import tokenize
-from domain.update_tokens import TITLES, TODAY, Token, Update, tokens
+from domain.update_tokens import TITLES, TODAY, Token, Update, possessive, tokens
 
 # Roles a person holds many of: after a possessive they name one of several ("my friend", "our client").
 _MANY = frozenset(tokenize(
@@ -39,8 +39,7 @@ def _one_of_a_kind(role: tuple[Token, ...], text: str) -> bool:
     """Whether the role is one of a kind: "the" before it, or a possessive before a role not one of many."""
     if _THE.search(text[:role[0].start]):
         return True
-    possessive = role[0].kind == "person" or role[0].raw.endswith(("'s", "’s"))
-    return possessive and not {t.text for t in role} & _MANY
+    return possessive(role[0]) and not {t.text for t in role} & _MANY
 
 
 def _holder(text: str) -> tuple[frozenset[str], tuple[str, ...]] | None:

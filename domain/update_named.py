@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from domain.update_reported import another_thing, runs, undated
-from domain.update_tokens import SUBJECT_KINDS, VALUE_KINDS, Token, Update, tokens
+from domain.update_tokens import SUBJECT_KINDS, VALUE_KINDS, Token, Update, possessive, tokens
 
 # Where the new text names what was left: the groups hold the old value's words.
 _LEFT = re.compile(
@@ -34,7 +34,6 @@ _LEFT_PASSIVE = re.compile(r"((?:\S+\s+){0,3}\S+)\s+(?:was|were|has\s+been|got)\
                            re.IGNORECASE)
 # The words _LEFT needs, looked for first: the pattern is tried at every word of a long text otherwise.
 _LEFT_WORDS = re.compile(r"\b(?:from|replac(?:ed|es|ing)|left|quit|ditched|dropped|instead)\b", re.IGNORECASE)
-_POSSESSIVES = frozenset(("my", "our", "his", "her", "their", "its", "your"))
 
 
 def _named_as_left(new: str) -> frozenset[str]:
@@ -46,18 +45,12 @@ def _named_as_left(new: str) -> frozenset[str]:
     return frozenset(t.text for s in spans for t in tokens("x " + s) if t.kind in VALUE_KINDS)
 
 
-def _possessive(t: Token) -> bool:
-    """Whether a word owns the next one: "Priya's", "my", "our"."""
-    raw = t.raw.lower().strip(".,;:!?")
-    return raw.endswith(("'s", "’s")) or raw in _POSSESSIVES
-
-
 def _subject(a: tuple[Token, ...]) -> Token | None:
     """The old text's subject: its first word, or the one after a possessive ("Our team uses Jira" → team)."""
     words = [t for t in a if t.kind in SUBJECT_KINDS or t.kind in VALUE_KINDS]
     if not words:
         return None
-    if words[0].kind == "person" and words[0].raw.lower().strip(".,") in _POSSESSIVES and len(words) > 1:
+    if words[0].kind == "person" and possessive(words[0]) and len(words) > 1:
         return words[1]
     return words[0]
 
@@ -80,7 +73,7 @@ def named_left(new: str, old: str) -> Update | None:
     subject = _subject(a)
     if subject is None or subject.text not in b_texts or any(i == a.index(subject) for i in gone):
         return None
-    if any(t.text == subject.text and _possessive(t) and j + 1 < len(b) and b[j + 1].text not in a_texts
+    if any(t.text == subject.text and possessive(t) and j + 1 < len(b) and b[j + 1].text not in a_texts
            for j, t in enumerate(b)):
         return None  # the subject's own thing or person: "Priya's husband left Deloitte", "My sister moved from …"
     restated = {t.text for t in a if t.kind in SUBJECT_KINDS and t.text in b_texts} - {a[i].text for i in gone}

@@ -48,6 +48,7 @@ _FIRST_PERSON = {**dict.fromkeys(("i", "me", "my", "mine", "myself", "i'm", "i'v
 TODAY = re.compile(r"\b(?:now|nowadays|these\s+days|currently)\b", re.IGNORECASE)
 COPULA = "="
 MIN_SHARED_STEMS = 2
+_POSSESSIVES = frozenset(("my", "our", "his", "her", "their", "its", "your"))
 
 
 @dataclass(frozen=True)
@@ -118,10 +119,16 @@ def tokens(text: str) -> tuple[Token, ...]:
     return tuple(out)
 
 
+def possessive(t: Token) -> bool:
+    """Whether a word owns the next one: "Priya's", "my", "our"."""
+    raw = t.raw.lower().strip(".,;:!?")
+    return raw.endswith(("'s", "’s")) or raw in _POSSESSIVES
+
+
 def said(text: str) -> frozenset[str]:
     """The text's words as written, lower-cased (what the cue and change-verb lists are matched against)."""
     return frozenset(w.lower() for w in WORD.findall(text))
 
 
 __all__ = ["COPULA", "EDGE", "MIN_SHARED_STEMS", "SUBJECT_KINDS", "TITLES", "TODAY", "VALUE_KINDS", "WORD", "Token",
-           "Update", "said", "tokens", "word_set"]
+           "Update", "possessive", "said", "tokens", "word_set"]

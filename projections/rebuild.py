@@ -44,8 +44,8 @@ BULK_BATCHES_PER_TRANSACTION = 10
 # memory_history; the vector leg's size, recall/vector.py _size_sql: the kept count, then the vectors). The swap's
 # ACCESS EXCLUSIVE locks are taken in the same order, so a reader and the swap never wait for each other in a
 # cycle; a table not listed comes after these, in the projector's own order.
-SWAP_LOCK_ORDER = ("memories", "memory_history", "keyword_stats", "keyword_terms", "keyword_postings",
-                   "keyword_docs", "memory_vector_counts", "memory_vectors")
+SWAP_LOCK_ORDER = ("memories", "memory_history", "keyword_stats", "keyword_terms", "keyword_term_blocks",
+                   "keyword_postings", "keyword_docs", "memory_vector_counts", "memory_vectors")
 SWAP_LOCK_TIMEOUT_MS = 2000
 SWAP_ATTEMPTS = 30
 _RETRY_SQLSTATES = {"55P03", "40P01"}  # lock_not_available (lock_timeout), deadlock_detected

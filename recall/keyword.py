@@ -35,6 +35,11 @@ Two round trips per keyword leg: the count of the terms' postings, then the plan
 WALK_OVER_POSTINGS, it is the read of every posting alone. Past it, one statement holds every plan, and the scope's
 size and the walk's test pick one inside PostgreSQL (each branch gated by a one-time filter, so the others are never
 run). A count gone stale by a write between the two reads every posting, which is always exact.
+
+Memories of a whole tenant past PACKED_OVER postings are scored from their postings packed per term instead
+(recall/packed_bm25.py: every posting, a few rows a term, summed in numpy; the filters looked up for the best
+`later_width(n)` in a second statement), the same answer as the filter-later plan here, which answers whenever
+too few of those pass.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from infra.db import unprepared
 from readmodels.item_domains import UNIT_STATUS, ItemDomain
 from readmodels.memories import MEMORY_POSTINGS
 from readmodels.postings import Postings
+from recall.packed_bm25 import bm25_top_packed
 from recall.scope import Scope, later_width
 
 PER_TERM = 500  # each open query term's postings walked, best first
@@ -60,6 +66,9 @@ READ_ALL_MAX = 50_000  # past this many postings a walk that is not exact answer
 # which passes over ~1 / share of a term's postings to find its best in the scope (one agent of a hundred at 1M
 # memories: p50 100 ms walked, 15 ms read).
 NARROW_SCOPE_MAX = 20_000
+# Past this many postings of the query's terms, a whole tenant's memories are scored from their packed postings
+# (recall/packed_bm25.py): a few rows a term instead of a row a posting.
+PACKED_OVER = 5000
 # A posting's impact order, best first; migration 0021's (tenant, term, <this>, id) indexes serve it.
 IMPACT_ORDER = "(p.length + 10)::float8 / p.tf"
 # A posting's weight is (k1 + 1) / (1 + k1·b·r / avgdl) with r = (length + avgdl·(1 − b)/b) / tf: falling in r.
@@ -82,6 +91,8 @@ class KeywordTables:
     # one weight, so a walk's bound past its first postings stays near the best and cannot prove its top n: it
     # then read every posting as well. Theirs reads every posting up to READ_ALL_MAX, and walks only past it.
     walk_over: int = WALK_OVER_POSTINGS
+    # The postings packed per term (readmodels/term_blocks.py), for a whole-tenant scope past PACKED_OVER postings
+    packed: bool = False
 
     @classmethod
     def of(cls, domain: ItemDomain) -> KeywordTables:
@@ -108,7 +119,7 @@ class KeywordTables:
 MEMORY_KEYWORD = KeywordTables(
     MEMORY_POSTINGS, "keyword_docs",
     "EXISTS (SELECT 1 FROM memories m WHERE m.tenant = d.tenant AND m.memory_id = d.memory_id"
-    " AND m.status = ANY(:statuses))", agent_index=True, walk_over=READ_ALL_MAX)
+    " AND m.status = ANY(:statuses))", agent_index=True, walk_over=READ_ALL_MAX, packed=True)
 
 
 def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float,
@@ -133,6 +144,11 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     distinct = sorted(set(terms))
     # Few postings (every query at the bench's sizes): the read of them all, a statement a third the size to plan.
     postings = conn.execute(_postings_of(t), {"tenant": scope.tenant, "terms": distinct}).scalar_one()
+    if t.packed and scope.whole_tenant and postings > PACKED_OVER:
+        packed = bm25_top_packed(conn, scope.tenant, distinct, n, later_width(n), k1, b, t.docs, t.id_column, where,
+                                 params)
+        if packed is not None:
+            return packed
     rows = unprepared(conn, _sql(t, where, scope.whole_tenant, agent_docs, postings > walk_over, len(distinct)),
                       {**params, "terms": distinct, **{f"term_{i}": term for i, term in enumerate(distinct)},
                        "postings": postings, "k1": k1, "b": b, "n": n,

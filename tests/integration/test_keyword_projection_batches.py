@@ -38,7 +38,7 @@ CONTENTS = [
     "tea tea tea",
 ]
 TABLES = {"keyword_docs": "memory_id", "keyword_postings": "term, memory_id", "keyword_terms": "term",
-          "keyword_stats": "tenant"}
+          "keyword_stats": "tenant", "keyword_term_blocks": "term, bucket"}
 
 
 def _write_log(engine: Any, tenant: str) -> tuple[list[uuid.UUID], dict[uuid.UUID, str]]:

@@ -1,0 +1,108 @@
+"""The packed layout of memories' postings (readmodels/term_blocks.py), kept by the keyword projector in the same
+transaction as the postings it packs.
+
+A change rewrites only the buckets it touches: each changed term's buckets holding an added or removed id, or all
+of the term's when its bucket count changes with its df (split or joined again). What a bucket holds is a function
+of the term's postings (readmodels/term_blocks.py), so the rows do not depend on how the log was cut into
+batches, and they equal what migration 0035 packs from the postings. Called after projections/postings.py has
+counted the change into keyword_terms: the term's df read there is the one after it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from readmodels.term_blocks import RECORD, TERM_BLOCKS, bucket_of, buckets, pack, unpack
+
+_DF = text("SELECT term, df FROM keyword_terms WHERE tenant = :tenant AND term = ANY(:terms)")
+_READ = text(f"""
+SELECT b.term, b.postings FROM {TERM_BLOCKS} b
+JOIN unnest(CAST(:terms AS text[]), CAST(:buckets AS int[])) AS k(term, bucket)
+  ON b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket
+""")
+_DELETE = text(f"""
+DELETE FROM {TERM_BLOCKS} b USING unnest(CAST(:terms AS text[]), CAST(:buckets AS int[])) AS k(term, bucket)
+WHERE b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket
+""")
+_INSERT = text(f"""
+INSERT INTO {TERM_BLOCKS} (tenant, term, bucket, postings)
+SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:buckets AS int[]), CAST(:postings AS bytea[]))
+""")
+
+
+@dataclass
+class _TermChange:
+    added: list[tuple[bytes, int, int]] = field(default_factory=list)  # (id bytes, tf, length)
+    removed: set[bytes] = field(default_factory=set)
+
+
+def update(conn: Connection, tenant: str, added: Sequence[tuple[Any, Counter[str]]] = (),
+           removed: Iterable[tuple[Any, Iterable[str]]] = ()) -> None:
+    """Pack `added` documents (id, term frequencies) into `tenant`'s term blocks and take `removed` ones (id, the
+    terms its postings held) out of them: a re-indexed document is both, its old postings removed first."""
+    changes: dict[str, _TermChange] = {}
+    for doc_id, terms in removed:
+        for term in terms:
+            changes.setdefault(term, _TermChange()).removed.add(_id_bytes(doc_id))
+    for doc_id, tfs in added:
+        length = sum(tfs.values())
+        for term, tf in tfs.items():
+            changes.setdefault(term, _TermChange()).added.append((_id_bytes(doc_id), tf, length))
+    if not changes:
+        return
+    terms = sorted(changes)
+    df_now: dict[str, int] = {r.term: r.df for r in conn.execute(_DF, {"tenant": tenant, "terms": terms})}
+    # (term, bucket) keys whose rows are read and replaced, and the bucket count each changed term ends with
+    keys: list[tuple[str, int]] = []
+    ends: dict[str, int] = {}
+    for term in terms:
+        change, df = changes[term], df_now.get(term, 0)
+        before = df - len(change.added) + len(change.removed)
+        ends[term] = buckets(df)
+        ids = np.array([a[0] for a in change.added] + sorted(change.removed), dtype="V16")
+        if before and buckets(before) != ends[term]:
+            keys += [(term, b) for b in range(buckets(before))]  # split or joined: every bucket
+        keys += [(term, int(b)) for b in set(bucket_of(ids, ends[term]).tolist())]
+    keys = sorted(set(keys))
+    params = {"tenant": tenant, "terms": [k[0] for k in keys], "buckets": [k[1] for k in keys]}
+    held: dict[str, list[np.ndarray]] = {}
+    for row in conn.execute(_READ, params):
+        held.setdefault(row.term, []).append(unpack(row.postings))
+    conn.execute(_DELETE, params)
+    rows: list[tuple[str, int, bytes]] = []
+    for term in terms:
+        rows += _packed(term, held.get(term, []), changes[term], ends[term])
+    if rows:
+        conn.execute(_INSERT, {"tenant": tenant, "terms": [r[0] for r in rows], "buckets": [r[1] for r in rows],
+                               "postings": [r[2] for r in rows]})
+
+
+def _packed(term: str, held: list[np.ndarray], change: _TermChange, n: int) -> list[tuple[str, int, bytes]]:
+    """The term's rows among `n` buckets: the records `held` (the rows read) less the removed ids, plus the added."""
+    old = np.concatenate(held) if held else np.empty(0, dtype=RECORD)
+    if change.removed and len(old):
+        removed = np.array(sorted(change.removed), dtype="V16")
+        old = old[~np.isin(old["id"], removed)]
+    new = np.empty(len(change.added), dtype=RECORD)
+    if change.added:
+        ids, tfs, lengths = zip(*change.added, strict=True)
+        new["id"], new["tf"], new["length"] = np.array(ids, dtype="V16"), tfs, lengths
+    records = np.concatenate([old, new])
+    if not len(records):
+        return []
+    of = bucket_of(records["id"], n)
+    return [(term, int(b), pack(records[of == b])) for b in np.unique(of).tolist()]
+
+
+def _id_bytes(doc_id: Any) -> bytes:
+    return (doc_id if isinstance(doc_id, uuid.UUID) else uuid.UUID(str(doc_id))).bytes
+
+
+__all__ = ["update"]

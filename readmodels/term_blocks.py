@@ -1,0 +1,59 @@
+"""Memories' BM25 postings packed per term (`keyword_term_blocks`), a second layout of `keyword_postings` that a
+whole-tenant keyword leg reads in a few rows instead of a row per posting (recall/packed_bm25.py).
+
+Each term's postings are split into `buckets(df)` rows by the low bits of the memory's id, each row's `postings`
+one bytea of 24-byte records (the id's 16 bytes, tf and length as big-endian int4), ordered by id. The rows are
+a function of the postings alone, not of the order they came in: the keyword projector keeps them
+(projections/keyword_blocks.py), migration 0035 fills them from the postings (`packed_from_postings`), and a
+rebuild gives the same bytes either way. Tables are named unqualified, so a rebuild's search_path redirects them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TERM_BLOCKS = "keyword_term_blocks"
+BLOCK = 1024  # postings a bucket holds at most, and at least half of it once a term has more than one
+RECORD = np.dtype([("id", "V16"), ("tf", ">i4"), ("length", ">i4")])
+
+
+def buckets(df: int) -> int:
+    """How many rows a term of `df` postings is split into: the least power of two that keeps each within BLOCK."""
+    return 1 << max((df + BLOCK - 1) // BLOCK - 1, 0).bit_length()  # BLOCK read here: a test sets it small
+
+
+def bucket_of(ids: np.ndarray, n: int) -> np.ndarray:
+    """Each id's bucket (ids: RECORD["id"] values) among `n`, a power of two: the low bits of its last four bytes,
+    as packed_from_postings computes it."""
+    low = np.frombuffer(np.ascontiguousarray(ids).tobytes(), dtype=">u4").reshape(-1, 4)[:, 3]
+    return (low & np.uint32(n - 1)).astype(np.int64)
+
+
+def pack(records: np.ndarray) -> bytes:
+    """One row's bytes: `records` (RECORD's fields) in id order, the order PostgreSQL's uuid comparison gives. As
+    RECORD, big-endian: numpy's concatenation gives records in the machine's byte order."""
+    return np.sort(records.astype(RECORD), order="id").tobytes()
+
+
+def unpack(postings: bytes) -> np.ndarray:
+    return np.frombuffer(postings, dtype=RECORD)
+
+
+def packed_from_postings(where: str = "") -> str:
+    """SQL of the rows (tenant, term, bucket, postings) of every term the postings hold (`where`: a WHERE on p, or
+    none): the bytes `pack` gives over the same buckets. ((df + BLOCK - 1) / BLOCK - 1)'s bit length is buckets()'s
+    exponent; the bucket, the low bits of the id's last 8 hex digits."""
+    return f"""
+SELECT p.tenant, p.term, g.bucket,
+       string_agg(uuid_send(p.memory_id) || int4send(p.tf) || int4send(p.length), ''::bytea ORDER BY p.memory_id)
+FROM keyword_postings p
+JOIN keyword_terms t ON t.tenant = p.tenant AND t.term = p.term
+CROSS JOIN LATERAL (SELECT ('x' || right(p.memory_id::text, 8))::bit(32)::int
+                           & ((1 << length(ltrim((((t.df + {BLOCK - 1}) / {BLOCK}) - 1)::bit(32)::text, '0'))) - 1)
+                           AS bucket) g
+{where}
+GROUP BY p.tenant, p.term, g.bucket
+"""
+
+
+__all__ = ["BLOCK", "RECORD", "TERM_BLOCKS", "bucket_of", "buckets", "pack", "packed_from_postings", "unpack"]

@@ -1,0 +1,88 @@
+"""The memories' keyword leg for a whole tenant from the postings packed per term (readmodels/term_blocks.py):
+Okapi BM25 scored in numpy over every posting of the query's terms, read as a few rows each, then the scope's
+filters looked up for the best `later_width(n)` in PostgreSQL, as the filter-later plan of recall/keyword.py does.
+
+The same answer as that plan: every posting is scored with the formula recall/keyword.py uses (float8, a term's
+idf from its df and the tenant's n_docs, avgdl from the tenant's statistics); when fewer than n of the best width
+pass the filters while more were scored, None says so and the caller reads every posting in SQL instead. Ties at
+one score go by id, as there (uuid order is byte order).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from readmodels.term_blocks import TERM_BLOCKS, unpack
+
+# stats, terms, then the blocks: the order recall/keyword.py's statement names its tables (projections/rebuild.py)
+_BLOCKS = text(f"""
+SELECT s.n_docs, s.total_length, t.term, t.df, b.postings
+FROM keyword_stats s
+JOIN keyword_terms t ON t.tenant = s.tenant AND t.term = ANY(:terms)
+JOIN {TERM_BLOCKS} b ON b.tenant = t.tenant AND b.term = t.term
+WHERE s.tenant = :tenant
+""")
+
+
+def bm25_top_packed(conn: Connection, tenant: str, terms: list[str], n: int, width: int, k1: float, b: float,
+                    docs: str, id_column: str, where: str, params: dict[str, object]) -> dict[uuid.UUID, float] | None:
+    """The top n documents by BM25 for the distinct `terms` whose row in `docs` (alias d) passes `where`, from the
+    best `width` scored; None when fewer than n of them pass and more were scored (the caller then reads every
+    posting)."""
+    weights: list[np.ndarray] = []
+    ids: list[np.ndarray] = []
+    for n_docs, total_length, _term, df, postings in conn.execute(_BLOCKS, {"tenant": tenant, "terms": terms}):
+        records = unpack(postings)
+        avgdl = float(total_length) / max(n_docs, 1)
+        idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+        tf = records["tf"].astype(np.float64)
+        # the operations of recall/keyword.py's `idf * weight`, in its order
+        weights.append(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * records["length"] / avgdl)))
+        ids.append(records["id"])
+    if not ids:
+        return {}
+    scores, unique = _summed(np.concatenate(ids), np.concatenate(weights))
+    best = _best(scores, unique, width)
+    # prepared once a connection has run it five times (psycopg): the text is the same for a scope of one shape
+    rows = conn.execute(text(f"""
+        SELECT c.id, c.score FROM unnest(CAST(:ids AS uuid[]), CAST(:scores AS float8[])) WITH ORDINALITY AS
+            c(id, score, rank)
+        JOIN {docs} d ON d.tenant = :tenant AND d.{id_column} = c.id
+        WHERE {where} ORDER BY c.rank LIMIT :n"""),
+                        {**params, "ids": [uuid.UUID(bytes=bytes(i)) for i in unique[best]],
+                         "scores": scores[best].tolist(), "n": n}).all()
+    if len(rows) < n and len(unique) > width:
+        return None
+    return {r.id: float(r.score) for r in rows}
+
+
+def _summed(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's score, the sum of its postings' weights, with the documents' ids in id order. Grouped by
+    the ids' first eight bytes (a sort of integers, a sixth of sorting 16-byte strings), unless two ids share them:
+    then by all sixteen."""
+    halves = np.frombuffer(ids.tobytes(), dtype=">u8").reshape(-1, 2).astype(np.uint64)
+    _, first, inverse = np.unique(halves[:, 0], return_index=True, return_inverse=True)
+    if np.array_equal(halves[:, 1], halves[first, 1][inverse]):
+        return np.bincount(inverse, weights=weights, minlength=len(first)), ids[first]
+    unique, inverse = np.unique(ids, return_inverse=True)
+    return np.bincount(inverse, weights=weights, minlength=len(unique)), unique
+
+
+def _best(scores: np.ndarray, unique: np.ndarray, width: int) -> np.ndarray:
+    """Indices of the best `width` scores, best first, ties by id (`unique` is in id order, so a stable sort of the
+    negated scores keeps it among equals)."""
+    if len(scores) > width:
+        # every index scoring at least the width-th best, then the stable order among them
+        floor = np.partition(scores, len(scores) - width)[len(scores) - width]
+        candidates = np.flatnonzero(scores >= floor)
+    else:
+        candidates = np.arange(len(scores))
+    order = candidates[np.argsort(-scores[candidates], kind="stable")]
+    return order[:width]
+
+
+__all__ = ["bm25_top_packed"]

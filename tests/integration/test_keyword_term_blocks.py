@@ -1,0 +1,153 @@
+"""Memories' postings packed per term (keyword_term_blocks): the projector's rows are the postings packed as
+migration 0035 packs them, however the log is cut into batches, through terms split into more buckets and joined
+again; and the keyword leg that scores them answers what reading every posting answers."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import pytest
+from lifecycle_support import record, reinforced, sync
+from sqlalchemy import text
+
+from domain.privacy import PrivacyPolicy
+from domain.text import tokenize
+from eventstore.read import COLUMNS, row_to_event
+
+VOCAB = ["tea", "river", "alice", "bakery", "friday", "deploy", "porto", "cat", "ramen", "lisbon"]
+TABLES = ("keyword_docs", "keyword_postings", "keyword_terms", "keyword_stats", "keyword_term_blocks")
+
+
+def _contents(rng: random.Random, n: int) -> list[str]:
+    """Texts of common words (every term past a small block's size) and a word of each text's own."""
+    return [" ".join(rng.sample(VOCAB, rng.randint(2, 6)) + [f"w{i}x"] * rng.randint(1, 3)) for i in range(n)]
+
+
+def _events(engine: Any, tenant: str) -> list[Any]:
+    from eventstore.codec import open_events
+    from projections.keyword import KeywordProjector
+
+    with engine.connect() as conn:
+        rows = conn.execute(text(f"SELECT {COLUMNS} FROM events e WHERE tenant = :t AND type = ANY(:types) "
+                                 "ORDER BY e.tx_id, e.position"), {"t": tenant, "types": list(KeywordProjector.types)})
+        return open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=True)
+
+
+def _projected(engine: Any, tenant: str, events: list[Any], size: int) -> tuple[list[tuple], list[tuple]]:
+    """The tenant's blocks when its events are applied `size` at a time into scratch copies of the keyword tables,
+    and the blocks the migration's SQL packs from the postings there."""
+    from projections.keyword import KeywordProjector
+    from readmodels.term_blocks import packed_from_postings
+
+    schema = f"kwb_{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        for table in TABLES:
+            conn.execute(text(f'CREATE TABLE "{schema}".{table} (LIKE public.{table} INCLUDING ALL)'))
+    try:
+        for start in range(0, len(events), size):
+            with engine.begin() as conn:
+                conn.execute(text(f'SET LOCAL search_path TO "{schema}", public'))
+                KeywordProjector().apply(conn, events[start:start + size])
+        with engine.begin() as conn:
+            conn.execute(text(f'SET LOCAL search_path TO "{schema}", public'))
+            kept = [tuple(r) for r in conn.execute(text(
+                "SELECT tenant, term, bucket, postings FROM keyword_term_blocks ORDER BY term, bucket"))]
+            packed = [tuple(r) for r in conn.execute(text(
+                f"SELECT * FROM ({packed_from_postings()}) x ORDER BY 2, 3"))]
+            return kept, packed
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+def test_blocks_are_the_postings_packed_however_batches_are_cut(engine, tenant, monkeypatch) -> None:
+    from readmodels import term_blocks
+
+    monkeypatch.setattr(term_blocks, "BLOCK", 2)  # terms of 30 postings split into 16 buckets, then join again
+    rng = random.Random(7)
+    ids = record(engine, tenant, _contents(rng, 30))
+    for memory_id in ids[:20]:  # the common words dropped from most: their buckets join
+        reinforced(engine, tenant, memory_id, f"only {rng.choice(['porto', 'ramen'])} now")
+    reinforced(engine, tenant, ids[25], "")  # every term gone
+    events = _events(engine, tenant)
+    results = {size: _projected(engine, tenant, events, size) for size in (1, 4, len(events))}
+    kept, packed = results[1]
+    assert kept == packed
+    assert {term for _, term, _, _ in kept} >= {"porto", "ramen", "tea"}
+    assert max(bucket for _, _, bucket, _ in kept) >= 4  # split past one bucket
+    assert all(result == results[1] for result in results.values())
+
+
+def test_live_blocks_are_rebuilt_the_same(engine, tenant) -> None:
+    from projections.keyword import KeywordProjector
+    from readmodels.term_blocks import packed_from_postings
+
+    rng = random.Random(11)
+    ids = record(engine, tenant, _contents(rng, 12))
+    reinforced(engine, tenant, ids[0], "tea river porto")
+    sync(engine)
+    with engine.connect() as conn:
+        live = conn.execute(text("SELECT term, bucket, postings FROM keyword_term_blocks WHERE tenant = :t"
+                                 " ORDER BY term, bucket"), {"t": tenant}).all()
+        packed = conn.execute(text(f"SELECT term, bucket, postings FROM ({packed_from_postings('WHERE p.tenant = :t')})"
+                                   " x(tenant, term, bucket, postings) ORDER BY term, bucket"), {"t": tenant}).all()
+    assert live == packed and live
+    events = _events(engine, tenant)
+    kept, _ = _projected(engine, tenant, events, 5)
+    assert [(term, bucket, postings) for _, term, bucket, postings in kept] == [tuple(r) for r in live]
+    assert KeywordProjector.tables[-1] == "keyword_term_blocks"
+
+
+QUERIES = ["tea river", "alice bakery friday", "deploy cat w3x", "porto lisbon ramen tea", "nothing here"]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_packed_leg_answers_what_every_posting_does(engine, tenant, monkeypatch, query) -> None:
+    from infra.settings import get_settings
+    from recall import keyword
+    from recall.keyword import bm25_top
+    from recall.scope import Scope
+
+    rng = random.Random(3)
+    record(engine, tenant, _contents(rng, 40), agent_id="a1")
+    record(engine, tenant, _contents(rng, 30), agent_id="a2", kind="episode")
+    record(engine, tenant, _contents(rng, 10), disposition="staging", agent_id="a2")
+    sync(engine)
+    s = get_settings()
+    k1, b = s.keyword.bm25_k1, s.keyword.memory_bm25_b
+    cases: list[dict[str, Any]] = [
+        {"scope": Scope(tenant), "n": 10},
+        {"scope": Scope(tenant), "n": 200, "statuses": ("active",)},
+        {"scope": Scope(tenant, policy=PrivacyPolicy(exclude_agents=("a1",))), "n": 5, "statuses": ("active",)},
+        {"scope": Scope(tenant), "n": 8, "where_sql": "d.kind = 'episode'"},
+        # few pass among the best scored: the packed leg gives way to the read of every posting
+        {"scope": Scope(tenant), "n": 8, "where_sql": "d.agent_id = 'a2' AND d.kind = 'fact'"},
+    ]
+    with engine.connect() as conn:
+        for case in cases:
+            kwargs = {"statuses": case.get("statuses"), "where_sql": case.get("where_sql", "")}
+            monkeypatch.setattr(keyword, "PACKED_OVER", -1)
+            packed = bm25_top(conn, case["scope"], tokenize(query), case["n"], k1, b, **kwargs)
+            monkeypatch.setattr(keyword, "PACKED_OVER", 10**9)
+            every = bm25_top(conn, case["scope"], tokenize(query), case["n"], k1, b, **kwargs)
+            assert list(packed) == list(every), case
+            assert list(packed.values()) == pytest.approx(list(every.values()), rel=1e-12), case
+
+
+def test_packed_leg_says_when_too_few_pass(engine, tenant) -> None:
+    from recall.packed_bm25 import bm25_top_packed
+
+    rng = random.Random(5)
+    record(engine, tenant, _contents(rng, 60))
+    [rare] = record(engine, tenant, ["tea w999x"], kind="rare")
+    sync(engine)
+    with engine.connect() as conn:
+        def top(n: int, width: int) -> dict | None:
+            return bm25_top_packed(conn, tenant, ["tea", "w999x"], n, width, 1.2, 0.75, "keyword_docs", "memory_id",
+                                   "d.tenant = :tenant AND d.kind = 'rare'", {"tenant": tenant})
+        assert top(2, 5) is None  # one of the best five passes, more were scored: not proved
+        assert list(top(1, 5) or {}) == [rare]
+        assert list(top(2, 100) or {}) == [rare]  # every scored document looked at

@@ -91,8 +91,9 @@ class KeywordTables:
     # one weight, so a walk's bound past its first postings stays near the best and cannot prove its top n: it
     # then read every posting as well. Theirs reads every posting up to READ_ALL_MAX, and walks only past it.
     walk_over: int = WALK_OVER_POSTINGS
-    # The postings packed per term (readmodels/term_blocks.py), for a whole-tenant scope past PACKED_OVER postings
-    packed: bool = False
+    # Whose postings are packed per term too (readmodels/term_blocks.py): a whole-tenant scope past PACKED_OVER
+    # postings is scored from them, its filters looked up in this table (alias d, as `docs`, which it may be)
+    packed_docs: str | None = None
 
     @classmethod
     def of(cls, domain: ItemDomain) -> KeywordTables:
@@ -119,7 +120,9 @@ class KeywordTables:
 MEMORY_KEYWORD = KeywordTables(
     MEMORY_POSTINGS, "keyword_docs",
     "EXISTS (SELECT 1 FROM memories m WHERE m.tenant = d.tenant AND m.memory_id = d.memory_id"
-    " AND m.status = ANY(:statuses))", agent_index=True, walk_over=READ_ALL_MAX, packed=True)
+    " AND m.status = ANY(:statuses))", agent_index=True, walk_over=READ_ALL_MAX,
+    # a memory's scope columns and status in one row: one probe a candidate, not one in keyword_docs and one here
+    packed_docs="memories")
 
 
 def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float, b: float,
@@ -144,9 +147,9 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     distinct = sorted(set(terms))
     # Few postings (every query at the bench's sizes): the read of them all, a statement a third the size to plan.
     postings = conn.execute(_postings_of(t), {"tenant": scope.tenant, "terms": distinct}).scalar_one()
-    if t.packed and scope.whole_tenant and postings > PACKED_OVER:
-        packed = bm25_top_packed(conn, scope.tenant, distinct, n, later_width(n), k1, b, t.docs, t.id_column, where,
-                                 params)
+    if t.packed_docs and scope.whole_tenant and postings > PACKED_OVER:
+        packed = bm25_top_packed(conn, scope.tenant, distinct, n, later_width(n), k1, b, t.packed_docs, t.id_column,
+                                 where, params)
         if packed is not None:
             return packed
     rows = unprepared(conn, _sql(t, where, scope.whole_tenant, agent_docs, postings > walk_over, len(distinct)),

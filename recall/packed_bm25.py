@@ -16,11 +16,11 @@ import uuid
 import numpy as np
 from sqlalchemy import Connection, text
 
-from readmodels.term_blocks import TERM_BLOCKS, unpack
+from readmodels.term_blocks import RECORD, TERM_BLOCKS, unpack
 
 # stats, terms, then the blocks: the order recall/keyword.py's statement names its tables (projections/rebuild.py)
 _BLOCKS = text(f"""
-SELECT s.n_docs, s.total_length, t.term, t.df, b.postings
+SELECT s.n_docs, s.total_length, t.df, b.postings
 FROM keyword_stats s
 JOIN keyword_terms t ON t.tenant = s.tenant AND t.term = ANY(:terms)
 JOIN {TERM_BLOCKS} b ON b.tenant = t.tenant AND b.term = t.term
@@ -33,31 +33,31 @@ def bm25_top_packed(conn: Connection, tenant: str, terms: list[str], n: int, wid
     """The top n documents by BM25 for the distinct `terms` whose row in `docs` (alias d) passes `where`, from the
     best `width` scored; None when fewer than n of them pass and more were scored (the caller then reads every
     posting)."""
-    weights: list[np.ndarray] = []
-    ids: list[np.ndarray] = []
-    for n_docs, total_length, _term, df, postings in conn.execute(_BLOCKS, {"tenant": tenant, "terms": terms}):
-        records = unpack(postings)
-        avgdl = float(total_length) / max(n_docs, 1)
-        idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
-        tf = records["tf"].astype(np.float64)
-        # the operations of recall/keyword.py's `idf * weight`, in its order
-        weights.append(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * records["length"] / avgdl)))
-        ids.append(records["id"])
-    if not ids:
+    rows = conn.execute(_BLOCKS, {"tenant": tenant, "terms": terms}).all()
+    if not rows:
         return {}
-    scores, unique = _summed(np.concatenate(ids), np.concatenate(weights))
+    records = unpack(b"".join(r.postings for r in rows))
+    n_docs, total_length = rows[0].n_docs, rows[0].total_length
+    avgdl = float(total_length) / max(n_docs, 1)
+    # each record's term's idf: a row's records are of one term
+    idf = np.repeat([math.log(1 + (n_docs - r.df + 0.5) / (r.df + 0.5)) for r in rows],
+                    [len(r.postings) // RECORD.itemsize for r in rows])
+    tf, length = records["tf"].astype(np.float64), records["length"].astype(np.float64)
+    # the operations of recall/keyword.py's `idf * weight`, in its order
+    weights = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
+    scores, unique = _summed(records["id"], weights)
     best = _best(scores, unique, width)
     # prepared once a connection has run it five times (psycopg): the text is the same for a scope of one shape
-    rows = conn.execute(text(f"""
+    passed = conn.execute(text(f"""
         SELECT c.id, c.score FROM unnest(CAST(:ids AS uuid[]), CAST(:scores AS float8[])) WITH ORDINALITY AS
             c(id, score, rank)
         JOIN {docs} d ON d.tenant = :tenant AND d.{id_column} = c.id
         WHERE {where} ORDER BY c.rank LIMIT :n"""),
                         {**params, "ids": [uuid.UUID(bytes=bytes(i)) for i in unique[best]],
                          "scores": scores[best].tolist(), "n": n}).all()
-    if len(rows) < n and len(unique) > width:
+    if len(passed) < n and len(unique) > width:
         return None
-    return {r.id: float(r.score) for r in rows}
+    return {r.id: float(r.score) for r in passed}
 
 
 def _summed(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

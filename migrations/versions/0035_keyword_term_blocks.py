@@ -3,7 +3,11 @@ projector beside keyword_postings in the same transaction.
 
 A whole-tenant keyword leg at 1M memories read up to 50k postings a query, a row each: 27.5 ms p50 in SQL, where
 the same postings read as a few packed rows and scored in numpy take about 5 ms (docs/recall.md, session 26).
-Stored uncompressed (EXTERNAL): ids are random bytes, and a read should not pay for a decompression. Filled from
+A row (at most BLOCK = 256 records of 24 bytes, 6 KB) is kept in its heap page, uncompressed: STORAGE MAIN with
+toast_tuple_target at a page's size. Out of line (TOAST), each write of a term's bucket cost its chunks' inserts
+and deletes (1,024 records a row: 3.2 of a single write's 7.6 ms at 1M memories); ids are random bytes, so
+compression gains nothing and a read should not pay for it. A longer row (a very long term) is still moved out of
+line, as a last resort. Filled from
 the postings already projected, so a store upgraded in place holds what a rebuild of `keyword` would.
 
 Revision ID: 0035
@@ -26,8 +30,8 @@ def upgrade() -> None:
         bucket int NOT NULL,
         postings bytea NOT NULL,
         PRIMARY KEY (tenant, term, bucket)
-    );
-    ALTER TABLE keyword_term_blocks ALTER COLUMN postings SET STORAGE EXTERNAL;
+    ) WITH (toast_tuple_target = 8160);
+    ALTER TABLE keyword_term_blocks ALTER COLUMN postings SET STORAGE MAIN;
     INSERT INTO keyword_term_blocks (tenant, term, bucket, postings)
     {packed_from_postings()};
     """)

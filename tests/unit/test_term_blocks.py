@@ -28,8 +28,21 @@ def test_a_row_is_its_records_in_id_order_big_endian() -> None:
     ids = [uuid.UUID(int=3), uuid.UUID(int=1), uuid.UUID(int=2)]
     records["id"] = [i.bytes for i in ids]
     records["tf"], records["length"] = [3, 1, 2], [30, 10, 20]
-    row = pack(records)
+    [(bucket, row)] = pack(records, 1)
+    assert bucket == 0
     assert row[:24] == uuid.UUID(int=1).bytes + (1).to_bytes(4, "big") + (10).to_bytes(4, "big")
     back = unpack(row)
     assert back.dtype == RECORD
     assert back["tf"].tolist() == [1, 2, 3] and back["length"].tolist() == [10, 20, 30]
+
+
+def test_a_terms_records_go_to_their_buckets_each_in_id_order() -> None:
+    ids = [uuid.uuid4() for _ in range(40)]
+    records = np.zeros(len(ids), dtype=RECORD)
+    records["id"] = [i.bytes for i in ids]
+    records["tf"] = 1
+    rows = pack(records, 4)
+    assert [bucket for bucket, _ in rows] == sorted({i.int & 3 for i in ids})
+    for bucket, row in rows:
+        held = [uuid.UUID(bytes=bytes(r)) for r in unpack(row)["id"]]
+        assert held == sorted(i for i in ids if i.int & 3 == bucket)

@@ -270,8 +270,8 @@ _HANDLERS: dict[type[EventSchema], Callable[..., None]] = {
 
 class CodeProjector:
     name = SYMBOLS.projection
-    tables = ("code_files", "code_symbols", "code_calls", "code_postings", "code_terms", "code_stats",
-              "code_symbol_versions", "code_file_texts")
+    tables = ("code_files", "code_symbols", "code_calls", *SYMBOLS.postings.tables, "code_symbol_versions",
+              "code_file_texts")
     handlers = _HANDLERS
     types = types_of(handlers)
 

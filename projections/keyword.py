@@ -5,8 +5,8 @@ content changes (MemoryReinforced's or MemoriesMerged's merged content) is re-in
 removed and their terms' df decremented (a term no document holds any more is deleted), the tenant's
 total_length adjusted by the change in length (n_docs is unchanged: still one document), then the new content
 indexed. Events are applied in log order, so the result does not depend on where batches are cut. Postings,
-df and statistics are written by projections/postings.py, the writer every BM25 read model shares; the postings
-packed per term (keyword_term_blocks) by projections/keyword_blocks.py.
+df, statistics and the postings packed per term are written by projections/postings.py, the writer every BM25 read
+model shares.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from sqlalchemy import Connection, text
 
 from domain.events import EventSchema, MemoriesMerged, MemoryRecorded, MemoryReinforced, RecordedEvent
 from domain.text import term_frequencies
-from projections import keyword_blocks
 from projections.base import OneByOne, apply_in_order, types_of
 from projections.postings import PostingsTables, index, unindex
 from readmodels.memories import MEMORY_POSTINGS as MEMORY_POSTING_TABLES
-from readmodels.term_blocks import TERM_BLOCKS
 
 _DOCS = text("""
 INSERT INTO keyword_docs (tenant, memory_id, length, agent_id, project, session_id, kind)
@@ -52,7 +50,6 @@ def reindex(conn: Connection, tenant: str, memory_id: object, content: str) -> b
         return False
     unindex(conn, MEMORY_POSTINGS, tenant, [memory_id], old_length)
     index(conn, MEMORY_POSTINGS, tenant, [(memory_id, tfs)])
-    keyword_blocks.update(conn, tenant, added=[(memory_id, tfs)], removed=[(memory_id, old)])
     conn.execute(_RELENGTH, {"tenant": tenant, "memory_id": memory_id, "length": sum(tfs.values())})
     return True
 
@@ -83,7 +80,6 @@ class _Run:
         conn.execute(_DOCS, docs)
         for tenant, tenant_docs in sorted(by_tenant.items()):
             index(conn, MEMORY_POSTINGS, tenant, tenant_docs)
-            keyword_blocks.update(conn, tenant, added=tenant_docs)
 
 
 def _content_changed(conn: Connection, event: RecordedEvent, p: MemoryReinforced | MemoriesMerged) -> None:
@@ -98,7 +94,7 @@ _ONE_BY_ONE: OneByOne = {
 
 class KeywordProjector:
     name = "keyword"
-    tables = ("keyword_docs", "keyword_postings", "keyword_terms", "keyword_stats", TERM_BLOCKS)
+    tables = ("keyword_docs", *MEMORY_POSTING_TABLES.tables)
     handlers = {**_IN_RUN, **_ONE_BY_ONE}
     types = types_of(handlers)
 

@@ -158,8 +158,7 @@ _ONE_BY_ONE: OneByOne = {DocumentPut: _put, DocumentRetired: _retired, SectionSt
 
 class KnowledgeProjector:
     name = SECTIONS.projection
-    tables = ("knowledge_documents", "knowledge_sections", "knowledge_postings", "knowledge_terms",
-              "knowledge_stats", "knowledge_section_versions")
+    tables = ("knowledge_documents", "knowledge_sections", *SECTIONS.postings.tables, "knowledge_section_versions")
     handlers = _ONE_BY_ONE
     types = types_of(handlers)
 

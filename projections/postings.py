@@ -6,7 +6,8 @@ A domain's postings are three tables, named once (readmodels/postings.py `Postin
 declaration); `PostingsTables` holds the statements over them: postings (tenant, term, <id>, tf, length), terms
 (tenant, term, df) and stats (tenant, n_docs, total_length). `index` adds documents (each document's term
 frequencies, as domain/text.py term_frequencies counts them); `unindex` removes documents' postings, decrements
-their terms' df (deleting a term no document holds any more) and takes them out of the statistics. Tables are named
+their terms' df (deleting a term no document holds any more) and takes them out of the statistics. Both keep the
+postings packed per term (projections/term_blocks.py) in step. Tables are named
 unqualified, so a rebuild's search_path redirects them.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, TextClause, text
 
+from projections import term_blocks
 from readmodels.postings import Postings
 
 
@@ -54,7 +56,8 @@ class PostingsTables:
     @cached_property
     def delete_postings(self) -> TextClause:
         n = self.names
-        return text(f"DELETE FROM {n.postings} WHERE tenant = :tenant AND {n.id_column} = ANY(:ids) RETURNING term")
+        return text(f"DELETE FROM {n.postings} WHERE tenant = :tenant AND {n.id_column} = ANY(:ids)"
+                    f" RETURNING term, {n.id_column} AS id")
 
     @cached_property
     def uncount_terms(self) -> TextClause:
@@ -91,6 +94,7 @@ def index(conn: Connection, tables: PostingsTables, tenant: str, docs: Sequence[
                                               "lengths": lengths})
         terms = sorted(df)
         conn.execute(tables.count_terms, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
+        term_blocks.update(conn, tables.names, tenant, added=docs)
     conn.execute(tables.add_stats, {"tenant": tenant, "n": len(docs), "total": total})
 
 
@@ -100,11 +104,15 @@ def unindex(conn: Connection, tables: PostingsTables, tenant: str, ids: Sequence
     their terms (a term left with none is deleted), and their number and length from the statistics."""
     if not ids:
         return
-    terms = Counter(conn.execute(tables.delete_postings, {"tenant": tenant, "ids": list(ids)}).scalars())
+    held: dict[Any, list[str]] = {}
+    for row in conn.execute(tables.delete_postings, {"tenant": tenant, "ids": list(ids)}):
+        held.setdefault(row.id, []).append(row.term)
+    terms = Counter(term for doc_terms in held.values() for term in doc_terms)
     if terms:
         names = sorted(terms)
         conn.execute(tables.uncount_terms, {"tenant": tenant, "terms": names, "ns": [terms[t] for t in names]})
         conn.execute(tables.drop_terms, {"tenant": tenant, "terms": names})
+        term_blocks.update(conn, tables.names, tenant, removed=held.items())
     conn.execute(tables.add_stats, {"tenant": tenant, "n": -len(ids), "total": -total_length})
 
 

@@ -165,8 +165,7 @@ _ONE_BY_ONE: OneByOne = {SessionMessagesAppended: _appended, SessionMessageSent:
 
 class SessionsProjector:
     name = MESSAGES.projection
-    tables = ("sessions", "session_messages", "session_postings", "session_terms", "session_stats",
-              "session_message_versions")
+    tables = ("sessions", "session_messages", *MESSAGES.postings.tables, "session_message_versions")
     handlers = _ONE_BY_ONE
     types = types_of(handlers)
 

@@ -216,8 +216,7 @@ _ONE_BY_ONE: OneByOne = {TranscriptChunksPut: _put, TranscriptChunkStatusChanged
 
 class TranscriptsProjector:
     name = CHUNKS.projection
-    tables = ("transcripts", "transcript_chunks", "transcript_postings", "transcript_terms", "transcript_stats",
-              "transcript_chunk_versions")
+    tables = ("transcripts", "transcript_chunks", *CHUNKS.postings.tables, "transcript_chunk_versions")
     handlers = _ONE_BY_ONE
     types = types_of(handlers)
 

@@ -11,6 +11,6 @@ MEMORY_COLUMNS = ("memory_id, content, content_hash, kind, agent_id, project, se
                   " supersedes, superseded_by, merged_into, status_changed_at")
 
 # The keyword projector's postings of memories (projections/keyword.py), scored by recall/keyword.py.
-MEMORY_POSTINGS = Postings("keyword_postings", "keyword_terms", "keyword_stats", "memory_id")
+MEMORY_POSTINGS = Postings("keyword_postings", "keyword_terms", "keyword_stats", "memory_id", "keyword_term_blocks")
 
 __all__ = ["MEMORY_COLUMNS", "MEMORY_POSTINGS"]

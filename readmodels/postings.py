@@ -1,6 +1,7 @@
 """A domain's BM25 postings tables, named once for their writer (projections/postings.py) and their reader
-(recall/keyword.py): postings (tenant, term, <id>, tf, length), terms (tenant, term, df) and stats (tenant,
-n_docs, total_length). Named unqualified, so a rebuild's search_path redirects them."""
+(recall/keyword.py): postings (tenant, term, <id>, tf, length), terms (tenant, term, df), stats (tenant,
+n_docs, total_length) and blocks (tenant, term, bucket, postings: the postings packed per term,
+readmodels/term_blocks.py). Named unqualified, so a rebuild's search_path redirects them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ class Postings:
     terms: str
     stats: str
     id_column: str  # the document's id in `postings`
+    blocks: str
+
+    @property
+    def tables(self) -> tuple[str, str, str, str]:
+        """The four tables, for the projector that owns them."""
+        return self.postings, self.terms, self.stats, self.blocks
 
 
 __all__ = ["Postings"]

@@ -1,11 +1,12 @@
-"""Memories' BM25 postings packed per term (`keyword_term_blocks`), a second layout of `keyword_postings` that a
-whole-tenant keyword leg reads in a few rows instead of a row per posting (recall/packed_bm25.py).
+"""A domain's BM25 postings packed per term (its `Postings.blocks` table: `keyword_term_blocks` for memories), a
+second layout of its postings that a whole-tenant keyword leg reads in a few rows instead of a row per posting
+(recall/packed_bm25.py).
 
-Each term's postings are split into `buckets(df)` rows by the low bits of the memory's id, each row's `postings`
-one bytea of 24-byte records (the id's 16 bytes, tf and length as big-endian int4), ordered by id. The rows are
-a function of the postings alone, not of the order they came in: the keyword projector keeps them
-(projections/keyword_blocks.py), migration 0035 fills them from the postings (`packed_from_postings`), and a
-rebuild gives the same bytes either way. Tables are named unqualified, so a rebuild's search_path redirects them.
+Each term's postings are split into `buckets(df)` rows by the low bits of the document's id, each row's
+`postings` one bytea of 24-byte records (the id's 16 bytes, tf and length as big-endian int4), ordered by id. The
+rows are a function of the postings alone, not of the order they came in: the postings writer keeps them
+(projections/term_blocks.py), migration 0035 fills them from the postings (`packed_from_postings`), and a rebuild
+gives the same bytes either way.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import itertools
 
 import numpy as np
 
-TERM_BLOCKS = "keyword_term_blocks"
+from readmodels.postings import Postings
+
 BLOCK = 256  # postings a bucket holds at most on average (a row of 6 KB, kept in its page: migration 0035)
 RECORD = np.dtype([("id", "V16"), ("tf", ">i4"), ("length", ">i4")])
 
@@ -49,16 +51,17 @@ def unpack(postings: bytes) -> np.ndarray:
     return np.frombuffer(postings, dtype=RECORD)
 
 
-def packed_from_postings(where: str = "") -> str:
-    """SQL of the rows (tenant, term, bucket, postings) of every term the postings hold (`where`: a WHERE on p, or
-    none): the bytes `pack` gives over the same buckets. ((df + BLOCK - 1) / BLOCK - 1)'s bit length is buckets()'s
-    exponent; the bucket, the low bits of the id's last 8 hex digits."""
+def packed_from_postings(names: Postings, where: str = "") -> str:
+    """SQL of the rows (tenant, term, bucket, postings) of every term the postings `names` holds (`where`: a WHERE
+    on p, or none): the bytes `pack` gives over the same buckets. ((df + BLOCK - 1) / BLOCK - 1)'s bit length is
+    buckets()'s exponent; the bucket, the low bits of the id's last 8 hex digits."""
+    key = f"p.{names.id_column}"
     return f"""
 SELECT p.tenant, p.term, g.bucket,
-       string_agg(uuid_send(p.memory_id) || int4send(p.tf) || int4send(p.length), ''::bytea ORDER BY p.memory_id)
-FROM keyword_postings p
-JOIN keyword_terms t ON t.tenant = p.tenant AND t.term = p.term
-CROSS JOIN LATERAL (SELECT ('x' || right(p.memory_id::text, 8))::bit(32)::int
+       string_agg(uuid_send({key}) || int4send(p.tf) || int4send(p.length), ''::bytea ORDER BY {key})
+FROM {names.postings} p
+JOIN {names.terms} t ON t.tenant = p.tenant AND t.term = p.term
+CROSS JOIN LATERAL (SELECT ('x' || right({key}::text, 8))::bit(32)::int
                            & ((1 << length(ltrim((((t.df + {BLOCK - 1}) / {BLOCK}) - 1)::bit(32)::text, '0'))) - 1)
                            AS bucket) g
 {where}
@@ -66,4 +69,4 @@ GROUP BY p.tenant, p.term, g.bucket
 """
 
 
-__all__ = ["BLOCK", "RECORD", "TERM_BLOCKS", "bucket_of", "buckets", "pack", "packed_from_postings", "unpack"]
+__all__ = ["BLOCK", "RECORD", "bucket_of", "buckets", "pack", "packed_from_postings", "unpack"]

@@ -1,4 +1,4 @@
-"""The memories' keyword leg for a whole tenant from the postings packed per term (readmodels/term_blocks.py):
+"""The keyword leg for a whole tenant from the postings packed per term (readmodels/term_blocks.py):
 Okapi BM25 scored in numpy over every posting of the query's terms, read as a few rows each, then the scope's
 filters looked up for the best `later_width(n)` in PostgreSQL, as the filter-later plan of recall/keyword.py does.
 
@@ -12,28 +12,34 @@ from __future__ import annotations
 
 import math
 import uuid
+from functools import cache
 
 import numpy as np
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
-from readmodels.term_blocks import RECORD, TERM_BLOCKS, unpack
-
-# stats, terms, then the blocks: the order recall/keyword.py's statement names its tables (projections/rebuild.py)
-_BLOCKS = text(f"""
-SELECT s.n_docs, s.total_length, t.df, b.postings
-FROM keyword_stats s
-JOIN keyword_terms t ON t.tenant = s.tenant AND t.term = ANY(:terms)
-JOIN {TERM_BLOCKS} b ON b.tenant = t.tenant AND b.term = t.term
-WHERE s.tenant = :tenant
-""")
+from readmodels.postings import Postings
+from readmodels.term_blocks import RECORD, unpack
 
 
-def bm25_top_packed(conn: Connection, tenant: str, terms: list[str], n: int, width: int, k1: float, b: float,
-                    docs: str, id_column: str, where: str, params: dict[str, object]) -> dict[uuid.UUID, float] | None:
-    """The top n documents by BM25 for the distinct `terms` whose row in `docs` (alias d) passes `where`, from the
-    best `width` scored; None when fewer than n of them pass and more were scored (the caller then reads every
-    posting)."""
-    rows = conn.execute(_BLOCKS, {"tenant": tenant, "terms": terms}).all()
+@cache
+def _blocks(names: Postings) -> TextClause:
+    """The query terms' packed rows, each with its term's df and the tenant's statistics: stats, terms, then the
+    blocks, the order recall/keyword.py's statement names its tables (projections/rebuild.py)."""
+    return text(f"""
+    SELECT s.n_docs, s.total_length, t.df, b.postings
+    FROM {names.stats} s
+    JOIN {names.terms} t ON t.tenant = s.tenant AND t.term = ANY(:terms)
+    JOIN {names.blocks} b ON b.tenant = t.tenant AND b.term = t.term
+    WHERE s.tenant = :tenant
+    """)
+
+
+def bm25_top_packed(conn: Connection, names: Postings, tenant: str, terms: list[str], n: int, width: int, k1: float,
+                    b: float, docs: str, where: str, params: dict[str, object]) -> dict[uuid.UUID, float] | None:
+    """The top n documents by BM25 for the distinct `terms` in the postings `names` holds, whose row in `docs`
+    (alias d) passes `where`, from the best `width` scored; None when fewer than n of them pass and more were
+    scored (the caller then reads every posting)."""
+    rows = conn.execute(_blocks(names), {"tenant": tenant, "terms": terms}).all()
     if not rows:
         return {}
     records = unpack(b"".join(r.postings for r in rows))
@@ -51,7 +57,7 @@ def bm25_top_packed(conn: Connection, tenant: str, terms: list[str], n: int, wid
     passed = conn.execute(text(f"""
         SELECT c.id, c.score FROM unnest(CAST(:ids AS uuid[]), CAST(:scores AS float8[])) WITH ORDINALITY AS
             c(id, score, rank)
-        JOIN {docs} d ON d.tenant = :tenant AND d.{id_column} = c.id
+        JOIN {docs} d ON d.tenant = :tenant AND d.{names.id_column} = c.id
         WHERE {where} ORDER BY c.rank LIMIT :n"""),
                         {**params, "ids": [uuid.UUID(bytes=bytes(i)) for i in unique[best]],
                          "scores": scores[best].tolist(), "n": n}).all()

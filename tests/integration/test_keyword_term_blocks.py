@@ -39,6 +39,7 @@ def _projected(engine: Any, tenant: str, events: list[Any], size: int) -> tuple[
     """The tenant's blocks when its events are applied `size` at a time into scratch copies of the keyword tables,
     and the blocks the migration's SQL packs from the postings there."""
     from projections.keyword import KeywordProjector
+    from readmodels.memories import MEMORY_POSTINGS
     from readmodels.term_blocks import packed_from_postings
 
     schema = f"kwb_{uuid.uuid4().hex[:8]}"
@@ -56,7 +57,7 @@ def _projected(engine: Any, tenant: str, events: list[Any], size: int) -> tuple[
             kept = [tuple(r) for r in conn.execute(text(
                 "SELECT tenant, term, bucket, postings FROM keyword_term_blocks ORDER BY term, bucket"))]
             packed = [tuple(r) for r in conn.execute(text(
-                f"SELECT * FROM ({packed_from_postings()}) x ORDER BY 2, 3"))]
+                f"SELECT * FROM ({packed_from_postings(MEMORY_POSTINGS)}) x ORDER BY 2, 3"))]
             return kept, packed
     finally:
         with engine.begin() as conn:
@@ -83,6 +84,7 @@ def test_blocks_are_the_postings_packed_however_batches_are_cut(engine, tenant, 
 
 def test_live_blocks_are_rebuilt_the_same(engine, tenant) -> None:
     from projections.keyword import KeywordProjector
+    from readmodels.memories import MEMORY_POSTINGS
     from readmodels.term_blocks import packed_from_postings
 
     rng = random.Random(11)
@@ -92,7 +94,8 @@ def test_live_blocks_are_rebuilt_the_same(engine, tenant) -> None:
     with engine.connect() as conn:
         live = conn.execute(text("SELECT term, bucket, postings FROM keyword_term_blocks WHERE tenant = :t"
                                  " ORDER BY term, bucket"), {"t": tenant}).all()
-        packed = conn.execute(text(f"SELECT term, bucket, postings FROM ({packed_from_postings('WHERE p.tenant = :t')})"
+        packed_sql = packed_from_postings(MEMORY_POSTINGS, "WHERE p.tenant = :t")
+        packed = conn.execute(text(f"SELECT term, bucket, postings FROM ({packed_sql})"
                                    " x(tenant, term, bucket, postings) ORDER BY term, bucket"), {"t": tenant}).all()
     assert live == packed and live
     events = _events(engine, tenant)
@@ -138,6 +141,7 @@ def test_packed_leg_answers_what_every_posting_does(engine, tenant, monkeypatch,
 
 
 def test_packed_leg_says_when_too_few_pass(engine, tenant) -> None:
+    from readmodels.memories import MEMORY_POSTINGS
     from recall.packed_bm25 import bm25_top_packed
 
     rng = random.Random(5)
@@ -146,7 +150,7 @@ def test_packed_leg_says_when_too_few_pass(engine, tenant) -> None:
     sync(engine)
     with engine.connect() as conn:
         def top(n: int, width: int) -> dict | None:
-            return bm25_top_packed(conn, tenant, ["tea", "w999x"], n, width, 1.2, 0.75, "keyword_docs", "memory_id",
+            return bm25_top_packed(conn, MEMORY_POSTINGS, tenant, ["tea", "w999x"], n, width, 1.2, 0.75, "memories",
                                    "d.tenant = :tenant AND d.kind = 'rare'", {"tenant": tenant})
         assert top(2, 5) is None  # one of the best five passes, more were scored: not proved
         assert list(top(1, 5) or {}) == [rare]

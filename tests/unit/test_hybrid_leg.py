@@ -17,7 +17,7 @@ from recall.keyword import KeywordTables
 from recall.scope import Scope
 from recall.vector import VectorTable
 
-KEYWORD = KeywordTables(Postings("p", "t", "s", "item_id"), "d", "d.status = ANY(:statuses)")
+KEYWORD = KeywordTables(Postings("p", "t", "s", "item_id", "b"), "d", "d.status = ANY(:statuses)")
 VECTORS = VectorTable("v", "item_id", "d.status = ANY(:statuses)", scoped_by="d")
 HYBRID = HybridLeg(KEYWORD, VECTORS, ("active", "dormant"), ("archived",))
 KEYWORD_ONLY = HybridLeg(KEYWORD, None, ("active", "dormant"), ("archived",))

@@ -1,11 +1,11 @@
-"""The packed layout of memories' postings (readmodels/term_blocks.py), kept by the keyword projector in the same
-transaction as the postings it packs.
+"""The packed layout of a domain's postings (readmodels/term_blocks.py), kept by the one postings writer
+(projections/postings.py index / unindex) in the same transaction as the postings it packs.
 
 A change rewrites only the buckets it touches: each changed term's buckets holding an added or removed id, or all
 of the term's when its bucket count changes with its df (split or joined again). What a bucket holds is a function
 of the term's postings (readmodels/term_blocks.py), so the rows do not depend on how the log was cut into
 batches, and they equal what migration 0035 packs from the postings. Called after projections/postings.py has
-counted the change into keyword_terms: the term's df read there is the one after it.
+counted the change into the terms table: the term's df read there is the one after it.
 """
 
 from __future__ import annotations
@@ -14,31 +14,40 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
-from readmodels.term_blocks import RECORD, TERM_BLOCKS, bucket_of, buckets, pack, unpack
+from readmodels.postings import Postings
+from readmodels.term_blocks import RECORD, bucket_of, buckets, pack, unpack
 
-_DF = text("SELECT term, df FROM keyword_terms WHERE tenant = :tenant AND term = ANY(:terms)")
-_READ = text(f"""
-SELECT b.term, b.postings FROM {TERM_BLOCKS} b
-JOIN unnest(CAST(:terms AS text[]), CAST(:buckets AS int[])) AS k(term, bucket)
-  ON b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket
-""")
-_DELETE = text(f"""
-DELETE FROM {TERM_BLOCKS} b USING unnest(CAST(:terms AS text[]), CAST(:buckets AS int[])) AS k(term, bucket)
-WHERE b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket
-""")
-# The rows' bytes as one bytea cut at their offsets: an array of bytea is sent as escaped text (psycopg), a third
-# of a batch's time at 1M memories; one bytea goes as it is.
-_INSERT = text(f"""
-INSERT INTO {TERM_BLOCKS} (tenant, term, bucket, postings)
-SELECT :tenant, r.term, r.bucket, substring(CAST(:postings AS bytea) FROM r.start FOR r.size)
-FROM unnest(CAST(:terms AS text[]), CAST(:buckets AS int[]), CAST(:starts AS int[]), CAST(:sizes AS int[]))
-    AS r(term, bucket, start, size)
-""")
+
+@dataclass(frozen=True)
+class _Statements:
+    df: TextClause
+    read: TextClause
+    delete: TextClause
+    insert: TextClause
+
+
+@cache
+def _statements(names: Postings) -> _Statements:
+    blocks = names.blocks
+    keys = "unnest(CAST(:terms AS text[]), CAST(:buckets AS int[])) AS k(term, bucket)"
+    return _Statements(
+        text(f"SELECT term, df FROM {names.terms} WHERE tenant = :tenant AND term = ANY(:terms)"),
+        text(f"""SELECT b.term, b.postings FROM {blocks} b JOIN {keys}
+                 ON b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket"""),
+        text(f"""DELETE FROM {blocks} b USING {keys}
+                 WHERE b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket"""),
+        # The rows' bytes as one bytea cut at their offsets: an array of bytea is sent as escaped text (psycopg), a
+        # third of a batch's time at 1M memories; one bytea goes as it is.
+        text(f"""INSERT INTO {blocks} (tenant, term, bucket, postings)
+                 SELECT :tenant, r.term, r.bucket, substring(CAST(:postings AS bytea) FROM r.start FOR r.size)
+                 FROM unnest(CAST(:terms AS text[]), CAST(:buckets AS int[]), CAST(:starts AS int[]),
+                             CAST(:sizes AS int[])) AS r(term, bucket, start, size)"""))
 
 
 @dataclass
@@ -47,10 +56,10 @@ class _TermChange:
     removed: set[bytes] = field(default_factory=set)
 
 
-def update(conn: Connection, tenant: str, added: Sequence[tuple[Any, Counter[str]]] = (),
+def update(conn: Connection, names: Postings, tenant: str, added: Sequence[tuple[Any, Counter[str]]] = (),
            removed: Iterable[tuple[Any, Iterable[str]]] = ()) -> None:
-    """Pack `added` documents (id, term frequencies) into `tenant`'s term blocks and take `removed` ones (id, the
-    terms its postings held) out of them: a re-indexed document is both, its old postings removed first."""
+    """Pack `added` documents (id, term frequencies) into `tenant`'s term blocks of the domain `names` holds, and
+    take `removed` ones (id, the terms its postings held) out of them."""
     changes: dict[str, _TermChange] = {}
     for doc_id, terms in removed:
         for term in terms:
@@ -62,7 +71,8 @@ def update(conn: Connection, tenant: str, added: Sequence[tuple[Any, Counter[str
     if not changes:
         return
     terms = sorted(changes)
-    df_now: dict[str, int] = {r.term: r.df for r in conn.execute(_DF, {"tenant": tenant, "terms": terms})}
+    sql = _statements(names)
+    df_now: dict[str, int] = {r.term: r.df for r in conn.execute(sql.df, {"tenant": tenant, "terms": terms})}
     # (term, bucket) keys whose rows are read and replaced, and the bucket count each changed term ends with
     keys: list[tuple[str, int]] = []
     ends: dict[str, int] = {}
@@ -77,16 +87,16 @@ def update(conn: Connection, tenant: str, added: Sequence[tuple[Any, Counter[str
     keys = sorted(set(keys))
     params = {"tenant": tenant, "terms": [k[0] for k in keys], "buckets": [k[1] for k in keys]}
     held: dict[str, list[np.ndarray]] = {}
-    for row in conn.execute(_READ, params):
+    for row in conn.execute(sql.read, params):
         held.setdefault(row.term, []).append(unpack(row.postings))
-    conn.execute(_DELETE, params)
+    conn.execute(sql.delete, params)
     rows: list[tuple[str, int, bytes]] = []
     for term in terms:
         rows += _packed(term, held.get(term, []), changes[term], ends[term])
     if rows:
         sizes = [len(r[2]) for r in rows]
         starts = np.cumsum([1, *sizes[:-1]]).tolist()  # substring counts from 1
-        conn.execute(_INSERT, {"tenant": tenant, "terms": [r[0] for r in rows], "buckets": [r[1] for r in rows],
+        conn.execute(sql.insert, {"tenant": tenant, "terms": [r[0] for r in rows], "buckets": [r[1] for r in rows],
                                "postings": b"".join(r[2] for r in rows), "starts": starts, "sizes": sizes})
 
 

@@ -43,6 +43,7 @@ class PostingsTables:
         INSERT INTO {self.names.terms} (tenant, term, df)
         SELECT :tenant, * FROM unnest(CAST(:terms AS text[]), CAST(:dfs AS int[]))
         ON CONFLICT (tenant, term) DO UPDATE SET df = {self.names.terms}.df + EXCLUDED.df
+        RETURNING term, df
         """)
 
     @cached_property
@@ -65,6 +66,7 @@ class PostingsTables:
         UPDATE {self.names.terms} t SET df = t.df - b.n
         FROM unnest(CAST(:terms AS text[]), CAST(:ns AS int[])) AS b(term, n)
         WHERE t.tenant = :tenant AND t.term = b.term
+        RETURNING t.term, t.df
         """)
 
     @cached_property
@@ -93,8 +95,8 @@ def index(conn: Connection, tables: PostingsTables, tenant: str, docs: Sequence[
         conn.execute(tables.insert_postings, {"tenant": tenant, "terms": terms, "ids": ids, "tfs": counts,
                                               "lengths": lengths})
         terms = sorted(df)
-        conn.execute(tables.count_terms, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
-        term_blocks.update(conn, tables.names, tenant, added=docs)
+        counted = conn.execute(tables.count_terms, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
+        term_blocks.update(conn, tables.names, tenant, {r.term: r.df for r in counted}, added=docs)
     conn.execute(tables.add_stats, {"tenant": tenant, "n": len(docs), "total": total})
 
 
@@ -110,9 +112,11 @@ def unindex(conn: Connection, tables: PostingsTables, tenant: str, ids: Sequence
     terms = Counter(term for doc_terms in held.values() for term in doc_terms)
     if terms:
         names = sorted(terms)
-        conn.execute(tables.uncount_terms, {"tenant": tenant, "terms": names, "ns": [terms[t] for t in names]})
+        counted = conn.execute(tables.uncount_terms, {"tenant": tenant, "terms": names,
+                                                      "ns": [terms[t] for t in names]})
+        df_now = {r.term: r.df for r in counted}
         conn.execute(tables.drop_terms, {"tenant": tenant, "terms": names})
-        term_blocks.update(conn, tables.names, tenant, removed=held.items())
+        term_blocks.update(conn, tables.names, tenant, df_now, removed=held.items())
     conn.execute(tables.add_stats, {"tenant": tenant, "n": -len(ids), "total": -total_length})
 
 

@@ -4,15 +4,15 @@
 A change rewrites only the buckets it touches: each changed term's buckets holding an added or removed id, or all
 of the term's when its bucket count changes with its df (split or joined again). What a bucket holds is a function
 of the term's postings (readmodels/term_blocks.py), so the rows do not depend on how the log was cut into
-batches, and they equal what migration 0035 packs from the postings. Called after projections/postings.py has
-counted the change into the terms table: the term's df read there is the one after it.
+batches, and they equal what migration 0035 packs from the postings. Called by projections/postings.py with each
+term's df after the change, as its count of the terms returned it.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -26,10 +26,9 @@ from readmodels.term_blocks import RECORD, bucket_of, buckets, pack, unpack
 
 @dataclass(frozen=True)
 class _Statements:
-    df: TextClause
     read: TextClause
     delete: TextClause
-    insert: TextClause
+    upsert: TextClause
 
 
 @cache
@@ -37,7 +36,6 @@ def _statements(names: Postings) -> _Statements:
     blocks = names.blocks
     keys = "unnest(CAST(:terms AS text[]), CAST(:buckets AS int[])) AS k(term, bucket)"
     return _Statements(
-        text(f"SELECT term, df FROM {names.terms} WHERE tenant = :tenant AND term = ANY(:terms)"),
         text(f"""SELECT b.term, b.postings FROM {blocks} b JOIN {keys}
                  ON b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket"""),
         text(f"""DELETE FROM {blocks} b USING {keys}
@@ -47,7 +45,8 @@ def _statements(names: Postings) -> _Statements:
         text(f"""INSERT INTO {blocks} (tenant, term, bucket, postings)
                  SELECT :tenant, r.term, r.bucket, substring(CAST(:postings AS bytea) FROM r.start FOR r.size)
                  FROM unnest(CAST(:terms AS text[]), CAST(:buckets AS int[]), CAST(:starts AS int[]),
-                             CAST(:sizes AS int[])) AS r(term, bucket, start, size)"""))
+                             CAST(:sizes AS int[])) AS r(term, bucket, start, size)
+                 ON CONFLICT (tenant, term, bucket) DO UPDATE SET postings = EXCLUDED.postings"""))
 
 
 @dataclass
@@ -56,10 +55,11 @@ class _TermChange:
     removed: set[bytes] = field(default_factory=set)
 
 
-def update(conn: Connection, names: Postings, tenant: str, added: Sequence[tuple[Any, Counter[str]]] = (),
-           removed: Iterable[tuple[Any, Iterable[str]]] = ()) -> None:
+def update(conn: Connection, names: Postings, tenant: str, df_now: Mapping[str, int],
+           added: Sequence[tuple[Any, Counter[str]]] = (), removed: Iterable[tuple[Any, Iterable[str]]] = ()) -> None:
     """Pack `added` documents (id, term frequencies) into `tenant`'s term blocks of the domain `names` holds, and
-    take `removed` ones (id, the terms its postings held) out of them."""
+    take `removed` ones (id, the terms its postings held) out of them; `df_now`: each changed term's df after the
+    change (0 or absent: none left), as the terms table now counts it."""
     changes: dict[str, _TermChange] = {}
     for doc_id, terms in removed:
         for term in terms:
@@ -72,12 +72,11 @@ def update(conn: Connection, names: Postings, tenant: str, added: Sequence[tuple
         return
     terms = sorted(changes)
     sql = _statements(names)
-    df_now: dict[str, int] = {r.term: r.df for r in conn.execute(sql.df, {"tenant": tenant, "terms": terms})}
     # (term, bucket) keys whose rows are read and replaced, and the bucket count each changed term ends with
     keys: list[tuple[str, int]] = []
     ends: dict[str, int] = {}
     for term in terms:
-        change, df = changes[term], df_now.get(term, 0)
+        change, df = changes[term], max(df_now.get(term, 0), 0)
         before = df - len(change.added) + len(change.removed)
         ends[term] = buckets(df)
         ids = np.array([a[0] for a in change.added] + sorted(change.removed), dtype="V16")
@@ -89,14 +88,17 @@ def update(conn: Connection, names: Postings, tenant: str, added: Sequence[tuple
     held: dict[str, list[np.ndarray]] = {}
     for row in conn.execute(sql.read, params):
         held.setdefault(row.term, []).append(unpack(row.postings))
-    conn.execute(sql.delete, params)
     rows: list[tuple[str, int, bytes]] = []
     for term in terms:
         rows += _packed(term, held.get(term, []), changes[term], ends[term])
+    # rows replace theirs in place; a bucket emptied, or gone with a join, is deleted
+    gone = sorted(set(keys) - {(r[0], r[1]) for r in rows})
+    if gone:
+        conn.execute(sql.delete, {"tenant": tenant, "terms": [k[0] for k in gone], "buckets": [k[1] for k in gone]})
     if rows:
         sizes = [len(r[2]) for r in rows]
         starts = np.cumsum([1, *sizes[:-1]]).tolist()  # substring counts from 1
-        conn.execute(sql.insert, {"tenant": tenant, "terms": [r[0] for r in rows], "buckets": [r[1] for r in rows],
+        conn.execute(sql.upsert, {"tenant": tenant, "terms": [r[0] for r in rows], "buckets": [r[1] for r in rows],
                                "postings": b"".join(r[2] for r in rows), "starts": starts, "sizes": sizes})
 
 

@@ -32,6 +32,7 @@ from sqlalchemy.exc import DBAPIError
 from domain.errors import DomainError
 from eventstore.progress import count_of
 from eventstore.read import Checkpoint, read_after
+from projections import term_blocks
 from projections.base import Projector
 from projections.runner import _LOCK, align, load_checkpoint, lock_key, save_checkpoint
 
@@ -155,14 +156,21 @@ def _replay(conn: Connection, schema: str, projector: Projector, start: Checkpoi
 
 def _replay_in_short_transactions(conn: Connection, schema: str, projector: Projector, start: Checkpoint,
                                   batch_size: int, ticker: _Ticker, until: Checkpoint | None = None) -> Checkpoint:
+    """The bulk of a replay: batches in short transactions, the postings' blocks packed once at the end
+    (projections/term_blocks.py packed_later)."""
     checkpoint = start
-    while True:
-        with conn.begin():
-            checkpoint, applied = _replay(conn, schema, projector, checkpoint, batch_size, until=until,
-                                          max_batches=BULK_BATCHES_PER_TRANSACTION)
-        ticker.add(applied)
-        if not applied:
-            return checkpoint
+    with term_blocks.packed_later(conn):
+        while True:
+            with conn.begin():
+                checkpoint, applied = _replay(conn, schema, projector, checkpoint, batch_size, until=until,
+                                              max_batches=BULK_BATCHES_PER_TRANSACTION)
+            ticker.add(applied)
+            if not applied:
+                break
+    with conn.begin():
+        _use(conn, schema)
+        term_blocks.repack(conn, projector.tables)
+    return checkpoint
 
 
 def _swap_order(projector: Projector) -> list[str]:

@@ -6,13 +6,18 @@ of the term's when its bucket count changes with its df (split or joined again).
 of the term's postings (readmodels/term_blocks.py), so the rows do not depend on how the log was cut into
 batches, and they equal what migration 0035 packs from the postings. Called by projections/postings.py with each
 term's df after the change, as its count of the terms returned it.
+
+A replay into fresh tables (a rebuild, a verify) needs only the final rows: within `packed_later` the writer leaves
+the blocks alone, and `repack` then packs them from the postings in one statement a domain (at 1M memories, a
+batch of 500 rewrote ~3,000 rows of 6 KB; the whole table packs in ~13 s). The same rows, by the same function.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -21,7 +26,33 @@ import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
 from readmodels.postings import Postings
-from readmodels.term_blocks import RECORD, bucket_of, buckets, pack, unpack
+from readmodels.term_blocks import EVERY_DOMAIN, RECORD, bucket_of, buckets, pack, packed_from_postings, unpack
+
+_LATER = "term_blocks_packed_later"  # a key of the connection's info: the writer leaves the blocks to `repack`
+
+
+@contextmanager
+def packed_later(conn: Connection) -> Iterator[None]:
+    """Within it, postings written on `conn` leave their blocks as they are, for `repack` to fill."""
+    conn.info[_LATER] = True
+    try:
+        yield
+    finally:
+        conn.info.pop(_LATER, None)
+
+
+def later(conn: Connection) -> bool:
+    return bool(conn.info.get(_LATER))
+
+
+def repack(conn: Connection, tables: Iterable[str]) -> None:
+    """Pack the blocks among `tables` (a projector's, in the search_path's schema) from their postings, every
+    tenant's."""
+    for names in EVERY_DOMAIN:
+        if names.blocks in tables:
+            conn.execute(text(f"DELETE FROM {names.blocks}"))
+            conn.execute(text(f"INSERT INTO {names.blocks} (tenant, term, bucket, postings) "
+                              f"{packed_from_postings(names)}"))
 
 
 @dataclass(frozen=True)
@@ -59,7 +90,9 @@ def update(conn: Connection, names: Postings, tenant: str, df_now: Mapping[str, 
            added: Sequence[tuple[Any, Counter[str]]] = (), removed: Iterable[tuple[Any, Iterable[str]]] = ()) -> None:
     """Pack `added` documents (id, term frequencies) into `tenant`'s term blocks of the domain `names` holds, and
     take `removed` ones (id, the terms its postings held) out of them; `df_now`: each changed term's df after the
-    change (0 or absent: none left), as the terms table now counts it."""
+    change (0 or absent: none left), as the terms table now counts it. Nothing within `packed_later`."""
+    if later(conn):
+        return
     changes: dict[str, _TermChange] = {}
     for doc_id, terms in removed:
         for term in terms:
@@ -119,4 +152,4 @@ def _id_bytes(doc_id: Any) -> bytes:
     return (doc_id if isinstance(doc_id, uuid.UUID) else uuid.UUID(str(doc_id))).bytes
 
 
-__all__ = ["update"]
+__all__ = ["later", "packed_later", "repack", "update"]

@@ -15,10 +15,13 @@ import itertools
 
 import numpy as np
 
+from readmodels.item_domains import ITEM_DOMAINS
+from readmodels.memories import MEMORY_POSTINGS
 from readmodels.postings import Postings
 
 BLOCK = 256  # postings a bucket holds at most on average (a row of 6 KB, kept in its page: migration 0035)
 RECORD = np.dtype([("id", "V16"), ("tf", ">i4"), ("length", ">i4")])
+EVERY_DOMAIN = (MEMORY_POSTINGS, *(domain.postings for domain in ITEM_DOMAINS))  # whose postings are packed
 
 
 def buckets(df: int) -> int:
@@ -69,4 +72,4 @@ GROUP BY p.tenant, p.term, g.bucket
 """
 
 
-__all__ = ["BLOCK", "RECORD", "bucket_of", "buckets", "pack", "packed_from_postings", "unpack"]
+__all__ = ["BLOCK", "EVERY_DOMAIN", "RECORD", "bucket_of", "buckets", "pack", "packed_from_postings", "unpack"]

@@ -16,16 +16,14 @@ Revises: 0034
 
 from alembic import op
 
-from readmodels.item_domains import ITEM_DOMAINS
-from readmodels.memories import MEMORY_POSTINGS
-from readmodels.term_blocks import packed_from_postings
+from readmodels.term_blocks import EVERY_DOMAIN, packed_from_postings
 
 revision = "0035"
 down_revision = "0034"
 
 
 def upgrade() -> None:
-    for names in (MEMORY_POSTINGS, *(domain.postings for domain in ITEM_DOMAINS)):
+    for names in EVERY_DOMAIN:
         op.execute(f"""
         CREATE TABLE {names.blocks} (
             tenant text NOT NULL,
@@ -41,5 +39,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for names in (MEMORY_POSTINGS, *(domain.postings for domain in ITEM_DOMAINS)):
+    for names in EVERY_DOMAIN:
         op.execute(f"DROP TABLE {names.blocks}")

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy import Connection
 
 from domain.events import EventSchema, MemoryRecorded, RecordedEvent
+from projections import term_blocks
 
 
 class Projector(Protocol):
@@ -49,22 +50,23 @@ def apply_in_order(conn: Connection, events: Sequence[RecordedEvent], one_by_one
     """Apply `events` in log order, so the result does not depend on where batches are cut: an event of an
     `in_run` class is collected into `run`; any other is applied by its `one_by_one` handler after the run
     collected so far is written (run.flush). A repeated MemoryRecorded is skipped (repeated_recording)."""
-    for event in events:
-        if repeated_recording(event):
-            continue
-        p = event.payload()
-        collect = in_run.get(type(p)) if in_run else None
-        if collect is not None:
-            assert run is not None, "in_run handlers collect into a run"
-            collect(run, conn, event, p)
-            continue
-        handler = one_by_one.get(type(p))
-        if handler is not None:
-            if run is not None:
-                run.flush(conn)
-            handler(conn, event, p)
-    if run is not None:
-        run.flush(conn)
+    with term_blocks.batched(conn):  # the postings' blocks of the whole batch written once, at its end
+        for event in events:
+            if repeated_recording(event):
+                continue
+            p = event.payload()
+            collect = in_run.get(type(p)) if in_run else None
+            if collect is not None:
+                assert run is not None, "in_run handlers collect into a run"
+                collect(run, conn, event, p)
+                continue
+            handler = one_by_one.get(type(p))
+            if handler is not None:
+                if run is not None:
+                    run.flush(conn)
+                handler(conn, event, p)
+        if run is not None:
+            run.flush(conn)
 
 
 def prepare(projector: Projector) -> None:

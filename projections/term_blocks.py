@@ -15,7 +15,7 @@ batch of 500 rewrote ~3,000 rows of 6 KB; the whole table packs in ~13 s). The s
 from __future__ import annotations
 
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -82,74 +82,123 @@ def _statements(names: Postings) -> _Statements:
 
 @dataclass
 class _TermChange:
-    added: list[tuple[bytes, int, int]] = field(default_factory=list)  # (id bytes, tf, length)
-    removed: set[bytes] = field(default_factory=set)
+    before: int  # the term's df before the first change of the batch
+    after: int  # and after its last
+    records: dict[bytes, tuple[int, int] | None] = field(default_factory=dict)  # id: (tf, length), None: removed
+
+
+class _Batch:
+    """Changes gathered over a projection batch, in order (a document removed and added again is added), written
+    once at its end: a batch of per-event changes (a session's appends, a file's symbols) reads and rewrites each
+    bucket once, not once an event."""
+
+    def __init__(self) -> None:
+        self.changes: dict[tuple[Postings, str], dict[str, _TermChange]] = {}
+
+    def add(self, names: Postings, tenant: str, df_now: Mapping[str, int],
+            added: Sequence[tuple[Any, Counter[str]]], removed: Iterable[tuple[Any, Iterable[str]]]) -> None:
+        terms = self.changes.setdefault((names, tenant), {})
+        entries: dict[str, list[tuple[bytes, tuple[int, int] | None]]] = defaultdict(list)
+        delta: Counter[str] = Counter()  # this change's postings added less removed, a term
+        for doc_id, doc_terms in removed:
+            for term in doc_terms:
+                entries[term].append((_id_bytes(doc_id), None))
+                delta[term] -= 1
+        for doc_id, tfs in added:
+            length = sum(tfs.values())
+            for term, tf in tfs.items():
+                entries[term].append((_id_bytes(doc_id), (tf, length)))
+                delta[term] += 1
+        for term, changed in entries.items():
+            df = max(df_now.get(term, 0), 0)
+            change = terms.setdefault(term, _TermChange(before=df - delta[term], after=df))
+            change.after = df
+            change.records.update(changed)
+
+    def write(self, conn: Connection) -> None:
+        for (names, tenant), terms in self.changes.items():
+            _write(conn, names, tenant, terms)
+        self.changes = {}
+
+
+_BATCH = "term_blocks_batch"  # a key of the connection's info: the batch gathering changes
+
+
+@contextmanager
+def batched(conn: Connection) -> Iterator[None]:
+    """Within it (a projector's batch), changes on `conn` are gathered and written once, at its end, if it ends
+    without an error. Nested: the outer one writes."""
+    if _BATCH in conn.info:
+        yield
+        return
+    batch = conn.info[_BATCH] = _Batch()
+    try:
+        yield
+        batch.write(conn)
+    finally:
+        conn.info.pop(_BATCH, None)
 
 
 def update(conn: Connection, names: Postings, tenant: str, df_now: Mapping[str, int],
            added: Sequence[tuple[Any, Counter[str]]] = (), removed: Iterable[tuple[Any, Iterable[str]]] = ()) -> None:
     """Pack `added` documents (id, term frequencies) into `tenant`'s term blocks of the domain `names` holds, and
-    take `removed` ones (id, the terms its postings held) out of them; `df_now`: each changed term's df after the
-    change (0 or absent: none left), as the terms table now counts it. Nothing within `packed_later`."""
+    take `removed` ones (id, the terms its postings held) out of them, removed first; `df_now`: each changed term's
+    df after the change (0 or absent: none left), as the terms table now counts it. Within `batched`, at its end;
+    within `packed_later`, never."""
     if later(conn):
         return
-    changes: dict[str, _TermChange] = {}
-    for doc_id, terms in removed:
-        for term in terms:
-            changes.setdefault(term, _TermChange()).removed.add(_id_bytes(doc_id))
-    for doc_id, tfs in added:
-        length = sum(tfs.values())
-        for term, tf in tfs.items():
-            changes.setdefault(term, _TermChange()).added.append((_id_bytes(doc_id), tf, length))
-    if not changes:
+    batch = conn.info.get(_BATCH)
+    if batch is not None:
+        batch.add(names, tenant, df_now, added, removed)
         return
-    terms = sorted(changes)
+    batch = _Batch()
+    batch.add(names, tenant, df_now, added, removed)
+    batch.write(conn)
+
+
+def _write(conn: Connection, names: Postings, tenant: str, terms: Mapping[str, _TermChange]) -> None:
+    """Rewrite the buckets the changed terms' records fall in (all of a term's when its bucket count changed)."""
     sql = _statements(names)
-    # (term, bucket) keys whose rows are read and replaced, and the bucket count each changed term ends with
-    keys: list[tuple[str, int]] = []
-    ends: dict[str, int] = {}
-    for term in terms:
-        change, df = changes[term], max(df_now.get(term, 0), 0)
-        before = df - len(change.added) + len(change.removed)
-        ends[term] = buckets(df)
-        ids = np.array([a[0] for a in change.added] + sorted(change.removed), dtype="V16")
-        if before and buckets(before) != ends[term]:
-            keys += [(term, b) for b in range(buckets(before))]  # split or joined: every bucket
-        keys += [(term, int(b)) for b in set(bucket_of(ids, ends[term]).tolist())]
-    keys = sorted(set(keys))
-    params = {"tenant": tenant, "terms": [k[0] for k in keys], "buckets": [k[1] for k in keys]}
+    keys: set[tuple[str, int]] = set()  # (term, bucket) rows read and replaced
+    for term, change in terms.items():
+        ids = np.array(list(change.records), dtype="V16")
+        if change.before and buckets(change.before) != buckets(change.after):
+            keys.update((term, b) for b in range(buckets(change.before)))  # split or joined: every bucket
+        keys.update((term, b) for b in bucket_of(ids, buckets(change.after)).tolist())
+    ordered = sorted(keys)
+    params = {"tenant": tenant, "terms": [k[0] for k in ordered], "buckets": [k[1] for k in ordered]}
     held: dict[str, list[np.ndarray]] = {}
     for row in conn.execute(sql.read, params):
         held.setdefault(row.term, []).append(unpack(row.postings))
     rows: list[tuple[str, int, bytes]] = []
-    for term in terms:
-        rows += _packed(term, held.get(term, []), changes[term], ends[term])
+    for term in sorted(terms):
+        rows += _packed(term, held.get(term, []), terms[term])
     # rows replace theirs in place; a bucket emptied, or gone with a join, is deleted
-    gone = sorted(set(keys) - {(r[0], r[1]) for r in rows})
+    gone = sorted(keys - {(r[0], r[1]) for r in rows})
     if gone:
         conn.execute(sql.delete, {"tenant": tenant, "terms": [k[0] for k in gone], "buckets": [k[1] for k in gone]})
     if rows:
         sizes = [len(r[2]) for r in rows]
         starts = np.cumsum([1, *sizes[:-1]]).tolist()  # substring counts from 1
         conn.execute(sql.upsert, {"tenant": tenant, "terms": [r[0] for r in rows], "buckets": [r[1] for r in rows],
-                               "postings": b"".join(r[2] for r in rows), "starts": starts, "sizes": sizes})
+                                  "postings": b"".join(r[2] for r in rows), "starts": starts, "sizes": sizes})
 
 
-def _packed(term: str, held: list[np.ndarray], change: _TermChange, n: int) -> list[tuple[str, int, bytes]]:
-    """The term's rows among `n` buckets: the records `held` (the rows read) less the removed ids, plus the added."""
+def _packed(term: str, held: list[np.ndarray], change: _TermChange) -> list[tuple[str, int, bytes]]:
+    """The term's rows: the records `held` (the rows read) less every changed id, plus those added."""
     old = np.concatenate(held) if held else np.empty(0, dtype=RECORD)
-    if change.removed and len(old):
-        removed = np.array(sorted(change.removed), dtype="V16")
-        old = old[~np.isin(old["id"], removed)]
-    new = np.empty(len(change.added), dtype=RECORD)
-    if change.added:
-        ids, tfs, lengths = zip(*change.added, strict=True)
-        new["id"], new["tf"], new["length"] = np.array(ids, dtype="V16"), tfs, lengths
-    return [(term, bucket, postings) for bucket, postings in pack(np.concatenate([old, new]), n)]
+    if len(old):
+        old = old[~np.isin(old["id"], np.array(list(change.records), dtype="V16"))]
+    added = [(i, r) for i, r in change.records.items() if r is not None]
+    new = np.empty(len(added), dtype=RECORD)
+    if added:
+        new["id"] = np.array([i for i, _ in added], dtype="V16")
+        new["tf"], new["length"] = [r[0] for _, r in added], [r[1] for _, r in added]
+    return [(term, bucket, postings) for bucket, postings in pack(np.concatenate([old, new]), buckets(change.after))]
 
 
 def _id_bytes(doc_id: Any) -> bytes:
     return (doc_id if isinstance(doc_id, uuid.UUID) else uuid.UUID(str(doc_id))).bytes
 
 
-__all__ = ["later", "packed_later", "repack", "update"]
+__all__ = ["batched", "later", "packed_later", "repack", "update"]

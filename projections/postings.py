@@ -7,7 +7,7 @@ declaration); `PostingsTables` holds the statements over them: postings (tenant,
 (tenant, term, df) and stats (tenant, n_docs, total_length). `index` adds documents (each document's term
 frequencies, as domain/text.py term_frequencies counts them); `unindex` removes documents' postings, decrements
 their terms' df (deleting a term no document holds any more) and takes them out of the statistics. Both keep the
-postings packed per term (projections/term_blocks.py) in step. Tables are named
+postings packed per term (projections/term_blocks.py) in step, for a domain that keeps them. Tables are named
 unqualified, so a rebuild's search_path redirects them.
 """
 
@@ -96,7 +96,8 @@ def index(conn: Connection, tables: PostingsTables, tenant: str, docs: Sequence[
                                               "lengths": lengths})
         terms = sorted(df)
         counted = conn.execute(tables.count_terms, {"tenant": tenant, "terms": terms, "dfs": [df[t] for t in terms]})
-        term_blocks.update(conn, tables.names, tenant, {r.term: r.df for r in counted}, added=docs)
+        if tables.names.blocks:
+            term_blocks.update(conn, tables.names, tenant, {r.term: r.df for r in counted}, added=docs)
     conn.execute(tables.add_stats, {"tenant": tenant, "n": len(docs), "total": total})
 
 
@@ -116,7 +117,8 @@ def unindex(conn: Connection, tables: PostingsTables, tenant: str, ids: Sequence
                                                       "ns": [terms[t] for t in names]})
         df_now = {r.term: r.df for r in counted}
         conn.execute(tables.drop_terms, {"tenant": tenant, "terms": names})
-        term_blocks.update(conn, tables.names, tenant, df_now, removed=held.items())
+        if tables.names.blocks:
+            term_blocks.update(conn, tables.names, tenant, df_now, removed=held.items())
     conn.execute(tables.add_stats, {"tenant": tenant, "n": -len(ids), "total": -total_length})
 
 

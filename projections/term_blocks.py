@@ -1,5 +1,6 @@
 """The packed layout of a domain's postings (readmodels/term_blocks.py), kept by the one postings writer
-(projections/postings.py index / unindex) in the same transaction as the postings it packs.
+(projections/postings.py index / unindex, for a domain whose `Postings.blocks` names them) in the same transaction
+as the postings it packs.
 
 A change rewrites only the buckets it touches: each changed term's buckets holding an added or removed id, or all
 of the term's when its bucket count changes with its df (split or joined again). What a bucket holds is a function
@@ -26,7 +27,7 @@ import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
 from readmodels.postings import Postings
-from readmodels.term_blocks import EVERY_DOMAIN, RECORD, bucket_of, buckets, pack, packed_from_postings, unpack
+from readmodels.term_blocks import PACKED_DOMAINS, RECORD, bucket_of, buckets, pack, packed_from_postings, unpack
 
 _LATER = "term_blocks_packed_later"  # a key of the connection's info: the writer leaves the blocks to `repack`
 
@@ -48,8 +49,8 @@ def later(conn: Connection) -> bool:
 def repack(conn: Connection, tables: Iterable[str]) -> None:
     """Pack the blocks among `tables` (a projector's, in the search_path's schema) from their postings, every
     tenant's."""
-    for names in EVERY_DOMAIN:
-        if names.blocks in tables:
+    for names in PACKED_DOMAINS:
+        if names.blocks and names.blocks in tables:
             conn.execute(text(f"DELETE FROM {names.blocks}"))
             conn.execute(text(f"INSERT INTO {names.blocks} (tenant, term, bucket, postings) "
                               f"{packed_from_postings(names)}"))
@@ -65,6 +66,7 @@ class _Statements:
 @cache
 def _statements(names: Postings) -> _Statements:
     blocks = names.blocks
+    assert blocks, "a domain that keeps its postings packed"
     keys = "unnest(CAST(:terms AS text[]), CAST(:buckets AS int[])) AS k(term, bucket)"
     return _Statements(
         text(f"""SELECT b.term, b.postings FROM {blocks} b JOIN {keys}

@@ -101,7 +101,7 @@ def uuid_key(unit_of: Callable[[str, Handle | None], uuid.UUID | None]) -> KeyOf
 SECTIONS = ItemDomain(
     "knowledge", "knowledge", "sections", SECTION_VERSIONS, (("section_id", "uuid"),), uuid_key(handle_section),
     ("project", "path", "heading_path", "content_hash"),
-    Postings("knowledge_postings", "knowledge_terms", "knowledge_stats", "section_id", "knowledge_term_blocks"),
+    Postings("knowledge_postings", "knowledge_terms", "knowledge_stats", "section_id"),
     "knowledge_section_vectors",
     SectionStatusChanged, lambda r: section_stream(r.section_id), "created_at")
 # A message's creation is when the log recorded it sent (sent_at), not its client-given created_at, which may be
@@ -109,12 +109,12 @@ SECTIONS = ItemDomain(
 MESSAGES = ItemDomain(
     "sessions", "sessions", "messages", MESSAGE_VERSIONS, (("session_id", "text"), ("message_id", "text")),
     string_key("session_id", "message_id"), ("message_uid",),
-    Postings("session_postings", "session_terms", "session_stats", "message_uid", "session_term_blocks"), None,
+    Postings("session_postings", "session_terms", "session_stats", "message_uid"), None,
     SessionMessageStatusChanged, lambda r: message_stream(r.message_uid), "sent_at", decays="sent")
 CHUNKS = ItemDomain(
     "transcripts", "transcripts", "chunks", CHUNK_VERSIONS, (("chunk_id", "uuid"),), uuid_key(handle_chunk),
     ("transcript_id", "ord", "content_hash"),
-    Postings("transcript_postings", "transcript_terms", "transcript_stats", "chunk_id", "transcript_term_blocks"),
+    Postings("transcript_postings", "transcript_terms", "transcript_stats", "chunk_id"),
     "transcript_chunk_vectors",
     TranscriptChunkStatusChanged, lambda r: chunk_stream(r.chunk_id), "created_at")
 # A code handle names its symbol by repo, file and qualified name (code_symbols' repo, path, qualified_name): the
@@ -122,7 +122,7 @@ CHUNKS = ItemDomain(
 SYMBOLS = ItemDomain(
     "code", "code", "symbols", CODE_SYMBOL_VERSIONS, (("repo", "text"), ("path", "text"), ("qualified_name", "text")),
     string_key("repo", "file", "qualified_name"), (),
-    Postings("code_postings", "code_terms", "code_stats", "symbol_id", "code_term_blocks"), None,
+    Postings("code_postings", "code_terms", "code_stats", "symbol_id"), None,
     CodeSymbolStatusChanged, lambda r: symbol_stream(r.repo, r.path, r.qualified_name), "created_at", held=held_sql)
 ITEM_DOMAINS = (SECTIONS, MESSAGES, CHUNKS, SYMBOLS)
 

@@ -1,7 +1,7 @@
 """A domain's BM25 postings tables, named once for their writer (projections/postings.py) and their reader
 (recall/keyword.py): postings (tenant, term, <id>, tf, length), terms (tenant, term, df), stats (tenant,
-n_docs, total_length) and blocks (tenant, term, bucket, postings: the postings packed per term,
-readmodels/term_blocks.py). Named unqualified, so a rebuild's search_path redirects them."""
+n_docs, total_length) and, where a domain keeps them, blocks (tenant, term, bucket, postings: the postings packed
+per term, readmodels/term_blocks.py). Named unqualified, so a rebuild's search_path redirects them."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ class Postings:
     terms: str
     stats: str
     id_column: str  # the document's id in `postings`
-    blocks: str
+    blocks: str | None = None  # the postings packed per term, where a domain keeps them (readmodels/term_blocks.py)
 
     @property
-    def tables(self) -> tuple[str, str, str, str]:
-        """The four tables, for the projector that owns them."""
-        return self.postings, self.terms, self.stats, self.blocks
+    def tables(self) -> tuple[str, ...]:
+        """The tables, for the projector that owns them."""
+        return (self.postings, self.terms, self.stats, *((self.blocks,) if self.blocks else ()))
 
 
 __all__ = ["Postings"]

@@ -1,6 +1,6 @@
-"""A domain's BM25 postings packed per term (its `Postings.blocks` table: `keyword_term_blocks` for memories), a
-second layout of its postings that a whole-tenant keyword leg reads in a few rows instead of a row per posting
-(recall/packed_bm25.py).
+"""A domain's BM25 postings packed per term (its `Postings.blocks` table: `keyword_term_blocks` for memories, the
+one domain that keeps them: PACKED_DOMAINS), a second layout of its postings that a whole-tenant keyword leg reads
+in a few rows instead of a row per posting (recall/packed_bm25.py).
 
 Each term's postings are split into `buckets(df)` rows by the low bits of the document's id, each row's
 `postings` one bytea of 24-byte records (the id's 16 bytes, tf and length as big-endian int4), ordered by id. The
@@ -21,7 +21,10 @@ from readmodels.postings import Postings
 
 BLOCK = 256  # postings a bucket holds at most on average (a row of 6 KB, kept in its page: migration 0035)
 RECORD = np.dtype([("id", "V16"), ("tf", ">i4"), ("length", ">i4")])
-EVERY_DOMAIN = (MEMORY_POSTINGS, *(domain.postings for domain in ITEM_DOMAINS))  # whose postings are packed
+# The domains whose postings are packed: memories. An item domain's whole-tenant reads past 20k postings are walked
+# (recall/keyword.py), so its blocks would serve 5k-20k only, while sessions' projection took twice as long with
+# them (100k messages: 40 → 82 s after the last append; docs/recall.md, session 27).
+PACKED_DOMAINS = tuple(p for p in (MEMORY_POSTINGS, *(domain.postings for domain in ITEM_DOMAINS)) if p.blocks)
 
 
 def buckets(df: int) -> int:
@@ -72,4 +75,4 @@ GROUP BY p.tenant, p.term, g.bucket
 """
 
 
-__all__ = ["BLOCK", "EVERY_DOMAIN", "RECORD", "bucket_of", "buckets", "pack", "packed_from_postings", "unpack"]
+__all__ = ["BLOCK", "PACKED_DOMAINS", "RECORD", "bucket_of", "buckets", "pack", "packed_from_postings", "unpack"]

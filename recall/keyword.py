@@ -101,7 +101,8 @@ class KeywordTables:
     def of(cls, domain: ItemDomain) -> KeywordTables:
         """An item domain's: its postings, over its units table, by each unit's status (a packed read's filters
         looked up there too)."""
-        return cls(domain.postings, domain.table, UNIT_STATUS, packed_docs=domain.table)
+        return cls(domain.postings, domain.table, UNIT_STATUS,
+                   packed_docs=domain.table if domain.postings.blocks else None)
 
     @property
     def postings(self) -> str:

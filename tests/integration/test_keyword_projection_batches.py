@@ -2,8 +2,8 @@
 after a rebuild, and as BM25 computed from the memories' final texts; a content change re-indexes its memory
 through an index led by (tenant, memory_id), not a scan of the tenant's postings.
 
-The projector is applied here to this tenant's events alone, into scratch copies of its tables (the live ones
-hold every tenant's rows and are projected by the other tests too)."""
+The projector is applied here to this tenant's events alone, into scratch copies of its tables
+(tests/keyword_support.py)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from keyword_support import keyword_events, projected_in_batches
 from lifecycle_support import TEST_ACTOR, reinforced, sync
 from sqlalchemy import text
 
 from domain.events import NewEvent, memory_stream, validate_payload
 from domain.text import term_frequencies
 from eventstore.append import append
-from eventstore.read import COLUMNS, row_to_event
 
 # It rebuilds or verifies whole projections (or scans every table): on a database of its own that costs its
 # own writes, not whatever ran before it on this xdist worker.
@@ -76,43 +76,10 @@ def _write_log(engine: Any, tenant: str) -> tuple[list[uuid.UUID], dict[uuid.UUI
     return ids, final
 
 
-def _events(engine: Any, tenant: str) -> list[Any]:
-    from eventstore.codec import open_events
-    from projections.keyword import KeywordProjector
-
-    with engine.connect() as conn:
-        rows = conn.execute(text(f"SELECT {COLUMNS} FROM events e WHERE tenant = :t AND type = ANY(:types) "
-                                 "ORDER BY e.tx_id, e.position"), {"t": tenant, "types": list(KeywordProjector.types)})
-        return open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=True)
-
-
 def _rows(conn: Any, tenant: str) -> dict[str, list[tuple[Any, ...]]]:
     return {table: [tuple(r) for r in conn.execute(
         text(f"SELECT * FROM {table} WHERE tenant = :t ORDER BY {order}"), {"t": tenant})]
         for table, order in TABLES.items()}
-
-
-def _projected_in_batches(engine: Any, tenant: str, events: list[Any], size: int) -> dict[str, list[tuple]]:
-    """The tenant's keyword rows when its events are applied `size` at a time, each batch in its own transaction,
-    into scratch copies of the tables (a rebuild's way: unqualified names, search_path)."""
-    from projections.keyword import KeywordProjector
-
-    schema = f"kwtest_{uuid.uuid4().hex[:8]}"
-    with engine.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        for table in TABLES:
-            conn.execute(text(f'CREATE TABLE "{schema}".{table} (LIKE public.{table} INCLUDING ALL)'))
-    try:
-        for start in range(0, len(events), size):
-            with engine.begin() as conn:
-                conn.execute(text(f'SET LOCAL search_path TO "{schema}", public'))
-                KeywordProjector().apply(conn, events[start:start + size])
-        with engine.begin() as conn:
-            conn.execute(text(f'SET LOCAL search_path TO "{schema}", public'))
-            return _rows(conn, tenant)
-    finally:
-        with engine.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
 
 
 def _expected_bm25(final: dict[uuid.UUID, str], terms: list[str], k1: float, b: float) -> dict[uuid.UUID, float]:
@@ -145,8 +112,9 @@ def test_same_rows_however_batches_are_cut_live_and_rebuilt(engine, tenant, logg
     from projections.rebuild import rebuild, verify
 
     _, final = logged
-    events = _events(engine, tenant)
-    by_batch = {size: _projected_in_batches(engine, tenant, events, size) for size in (1, 2, 3, 5, 7, len(events))}
+    events = keyword_events(engine, tenant)
+    by_batch = {size: projected_in_batches(engine, events, size, lambda conn: _rows(conn, tenant))
+                for size in (1, 2, 3, 5, 7, len(events))}
     with engine.connect() as conn:
         live = _rows(conn, tenant)
     for size, rows in by_batch.items():

@@ -5,19 +5,17 @@ again; and the keyword leg that scores them answers what reading every posting a
 from __future__ import annotations
 
 import random
-import uuid
 from typing import Any
 
 import pytest
+from keyword_support import keyword_events, projected_in_batches
 from lifecycle_support import record, reinforced, sync
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from domain.privacy import PrivacyPolicy
 from domain.text import tokenize
-from eventstore.read import COLUMNS, row_to_event
 
 VOCAB = ["tea", "river", "alice", "bakery", "friday", "deploy", "porto", "cat", "ramen", "lisbon"]
-TABLES = ("keyword_docs", "keyword_postings", "keyword_terms", "keyword_stats", "keyword_term_blocks")
 
 
 def _contents(rng: random.Random, n: int) -> list[str]:
@@ -25,43 +23,16 @@ def _contents(rng: random.Random, n: int) -> list[str]:
     return [" ".join(rng.sample(VOCAB, rng.randint(2, 6)) + [f"w{i}x"] * rng.randint(1, 3)) for i in range(n)]
 
 
-def _events(engine: Any, tenant: str) -> list[Any]:
-    from eventstore.codec import open_events
-    from projections.keyword import KeywordProjector
-
-    with engine.connect() as conn:
-        rows = conn.execute(text(f"SELECT {COLUMNS} FROM events e WHERE tenant = :t AND type = ANY(:types) "
-                                 "ORDER BY e.tx_id, e.position"), {"t": tenant, "types": list(KeywordProjector.types)})
-        return open_events(conn, [row_to_event(r) for r in rows], keep_forgotten=True)
-
-
-def _projected(engine: Any, tenant: str, events: list[Any], size: int) -> tuple[list[tuple], list[tuple]]:
-    """The tenant's blocks when its events are applied `size` at a time into scratch copies of the keyword tables,
-    and the blocks the migration's SQL packs from the postings there."""
-    from projections.keyword import KeywordProjector
+def _blocks(conn: Connection) -> tuple[list[tuple], list[tuple]]:
+    """The blocks the projector kept, and those the migration's SQL packs from the postings beside them."""
     from readmodels.memories import MEMORY_POSTINGS
     from readmodels.term_blocks import packed_from_postings
 
-    schema = f"kwb_{uuid.uuid4().hex[:8]}"
-    with engine.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        for table in TABLES:
-            conn.execute(text(f'CREATE TABLE "{schema}".{table} (LIKE public.{table} INCLUDING ALL)'))
-    try:
-        for start in range(0, len(events), size):
-            with engine.begin() as conn:
-                conn.execute(text(f'SET LOCAL search_path TO "{schema}", public'))
-                KeywordProjector().apply(conn, events[start:start + size])
-        with engine.begin() as conn:
-            conn.execute(text(f'SET LOCAL search_path TO "{schema}", public'))
-            kept = [tuple(r) for r in conn.execute(text(
-                "SELECT tenant, term, bucket, postings FROM keyword_term_blocks ORDER BY term, bucket"))]
-            packed = [tuple(r) for r in conn.execute(text(
-                f"SELECT * FROM ({packed_from_postings(MEMORY_POSTINGS)}) x ORDER BY 2, 3"))]
-            return kept, packed
-    finally:
-        with engine.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    kept = [tuple(r) for r in conn.execute(text(
+        "SELECT tenant, term, bucket, postings FROM keyword_term_blocks ORDER BY term, bucket"))]
+    packed = [tuple(r) for r in conn.execute(text(
+        f"SELECT * FROM ({packed_from_postings(MEMORY_POSTINGS)}) x ORDER BY 2, 3"))]
+    return kept, packed
 
 
 def test_blocks_are_the_postings_packed_however_batches_are_cut(engine, tenant, monkeypatch) -> None:
@@ -73,8 +44,8 @@ def test_blocks_are_the_postings_packed_however_batches_are_cut(engine, tenant, 
     for memory_id in ids[:20]:  # the common words dropped from most: their buckets join
         reinforced(engine, tenant, memory_id, f"only {rng.choice(['porto', 'ramen'])} now")
     reinforced(engine, tenant, ids[25], "")  # every term gone
-    events = _events(engine, tenant)
-    results = {size: _projected(engine, tenant, events, size) for size in (1, 4, len(events))}
+    events = keyword_events(engine, tenant)
+    results = {size: projected_in_batches(engine, events, size, _blocks) for size in (1, 4, len(events))}
     kept, packed = results[1]
     assert kept == packed
     assert {term for _, term, _, _ in kept} >= {"porto", "ramen", "tea"}
@@ -98,8 +69,7 @@ def test_live_blocks_are_rebuilt_the_same(engine, tenant) -> None:
         packed = conn.execute(text(f"SELECT term, bucket, postings FROM ({packed_sql})"
                                    " x(tenant, term, bucket, postings) ORDER BY term, bucket"), {"t": tenant}).all()
     assert live == packed and live
-    events = _events(engine, tenant)
-    kept, _ = _projected(engine, tenant, events, 5)
+    kept, _ = projected_in_batches(engine, keyword_events(engine, tenant), 5, _blocks)
     assert [(term, bucket, postings) for _, term, bucket, postings in kept] == [tuple(r) for r in live]
     assert KeywordProjector.tables[-1] == "keyword_term_blocks"
 

@@ -52,7 +52,7 @@ def bm25_top_packed(conn: Connection, names: Postings, tenant: str, terms: list[
     # the operations of recall/keyword.py's `idf * weight`, in its order
     weights = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
     scores, unique = _summed(records["id"], weights)
-    best = _best(scores, unique, width)
+    best = _best(scores, width)
     # prepared once a connection has run it five times (psycopg): the text is the same for a scope of one shape
     passed = conn.execute(text(f"""
         SELECT c.id, c.score FROM unnest(CAST(:ids AS uuid[]), CAST(:scores AS float8[])) WITH ORDINALITY AS
@@ -78,9 +78,9 @@ def _summed(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.bincount(inverse, weights=weights, minlength=len(unique)), unique
 
 
-def _best(scores: np.ndarray, unique: np.ndarray, width: int) -> np.ndarray:
-    """Indices of the best `width` scores, best first, ties by id (`unique` is in id order, so a stable sort of the
-    negated scores keeps it among equals)."""
+def _best(scores: np.ndarray, width: int) -> np.ndarray:
+    """Indices of the best `width` scores, best first, ties by id (the scores are in id order, _summed, and a
+    stable sort of them negated keeps it among equals)."""
     if len(scores) > width:
         # every index scoring at least the width-th best, then the stable order among them
         floor = np.partition(scores, len(scores) - width)[len(scores) - width]

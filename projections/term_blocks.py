@@ -42,7 +42,7 @@ def packed_later(conn: Connection) -> Iterator[None]:
         conn.info.pop(_LATER, None)
 
 
-def later(conn: Connection) -> bool:
+def _later(conn: Connection) -> bool:
     return bool(conn.info.get(_LATER))
 
 
@@ -91,8 +91,9 @@ class _TermChange:
 
 class _Batch:
     """Changes gathered over a projection batch, in order (a document removed and added again is added), written
-    once at its end: a batch of per-event changes (a session's appends, a file's symbols) reads and rewrites each
-    bucket once, not once an event."""
+    once at its end: a batch of per-event changes (memories re-indexed one event at a time; a session's appends,
+    when sessions were packed, ran past the event time limit) reads and rewrites each bucket once, not once an
+    event."""
 
     def __init__(self) -> None:
         self.changes: dict[tuple[Postings, str], dict[str, _TermChange]] = {}
@@ -147,7 +148,7 @@ def update(conn: Connection, names: Postings, tenant: str, df_now: Mapping[str, 
     take `removed` ones (id, the terms its postings held) out of them, removed first; `df_now`: each changed term's
     df after the change (0 or absent: none left), as the terms table now counts it. Within `batched`, at its end;
     within `packed_later`, never."""
-    if later(conn):
+    if _later(conn):
         return
     batch = conn.info.get(_BATCH)
     if batch is not None:
@@ -162,11 +163,11 @@ def _write(conn: Connection, names: Postings, tenant: str, terms: Mapping[str, _
     """Rewrite the buckets the changed terms' records fall in (all of a term's when its bucket count changed)."""
     sql = _statements(names)
     keys: set[tuple[str, int]] = set()  # (term, bucket) rows read and replaced
+    changed = {term: np.array(list(change.records), dtype="V16") for term, change in terms.items()}
     for term, change in terms.items():
-        ids = np.array(list(change.records), dtype="V16")
         if change.before and buckets(change.before) != buckets(change.after):
             keys.update((term, b) for b in range(buckets(change.before)))  # split or joined: every bucket
-        keys.update((term, b) for b in bucket_of(ids, buckets(change.after)).tolist())
+        keys.update((term, b) for b in bucket_of(changed[term], buckets(change.after)).tolist())
     ordered = sorted(keys)
     params = {"tenant": tenant, "terms": [k[0] for k in ordered], "buckets": [k[1] for k in ordered]}
     held: dict[str, list[np.ndarray]] = {}
@@ -174,7 +175,7 @@ def _write(conn: Connection, names: Postings, tenant: str, terms: Mapping[str, _
         held.setdefault(row.term, []).append(unpack(row.postings))
     rows: list[tuple[str, int, bytes]] = []
     for term in sorted(terms):
-        rows += _packed(term, held.get(term, []), terms[term])
+        rows += _packed(term, held.get(term, []), terms[term], changed[term])
     # rows replace theirs in place; a bucket emptied, or gone with a join, is deleted
     gone = sorted(keys - {(r[0], r[1]) for r in rows})
     if gone:
@@ -186,11 +187,12 @@ def _write(conn: Connection, names: Postings, tenant: str, terms: Mapping[str, _
                                   "postings": b"".join(r[2] for r in rows), "starts": starts, "sizes": sizes})
 
 
-def _packed(term: str, held: list[np.ndarray], change: _TermChange) -> list[tuple[str, int, bytes]]:
-    """The term's rows: the records `held` (the rows read) less every changed id, plus those added."""
+def _packed(term: str, held: list[np.ndarray], change: _TermChange,
+            changed: np.ndarray) -> list[tuple[str, int, bytes]]:
+    """The term's rows: the records `held` (the rows read) less every `changed` id, plus those added."""
     old = np.concatenate(held) if held else np.empty(0, dtype=RECORD)
     if len(old):
-        old = old[~np.isin(old["id"], np.array(list(change.records), dtype="V16"))]
+        old = old[~np.isin(old["id"], changed)]
     added = [(i, r) for i, r in change.records.items() if r is not None]
     new = np.empty(len(added), dtype=RECORD)
     if added:
@@ -203,4 +205,4 @@ def _id_bytes(doc_id: Any) -> bytes:
     return (doc_id if isinstance(doc_id, uuid.UUID) else uuid.UUID(str(doc_id))).bytes
 
 
-__all__ = ["batched", "later", "packed_later", "repack", "update"]
+__all__ = ["batched", "packed_later", "repack", "update"]

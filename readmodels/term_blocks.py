@@ -23,7 +23,7 @@ BLOCK = 256  # postings a bucket holds at most on average (a row of 6 KB, kept i
 RECORD = np.dtype([("id", "V16"), ("tf", ">i4"), ("length", ">i4")])
 # The domains whose postings are packed: memories. An item domain's whole-tenant reads past 20k postings are walked
 # (recall/keyword.py), so its blocks would serve 5k-20k only, while sessions' projection took twice as long with
-# them (100k messages: 40 → 82 s after the last append; docs/recall.md, session 27).
+# them (100k messages: 43 → 82 s after the last append; docs/recall.md, session 27).
 PACKED_DOMAINS = tuple(p for p in (MEMORY_POSTINGS, *(domain.postings for domain in ITEM_DOMAINS)) if p.blocks)
 
 

@@ -1,5 +1,6 @@
-"""Memories' BM25 postings packed per term (keyword_term_blocks; readmodels/term_blocks.py PACKED_DOMAINS), kept by
-the postings writer beside the postings in the same transaction.
+"""Memories' BM25 postings packed per term (keyword_term_blocks; readmodels/term_blocks.py), kept by the postings
+writer beside the postings in the same transaction. Named here, not taken from PACKED_DOMAINS: a domain packed later
+gets its table from a migration of its own.
 
 A whole-tenant keyword leg at 1M memories read up to 50k postings a query, a row each: 27.5 ms p50 in SQL, where
 the same postings read as a few packed rows and scored in numpy take about 5 ms (docs/recall.md, session 26).
@@ -16,28 +17,28 @@ Revises: 0034
 
 from alembic import op
 
-from readmodels.term_blocks import PACKED_DOMAINS, packed_from_postings
+from readmodels.memories import MEMORY_POSTINGS
+from readmodels.term_blocks import packed_from_postings
 
 revision = "0035"
 down_revision = "0034"
 
 
 def upgrade() -> None:
-    for names in PACKED_DOMAINS:
-        op.execute(f"""
-        CREATE TABLE {names.blocks} (
-            tenant text NOT NULL,
-            term text NOT NULL,
-            bucket int NOT NULL,
-            postings bytea NOT NULL,
-            PRIMARY KEY (tenant, term, bucket)
-        ) WITH (toast_tuple_target = 8160);
-        ALTER TABLE {names.blocks} ALTER COLUMN postings SET STORAGE MAIN;
-        INSERT INTO {names.blocks} (tenant, term, bucket, postings)
-        {packed_from_postings(names)};
-        """)
+    names = MEMORY_POSTINGS
+    op.execute(f"""
+    CREATE TABLE {names.blocks} (
+        tenant text NOT NULL,
+        term text NOT NULL,
+        bucket int NOT NULL,
+        postings bytea NOT NULL,
+        PRIMARY KEY (tenant, term, bucket)
+    ) WITH (toast_tuple_target = 8160);
+    ALTER TABLE {names.blocks} ALTER COLUMN postings SET STORAGE MAIN;
+    INSERT INTO {names.blocks} (tenant, term, bucket, postings)
+    {packed_from_postings(names)};
+    """)
 
 
 def downgrade() -> None:
-    for names in PACKED_DOMAINS:
-        op.execute(f"DROP TABLE {names.blocks}")
+    op.execute(f"DROP TABLE {MEMORY_POSTINGS.blocks}")

@@ -88,9 +88,12 @@ def reading(engine: Engine) -> Iterator[Connection]:
 
 @contextmanager
 def read_only(engine: Engine) -> Iterator[Connection]:
-    """A connection in a read-only transaction (psycopg opens it with BEGIN READ ONLY: no extra round trip), for
-    reads that must see one snapshot and write nothing, such as a recall."""
-    with engine.connect().execution_options(postgresql_readonly=True) as conn, conn.begin():
+    """A connection in a read-only transaction that sees one snapshot, for reads that must agree with each other
+    and write nothing, such as a recall: its legs, rows and edges as of one moment, whatever a projector commits
+    meanwhile (READ COMMITTED would give each statement its own). psycopg opens it with BEGIN ISOLATION LEVEL
+    REPEATABLE READ READ ONLY: no extra round trip, and a read-only transaction never fails to serialize."""
+    with engine.connect().execution_options(postgresql_readonly=True, isolation_level="REPEATABLE READ") as conn, \
+            conn.begin():
         yield conn
 
 

@@ -54,8 +54,7 @@ def run(tenant: str, n_queries: int, output: Path | None) -> dict[str, Any]:
     with engine.connect() as conn:
         for i, q in enumerate(qs):
             terms = tokenize(q)
-            postings = conn.execute(keyword._postings_of(keyword.MEMORY_KEYWORD),
-                                    {"tenant": tenant, "terms": sorted(set(terms))}).scalar_one()
+            postings = keyword.term_postings(conn, keyword.MEMORY_KEYWORD, tenant, sorted(set(terms)))
             band = next(j for j, (lo, hi) in enumerate(BANDS) if lo < postings <= hi or (lo == 0 and postings == 0))
             answers = {}
             for mode in MODES if i % 2 else MODES[::-1]:

@@ -150,7 +150,7 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     agent_docs = "d.tenant = :tenant AND d.agent_id = :agent_id" if narrowable else None
     distinct = sorted(set(terms))
     # Few postings (every query at the bench's sizes): the read of them all, a statement a third the size to plan.
-    postings = conn.execute(_postings_of(t), {"tenant": scope.tenant, "terms": distinct}).scalar_one()
+    postings = term_postings(conn, t, scope.tenant, distinct)
     if t.packed_docs and scope.whole_tenant and PACKED_OVER < postings <= walk_over:
         packed = bm25_top_packed(conn, t.index, scope.tenant, distinct, n, later_width(n), k1, b, t.packed_docs,
                                  where, params)
@@ -194,8 +194,13 @@ def _filters(scope: Scope, t: KeywordTables, statuses: tuple[str, ...] | None, w
     return where, {**params, **(where_params or {})}
 
 
+def term_postings(conn: Connection, t: KeywordTables, tenant: str, terms: list[str]) -> int:
+    """The distinct `terms`' postings in the tenant (their df summed): what picks the leg's plan (past walk_over a
+    walk may bring the candidates; between PACKED_OVER and walk_over the packed read)."""
+    return int(conn.execute(_postings_of(t), {"tenant": tenant, "terms": terms}).scalar_one())
+
+
 def _postings_of(t: KeywordTables) -> TextClause:
-    """The query terms' postings in the tenant (their df summed): past :walk_over, a walk may bring the candidates."""
     return text(f"SELECT coalesce(sum(df), 0) FROM {t.terms} WHERE tenant = :tenant AND term = ANY(:terms)")
 
 

@@ -5,6 +5,7 @@ again; and the keyword leg that scores them answers what reading every posting a
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -54,7 +55,6 @@ def test_blocks_are_the_postings_packed_however_batches_are_cut(engine, tenant, 
 
 
 def test_live_blocks_are_rebuilt_the_same(engine, tenant) -> None:
-    from projections.keyword import KeywordProjector
     from readmodels.memories import MEMORY_POSTINGS
     from readmodels.term_blocks import packed_from_postings
 
@@ -71,7 +71,6 @@ def test_live_blocks_are_rebuilt_the_same(engine, tenant) -> None:
     assert live == packed and live
     kept, _ = projected_in_batches(engine, keyword_events(engine, tenant), 5, _blocks)
     assert [(term, bucket, postings) for _, term, bucket, postings in kept] == [tuple(r) for r in live]
-    assert KeywordProjector.tables[-1] == "keyword_term_blocks"
 
 
 QUERIES = ["tea river", "alice bakery friday", "deploy cat w3x", "porto lisbon ramen tea", "nothing here"]
@@ -108,6 +107,55 @@ def test_packed_leg_answers_what_every_posting_does(engine, tenant, monkeypatch,
             every = bm25_top(conn, case["scope"], tokenize(query), case["n"], k1, b, **kwargs)
             assert list(packed) == list(every), case
             assert list(packed.values()) == pytest.approx(list(every.values()), rel=1e-12), case
+
+
+def test_packed_leg_answers_what_every_posting_does_in_a_time_frame(engine, tenant, monkeypatch) -> None:
+    """Under since / until and as_of the filters are the frame's (the memories as they stood, in the valid-time
+    range), looked up in the frame's tables: the same answer as reading every posting."""
+    from infra.settings import get_settings
+    from recall import keyword
+    from recall.funnel.candidates import memory_tables
+    from recall.keyword import bm25_top
+    from recall.scope import Scope
+    from recall.timeframe import TimeFrame, resolve_as_of
+    from services.remember import MemoryInput, remember
+
+    def remembered(contents: list[str], at: datetime | None) -> list[Any]:
+        return remember(engine, tenant, [MemoryInput(content=c, must_keep=True, occurred_at=at) for c in contents],
+                        {"source": "test", "actor": "test"})
+
+    rng = random.Random(17)
+    last_year = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+    old = remembered(_contents(rng, 25), last_year)
+    recent = remembered(_contents(rng, 25), None)
+    as_of = resolve_as_of(engine, tenant, max(d.position for d in recent))
+    for done in old[:8]:  # after the position: other words, or gone
+        reinforced(engine, tenant, done.memory_id, "porto ramen only now")
+    for done in recent[:5]:
+        reinforced(engine, tenant, done.memory_id, "")
+    sync(engine)
+    s = get_settings()
+    k1, b = s.keyword.bm25_k1, s.keyword.memory_bm25_b
+    served: list[bool] = []  # whether the packed read answered (not given way to the SQL plan)
+    packed_read = keyword.bm25_top_packed
+    monkeypatch.setattr(keyword, "bm25_top_packed", lambda *a, **kw: served.append(
+        (found := packed_read(*a, **kw)) is not None) or found)
+    middle = last_year + timedelta(days=30)
+    frames = [TimeFrame(until=middle), TimeFrame(since=middle), TimeFrame(as_of=as_of),
+              TimeFrame(as_of=as_of, until=middle)]
+    answered = 0
+    with engine.connect() as conn:
+        for frame, query in ((f, q) for f in frames for q in QUERIES[:4]):
+            tables, _ = memory_tables(frame)
+            kwargs = {"statuses": ("active",), "tables": tables, "where_params": frame.params()}
+            monkeypatch.setattr(keyword, "PACKED_OVER", -1)
+            packed = bm25_top(conn, Scope(tenant), tokenize(query), 10, k1, b, **kwargs)
+            monkeypatch.setattr(keyword, "PACKED_OVER", 10**9)
+            every = bm25_top(conn, Scope(tenant), tokenize(query), 10, k1, b, **kwargs)
+            assert list(packed) == list(every), (frame, query)
+            assert list(packed.values()) == pytest.approx(list(every.values()), rel=1e-12), (frame, query)
+            answered += bool(every)
+    assert answered >= 12 and sum(served) >= 12
 
 
 def test_packed_leg_says_when_too_few_pass(engine, tenant) -> None:

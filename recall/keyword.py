@@ -36,12 +36,13 @@ WALK_OVER_POSTINGS, it is the read of every posting alone. Past it, one statemen
 size and the walk's test pick one inside PostgreSQL (each branch gated by a one-time filter, so the others are never
 run). A count gone stale by a write between the two reads every posting, which is always exact.
 
-Where a whole tenant's plan is the read of every posting, past PACKED_OVER postings (up to `walk_over`), its
-documents are scored from their postings packed per term instead (recall/packed_bm25.py: every posting, a few rows
-a term, summed in numpy; the filters looked up for the best `later_width(n)` in a second statement), the same
-answer as the filter-later plan here, which answers whenever too few of those pass. Past `walk_over` the walk
-stays: it reads a few thousand postings where the packed read would score every one (at 1M memories, past 50k
-postings: 21.9 against 31.9 ms p50).
+A whole tenant's documents past PACKED_OVER postings and up to PACKED_UP_TO are scored from their postings
+packed per term instead (recall/packed_bm25.py: every posting, a few rows a term read as bytes, summed in numpy;
+the filters looked up for the best `later_width(n)` in rank order), the same answer as reading every posting, which
+answers whenever too few of those pass. That replaces the read of every posting up to `walk_over` and the walk
+(whose answer past READ_ALL_MAX is not always exact) from there to PACKED_UP_TO. Past it the walk stays: it reads a
+bounded number of postings a term where the packed read scores every one (at 1M memories, past 150k postings: 38
+against 23 ms p50).
 """
 
 from __future__ import annotations
@@ -68,9 +69,12 @@ READ_ALL_MAX = 50_000  # past this many postings a walk that is not exact answer
 # which passes over ~1 / share of a term's postings to find its best in the scope (one agent of a hundred at 1M
 # memories: p50 100 ms walked, 15 ms read).
 NARROW_SCOPE_MAX = 20_000
-# Past this many postings of the query's terms (and up to walk_over), a whole tenant's documents are scored from
-# their packed postings (recall/packed_bm25.py): a few rows a term instead of a row a posting.
+# Past this many postings of the query's terms and up to PACKED_UP_TO, a whole tenant's documents are scored from
+# their packed postings (recall/packed_bm25.py): a few rows a term instead of a row a posting. Exact, so it also
+# replaces the walk past walk_over, while it is the faster: at 1M memories, 50k-100k postings 15 against 24-26 ms
+# p50; 100k-150k about even; past 150k the walk, which reads a bounded number a term (docs/recall.md, session 28).
 PACKED_OVER = 5000
+PACKED_UP_TO = 100_000
 # A posting's impact order, best first; migration 0021's (tenant, term, <this>, id) indexes serve it.
 IMPACT_ORDER = "(p.length + 10)::float8 / p.tf"
 # A posting's weight is (k1 + 1) / (1 + k1·b·r / avgdl) with r = (length + avgdl·(1 − b)/b) / tf: falling in r.
@@ -151,7 +155,7 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     distinct = sorted(set(terms))
     # Few postings (every query at the bench's sizes): the read of them all, a statement a third the size to plan.
     postings = term_postings(conn, t, scope.tenant, distinct)
-    if t.packed_docs and scope.whole_tenant and PACKED_OVER < postings <= walk_over:
+    if t.packed_docs and scope.whole_tenant and PACKED_OVER < postings <= PACKED_UP_TO:
         packed = bm25_top_packed(conn, t.index, scope.tenant, distinct, n, later_width(n), k1, b, t.packed_docs,
                                  where, params)
         if packed is not None:
@@ -196,7 +200,7 @@ def _filters(scope: Scope, t: KeywordTables, statuses: tuple[str, ...] | None, w
 
 def term_postings(conn: Connection, t: KeywordTables, tenant: str, terms: list[str]) -> int:
     """The distinct `terms`' postings in the tenant (their df summed): what picks the leg's plan (past walk_over a
-    walk may bring the candidates; between PACKED_OVER and walk_over the packed read)."""
+    walk may bring the candidates; between PACKED_OVER and PACKED_UP_TO the packed read)."""
     return int(conn.execute(_postings_of(t), {"tenant": tenant, "terms": terms}).scalar_one())
 
 

@@ -158,6 +158,39 @@ def test_packed_leg_answers_what_every_posting_does_in_a_time_frame(engine, tena
     assert answered >= 12 and sum(served) >= 12
 
 
+def test_packed_leg_answers_past_the_walk_up_to_its_bound(engine, tenant, monkeypatch) -> None:
+    """Past walk_over and up to PACKED_UP_TO the packed read answers, exactly (what reading every posting
+    answers); past PACKED_UP_TO the walk does."""
+    from infra.settings import get_settings
+    from recall import keyword
+    from recall.keyword import bm25_top
+    from recall.scope import Scope
+
+    rng = random.Random(23)
+    record(engine, tenant, _contents(rng, 80))
+    sync(engine)
+    s = get_settings()
+    k1, b = s.keyword.bm25_k1, s.keyword.memory_bm25_b
+    packed_reads: list[object] = []
+    packed_read = keyword.bm25_top_packed
+    monkeypatch.setattr(keyword, "bm25_top_packed", lambda *a, **kw: packed_reads.append(a) or packed_read(*a, **kw))
+    with engine.connect() as conn:
+        def top(query: str, walk_over: int) -> dict:
+            return bm25_top(conn, Scope(tenant), tokenize(query), 12, k1, b, ("active",), walk_over=walk_over)
+
+        for query in QUERIES[:4]:
+            monkeypatch.setattr(keyword, "PACKED_OVER", 10**9)
+            exact = top(query, 10**9)  # every posting read
+            monkeypatch.setattr(keyword, "PACKED_OVER", -1)
+            packed = top(query, 5)  # past walk_over: the walk's place
+            assert list(packed) == list(exact) and exact, query
+            assert list(packed.values()) == pytest.approx(list(exact.values()), rel=1e-12), query
+        assert len(packed_reads) == 4
+        monkeypatch.setattr(keyword, "PACKED_UP_TO", 5)
+        top(QUERIES[0], 5)
+        assert len(packed_reads) == 4  # past PACKED_UP_TO: walked
+
+
 def test_packed_leg_says_when_too_few_pass(engine, tenant) -> None:
     from readmodels.memories import MEMORY_POSTINGS
     from recall.packed_bm25 import bm25_top_packed

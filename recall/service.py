@@ -10,7 +10,7 @@ explanation, so GET /v1/recalls/{id} can say why a recall answered what it did.
 Statuses: by default only active and dormant memories are recalled (dormant ones rank lower through
 activation), and staging ones when those do not answer (the staging fallback: the gate abstained or the best
 cosine is weak; the explanation's `staging_fallback` says why, and each result's `from_staging`; the first pass
-searches its legs a little wider with staging, so that second pass ranks legs already searched, and is
+searches its legs at twice the breadth with staging, so that second pass ranks legs already searched, and is
 skipped when no staging memory enters them, since it could then only rank the first pass's candidates again:
 recall/funnel/candidates.py search_with_staging); include_staging adds staging always, include_history adds
 superseded (score × superseded_factor), include_archived adds archived.
@@ -173,8 +173,7 @@ def _run(engine: Engine, embedder: Embedder, settings: Settings, request: Recall
                                                     request.frame, legs=legs, known=known)
             query_vector = vectors[query] = literal(pending)
             if searched:
-                r.config["legs"] = (f"searched {candidates.staging_breadth(candidates.breadth(k, settings))} deep with"
-                                    " staging, for the staging fallback too")
+                r.config["legs"] = "searched at twice the breadth with staging, for the staging fallback too"
             elif legs is not None:
                 r.config["legs"] = "the first pass's search with staging"
         with timed(reports["composite"]) as r:

@@ -75,24 +75,16 @@ def breadth(k: int, settings: Settings) -> int:
     return max(settings.hybrid.candidates_per_leg, k * settings.funnel.topn_mult)
 
 
-def staging_breadth(n: int) -> int:
-    """How far the first pass's legs search with staging, to prove their own top n: n and a margin for the staging
-    memories among the best (a quarter of n, at least 10). Staging is a small share of what a recall finds; a
-    search where it takes more than the margin searches the first pass's legs again on their own."""
-    return n + max(n // 4, 10)
-
-
 def search_with_staging(conn: Connection, scope: Scope, query: str, query_vector: QueryVector, n: int,
                         statuses: tuple[str, ...], settings: Settings) -> tuple[Legs, Legs | None]:
     """The legs of a pass over `statuses` and of the staging fallback's pass (`statuses` and staging), from one
-    search of staging_breadth(n) over both, when it proves the first: a leg's scores do not depend on the statuses
-    searched (idf and avgdl are the tenant's), so the top n over `statuses` is the first n of the wider search not
-    in staging whenever at least n of them are not, or the search ran out. Otherwise the first pass's legs are
-    searched on their own. Exact where the legs are (iterative HNSW stays approximate, as it is on its own). As
-    (first, with staging), with staging None when no staging memory enters its candidates: that pass would rank the
-    first pass's candidates again and answer no staging memory, so the fallback (recall/service.py) skips it."""
-    wide_n = staging_breadth(n)
-    wide = search_legs(conn, scope, query, query_vector, wide_n, (*statuses, "staging"), settings)
+    search of 2n over both, when it proves the first: a leg's scores do not depend on the statuses searched (idf
+    and avgdl are the tenant's), so the top n over `statuses` is the first n of the 2n not in staging whenever at
+    least n of them are not, or the search ran out. Otherwise the first pass's legs are searched on their own.
+    Exact where the legs are (iterative HNSW stays approximate, as it is on its own). As (first, with staging),
+    with staging None when no staging memory enters its candidates: that pass would rank the first pass's
+    candidates again and answer no staging memory, so the fallback (recall/service.py) skips it."""
+    wide = search_legs(conn, scope, query, query_vector, 2 * n, (*statuses, "staging"), settings)
     ids = list({*wide.bm25, *wide.cosine})
     staged = set(conn.execute(text("SELECT memory_id FROM memories WHERE tenant = :tenant"
                                    " AND memory_id = ANY(:ids) AND status = 'staging'"),
@@ -100,7 +92,7 @@ def search_with_staging(conn: Connection, scope: Scope, query: str, query_vector
 
     def split(scores: dict[uuid.UUID, float]) -> tuple[dict[uuid.UUID, float] | None, dict[uuid.UUID, float]]:
         kept = [(i, v) for i, v in scores.items() if i not in staged]
-        proved = len(scores) < wide_n or len(kept) >= n
+        proved = len(scores) < 2 * n or len(kept) >= n
         return (dict(kept[:n]) if proved else None), dict(list(scores.items())[:n])
 
     (bm25, bm25_all), (cosine, cosine_all) = split(wide.bm25), split(wide.cosine)

@@ -56,7 +56,7 @@ from infra.db import unprepared
 from readmodels.item_domains import UNIT_STATUS, ItemDomain
 from readmodels.memories import MEMORY_POSTINGS
 from readmodels.postings import Postings
-from recall.packed_bm25 import bm25_top_packed
+from recall.packed_bm25 import bm25_top_packed, documents_among
 from recall.scope import Scope, later_width
 
 PER_TERM = 500  # each open query term's postings walked, best first
@@ -155,11 +155,15 @@ def bm25_top(conn: Connection, scope: Scope, terms: list[str], n: int, k1: float
     distinct = sorted(set(terms))
     # Few postings (every query at the bench's sizes): the read of them all, a statement a third the size to plan.
     postings = term_postings(conn, t, scope.tenant, distinct)
-    if t.packed_docs and scope.whole_tenant and PACKED_OVER < postings <= PACKED_UP_TO:
-        packed = bm25_top_packed(conn, t.index, scope.tenant, distinct, n, later_width(n), k1, b, t.packed_docs,
-                                 where, params)
-        if packed is not None:
-            return packed
+    if t.packed_docs and (scope.whole_tenant or agent_docs) and PACKED_OVER < postings <= PACKED_UP_TO:
+        # a scope naming an agent scores the agent's documents only, when they are at most narrow_max
+        among = None if agent_docs is None else documents_among(conn, t.docs, t.id_column, agent_docs, params,
+                                                                 narrow_max)
+        if agent_docs is None or among is not None:
+            packed = bm25_top_packed(conn, t.index, scope.tenant, distinct, n, later_width(n), k1, b, t.packed_docs,
+                                     where, params, among)
+            if packed is not None:
+                return packed
     rows = unprepared(conn, _sql(t, where, scope.whole_tenant, agent_docs, postings > walk_over, len(distinct)),
                       {**params, "terms": distinct, **{f"term_{i}": term for i, term in enumerate(distinct)},
                        "postings": postings, "k1": k1, "b": b, "n": n,

@@ -37,10 +37,12 @@ def _blocks(names: Postings) -> str:
 
 
 def bm25_top_packed(conn: Connection, names: Postings, tenant: str, terms: list[str], n: int, width: int, k1: float,
-                    b: float, docs: str, where: str, params: dict[str, object]) -> dict[uuid.UUID, float] | None:
+                    b: float, docs: str, where: str, params: dict[str, object],
+                    among: np.ndarray | None = None) -> dict[uuid.UUID, float] | None:
     """The top n documents by BM25 for the distinct `terms` in the postings `names` holds, whose row in `docs`
     (alias d) passes `where`, from the best `width` scored; None when fewer than n of them pass and more were
-    scored (the caller then reads every posting)."""
+    scored (the caller then reads every posting). `among` (documents_among): only documents whose id starts with
+    one of these eight bytes are scored, a bound of the scope's (an agent's documents) that `where` then checks."""
     # in term order, so every document's weights are summed in one order (_summed); read as bytes (binary_rows)
     rows = sorted(binary_rows(conn, _blocks(names), {"tenant": tenant, "terms": terms}),
                   key=lambda r: (r.term, r.bucket))
@@ -52,6 +54,11 @@ def bm25_top_packed(conn: Connection, names: Postings, tenant: str, terms: list[
     # each record's term's idf: a row's records are of one term
     idf = np.repeat([math.log(1 + (n_docs - r.df + 0.5) / (r.df + 0.5)) for r in rows],
                     [len(r.postings) // RECORD.itemsize for r in rows])
+    if among is not None:
+        first = np.frombuffer(records["id"].tobytes(), dtype=">u8")[::2].astype(np.uint64)
+        at = np.minimum(np.searchsorted(among, first), max(len(among) - 1, 0))
+        kept = among[at] == first if len(among) else np.zeros(len(first), dtype=bool)
+        records, idf = records[kept], idf[kept]
     tf, length = records["tf"].astype(np.float64), records["length"].astype(np.float64)
     # the operations of recall/keyword.py's `idf * weight`, in its order
     weights = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
@@ -75,6 +82,19 @@ def bm25_top_packed(conn: Connection, names: Postings, tenant: str, terms: list[
     if len(passed) < n and len(unique) > width:
         return None
     return {r.id: float(r.score) for r in passed}
+
+
+def documents_among(conn: Connection, docs: str, id_column: str, where: str, params: dict[str, object],
+                    most: int) -> np.ndarray | None:
+    """The first eight bytes of the ids of `docs` (alias d) rows passing `where`, sorted: a scope's bound for
+    bm25_top_packed's `among`, read as one bytea; None when they are more than `most` (then reading every
+    posting, or a walk, is the cheaper plan)."""
+    [row] = binary_rows(conn, f"""
+        SELECT count(*) AS n, string_agg(uuid_send(x.id), ''::bytea) AS ids
+        FROM (SELECT d.{id_column} AS id FROM {docs} d WHERE {where} LIMIT :most + 1) x""", {**params, "most": most})
+    if row.n > most:
+        return None
+    return np.sort(np.frombuffer(row.ids or b"", dtype=">u8")[::2].astype(np.uint64))
 
 
 def _summed(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -113,4 +133,4 @@ def _best(scores: np.ndarray, width: int) -> np.ndarray:
     return order[:width]
 
 
-__all__ = ["bm25_top_packed"]
+__all__ = ["bm25_top_packed", "documents_among"]

@@ -97,16 +97,31 @@ def test_packed_leg_answers_what_every_posting_does(engine, tenant, monkeypatch,
         {"scope": Scope(tenant), "n": 8, "where_sql": "d.kind = 'episode'"},
         # few pass among the best scored: the packed leg gives way to the read of every posting
         {"scope": Scope(tenant), "n": 8, "where_sql": "d.agent_id = 'a2' AND d.kind = 'fact'"},
+        # an agent's documents: only theirs scored
+        {"scope": Scope(tenant, agent_id="a1"), "n": 10, "packed": True},
+        {"scope": Scope(tenant, agent_id="a2"), "n": 6, "statuses": ("active",), "packed": True},
+        {"scope": Scope(tenant, agent_id="a2", kinds=("episode",)), "n": 50, "packed": True},
+        {"scope": Scope(tenant, agent_id="nobody"), "n": 5, "packed": True},
+        # more documents than narrow_max: not scored from the packed postings
+        {"scope": Scope(tenant, agent_id="a1"), "n": 10, "narrow_max": 5, "packed": False},
     ]
+    answered: list[bool] = []  # whether the packed read answered (not given way to the SQL plan)
+    packed_read = keyword.bm25_top_packed
+    monkeypatch.setattr(keyword, "bm25_top_packed", lambda *a, **kw: answered.append(
+        (found := packed_read(*a, **kw)) is not None) or found)
     with engine.connect() as conn:
         for case in cases:
-            kwargs = {"statuses": case.get("statuses"), "where_sql": case.get("where_sql", "")}
+            answered.clear()
+            kwargs = {"statuses": case.get("statuses"), "where_sql": case.get("where_sql", ""),
+                      "narrow_max": case.get("narrow_max", keyword.NARROW_SCOPE_MAX)}
             monkeypatch.setattr(keyword, "PACKED_OVER", -1)
             packed = bm25_top(conn, case["scope"], tokenize(query), case["n"], k1, b, **kwargs)
             monkeypatch.setattr(keyword, "PACKED_OVER", 10**9)
             every = bm25_top(conn, case["scope"], tokenize(query), case["n"], k1, b, **kwargs)
             assert list(packed) == list(every), case
             assert list(packed.values()) == pytest.approx(list(every.values()), rel=1e-12), case
+            if "packed" in case:
+                assert answered == ([True] if case["packed"] else []), case
 
 
 def test_packed_leg_answers_what_every_posting_does_in_a_time_frame(engine, tenant, monkeypatch) -> None:

@@ -39,13 +39,19 @@ def bucket_of(ids: np.ndarray, n: int) -> np.ndarray:
     return (low & np.uint32(n - 1)).astype(np.int64)
 
 
+def id_halves(ids: np.ndarray) -> np.ndarray:
+    """The ids' (RECORD["id"] values) two big-endian eight-byte halves as native unsigned integers, one row an id:
+    uuid order, PostgreSQL's, is the order of (first, second)."""
+    return np.frombuffer(np.ascontiguousarray(ids).tobytes(), dtype=">u8").reshape(-1, 2).astype(np.uint64)
+
+
 def pack(records: np.ndarray, n: int) -> list[tuple[int, bytes]]:
     """A term's rows among `n` buckets, (bucket, bytes) in bucket order: `records` (RECORD's fields, in any byte
     order: numpy's concatenation gives the machine's) as RECORD, each bucket's in id order, the order PostgreSQL's
     uuid comparison gives (its bytes in order: big-endian halves)."""
     records = records.astype(RECORD)
     of = bucket_of(records["id"], n)
-    halves = np.frombuffer(records["id"].tobytes(), dtype=">u8").reshape(-1, 2)
+    halves = id_halves(records["id"])
     order = np.lexsort((halves[:, 1], halves[:, 0], of))
     records, of = records[order], of[order]
     cuts = [0, *(np.flatnonzero(np.diff(of)) + 1).tolist(), len(of)]
@@ -75,4 +81,5 @@ GROUP BY p.tenant, p.term, g.bucket
 """
 
 
-__all__ = ["BLOCK", "PACKED_DOMAINS", "RECORD", "bucket_of", "buckets", "pack", "packed_from_postings", "unpack"]
+__all__ = ["BLOCK", "PACKED_DOMAINS", "RECORD", "bucket_of", "buckets", "id_halves", "pack", "packed_from_postings",
+           "unpack"]

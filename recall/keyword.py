@@ -37,13 +37,12 @@ size and the walk's test pick one inside PostgreSQL (each branch gated by a one-
 run). A count gone stale by a write between the two reads every posting, which is always exact.
 
 A whole tenant's documents past PACKED_OVER postings and up to PACKED_UP_TO are scored from their postings
-packed per term instead, and so are an agent's (at most narrow_max of them: their ids read once, documents_among)
-(recall/packed_bm25.py: every posting, a few rows a term read as bytes, summed in numpy; the filters looked up for
-the best `later_width(n)` in rank order), the same answer as reading every posting, which
-answers whenever too few of those pass. That replaces the read of every posting up to `walk_over` and the walk
-(whose answer past READ_ALL_MAX is not always exact) from there to PACKED_UP_TO. Past it the walk stays: it reads a
-bounded number of postings a term where the packed read scores every one (at 1M memories, past 150k postings: 38
-against 23 ms p50).
+packed per term instead, and so are an agent's (at most narrow_max of them: their ids read once, documents_among):
+recall/packed_bm25.py, every posting, a few rows a term read as bytes, summed in numpy; the filters looked up for
+the best `later_width(n)` in rank order. The same answer as reading every posting, which answers whenever too few
+of those pass. That replaces the read of every posting up to `walk_over` and the walk (whose answer past
+READ_ALL_MAX is not always exact) from there to PACKED_UP_TO. Past it the walk stays: it reads a bounded number of
+postings a term where the packed read scores every one (at 1M memories, past 150k postings: 38 against 23 ms p50).
 """
 
 from __future__ import annotations
@@ -98,8 +97,9 @@ class KeywordTables:
     # one weight, so a walk's bound past its first postings stays near the best and cannot prove its top n: it
     # then read every posting as well. Theirs reads every posting up to READ_ALL_MAX, and walks only past it.
     walk_over: int = WALK_OVER_POSTINGS
-    # Whose postings are packed per term too (readmodels/term_blocks.py): a whole-tenant scope past PACKED_OVER
-    # postings is scored from them, its filters looked up in this table (alias d, as `docs`, which it may be)
+    # Whose postings are packed per term too (readmodels/term_blocks.py): a whole-tenant scope (or, with
+    # agent_index, an agent's) past PACKED_OVER postings is scored from them, its filters looked up in this table
+    # (alias d, as `docs`, which it may be)
     packed_docs: str | None = None
 
     @classmethod

@@ -1,6 +1,7 @@
-"""The keyword leg for a whole tenant from the postings packed per term (readmodels/term_blocks.py):
-Okapi BM25 scored in numpy over every posting of the query's terms, read as a few rows each, then the scope's
-filters looked up for the best `later_width(n)` in PostgreSQL, as the filter-later plan of recall/keyword.py does.
+"""The keyword leg for a whole tenant, or an agent's documents, from the postings packed per term
+(readmodels/term_blocks.py): Okapi BM25 scored in numpy over every posting of the query's terms (an agent's only:
+`documents_among`), read as a few rows each, then the scope's filters looked up for the best `later_width(n)` in
+PostgreSQL, as the filter-later plan of recall/keyword.py does.
 
 The same answer as that plan: every posting is scored with the formula recall/keyword.py uses (float8, a term's
 idf from its df and the tenant's n_docs, avgdl from the tenant's statistics); when fewer than n of the best width
@@ -20,7 +21,7 @@ from sqlalchemy import Connection, text
 
 from infra.db import binary_rows
 from readmodels.postings import Postings
-from readmodels.term_blocks import RECORD, unpack
+from readmodels.term_blocks import RECORD, id_halves, unpack
 
 
 @cache
@@ -55,7 +56,7 @@ def bm25_top_packed(conn: Connection, names: Postings, tenant: str, terms: list[
     idf = np.repeat([math.log(1 + (n_docs - r.df + 0.5) / (r.df + 0.5)) for r in rows],
                     [len(r.postings) // RECORD.itemsize for r in rows])
     if among is not None:
-        first = np.frombuffer(records["id"].tobytes(), dtype=">u8")[::2].astype(np.uint64)
+        first = id_halves(records["id"])[:, 0]
         at = np.minimum(np.searchsorted(among, first), max(len(among) - 1, 0))
         kept = among[at] == first if len(among) else np.zeros(len(first), dtype=bool)
         records, idf = records[kept], idf[kept]
@@ -68,7 +69,8 @@ def bm25_top_packed(conn: Connection, names: Postings, tenant: str, terms: list[
     # of a tenant's), then the rest of the width only when too few of it passed: the same answer as one lookup of
     # the width, in about half the probes (at 1M memories a probe of `docs` is a heap page).
     passed: list[Any] = []
-    for chunk in (best[:n + n // 8 + 10], best[n + n // 8 + 10:]):
+    first_chunk = n + n // 8 + 10
+    for chunk in (best[:first_chunk], best[first_chunk:]):
         if len(passed) >= n or len(chunk) == 0:
             break
         # prepared once a connection has run it five times (psycopg): the text is the same for a scope of one shape
@@ -94,7 +96,7 @@ def documents_among(conn: Connection, docs: str, id_column: str, where: str, par
         FROM (SELECT d.{id_column} AS id FROM {docs} d WHERE {where} LIMIT :most + 1) x""", {**params, "most": most})
     if row.n > most:
         return None
-    return np.sort(np.frombuffer(row.ids or b"", dtype=">u8")[::2].astype(np.uint64))
+    return np.sort(id_halves(np.frombuffer(row.ids or b"", dtype="V16"))[:, 0])
 
 
 def _summed(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -104,12 +106,10 @@ def _summed(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
     each first occurrence), unless two ids share them: then by all sixteen."""
     if len(ids) == 0:
         return np.zeros(0), ids
-    halves = np.frombuffer(ids.tobytes(), dtype=">u8").reshape(-1, 2)
-    first = halves[:, 0].astype(np.uint64)
-    order = np.argsort(first)
-    first = first[order]
+    halves = id_halves(ids)
+    order = np.argsort(halves[:, 0])
+    first, second = halves[order, 0], halves[order, 1]
     new = first[1:] != first[:-1]  # where a document's postings start, in id order (but the first)
-    second = halves[:, 1][order]
     if np.any((second[1:] != second[:-1]) & ~new):  # two ids share their first eight bytes
         unique, inverse = np.unique(ids, return_inverse=True)
         return np.bincount(inverse, weights=weights, minlength=len(unique)), unique

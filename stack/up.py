@@ -126,7 +126,8 @@ class Stack:
             "worker": [sys.executable, "-m", "dramatiq", "workers.main", "--processes", str(self.workers),
                        "--threads", str(self.threads), "--queues", "projections", "ingest", "lifecycle"],
             "api": [sys.executable, "-m", "uvicorn", "api.main:app", "--host", self.host, "--port",
-                    str(self.settings.stack.port), "--log-level", "warning"],
+                    str(self.settings.stack.port), "--timeout-keep-alive", str(self.settings.stack.keep_alive_s),
+                    "--log-level", "warning"],
         }
 
     def start_child(self, name: str, now: float | None = None) -> subprocess.Popen[bytes]:

@@ -18,6 +18,10 @@ class StackSettings:
     redis_url: str = field(default_factory=lambda: _env("REDIS_URL", ""))
     host: str = field(default_factory=lambda: _env("ENGRAMLOG_HOST", "127.0.0.1"))
     port: int = field(default_factory=lambda: int(_env("ENGRAMLOG_PORT", "8000")))
+    # How long the API keeps an idle connection open. Longer than the clients' pools keep one (httpx 5 s, load
+    # balancers 60 s): at uvicorn's 5 s a client reusing a connection idle just under 5 s raced the server's close,
+    # and a loaded machine lost that race (the soak's ReadErrors). 75 s is nginx's default.
+    keep_alive_s: int = field(default_factory=lambda: _at_least("ENGRAMLOG_KEEP_ALIVE_S", "75", 1))
     # `engramlog up`'s stop: each child gets this long after its stop signal, then SIGKILL (stack/up.py).
     stop_grace_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_STOP_GRACE_S", "10"))
     # How long `engramlog up` waits for /healthz. Its children are watched meanwhile (one that dies fails the start

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -65,6 +67,25 @@ def _healthy(port: int) -> bool:
         return False
 
 
+def _answers_after_idle(port: int, idle_s: float) -> int | None:
+    """Two requests on one connection, idle_s apart (as a client's pool reuses one): the second's status, or None
+    when the server closed the connection meanwhile (http.client does not reconnect an open connection)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().read() and conn.sock is not None
+        time.sleep(idle_s)
+        try:
+            conn.request("GET", "/healthz")
+            response = conn.getresponse()
+            response.read()
+            return response.status
+        except (ConnectionError, http.client.HTTPException):
+            return None
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("services", ["embedded", "urls"])
 def test_up_serves_then_stops_everything(tmp_path: Path, services: str) -> None:
     env = {**os.environ}
@@ -84,6 +105,11 @@ def test_up_serves_then_stops_everything(tmp_path: Path, services: str) -> None:
         answer = httpx.post(f"http://127.0.0.1:{port}/v1/recall", timeout=30,
                             json={"query": "herons", "agent_id": services, "min_position": written.json()["position"]})
         assert answer.status_code == 200 and answer.json()["results"][0]["content"].endswith("herons")
+
+        if services == "urls":
+            # The API keeps an idle connection past httpx's pool expiry (5 s): uvicorn's own 5 s raced a client
+            # reusing a connection idle just under it.
+            assert _answers_after_idle(port, 6.0) == 200
 
         second = _up(data_dir, _free_port(), env)
         out, _ = second.communicate(timeout=60)

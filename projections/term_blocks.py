@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
+from infra.db import binary_rows
 from readmodels.postings import Postings
 from readmodels.term_blocks import PACKED_DOMAINS, RECORD, bucket_of, buckets, pack, packed_from_postings, unpack
 
@@ -58,7 +59,7 @@ def repack(conn: Connection, tables: Iterable[str]) -> None:
 
 @dataclass(frozen=True)
 class _Statements:
-    read: TextClause
+    read: str  # read with binary_rows: the blocks' bytes as they are, not hex
     delete: TextClause
     upsert: TextClause
 
@@ -69,8 +70,8 @@ def _statements(names: Postings) -> _Statements:
     assert blocks, "a domain that keeps its postings packed"
     keys = "unnest(CAST(:terms AS text[]), CAST(:buckets AS int[])) AS k(term, bucket)"
     return _Statements(
-        text(f"""SELECT b.term, b.postings FROM {blocks} b JOIN {keys}
-                 ON b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket"""),
+        f"""SELECT b.term, b.postings FROM {blocks} b JOIN {keys}
+            ON b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket""",
         text(f"""DELETE FROM {blocks} b USING {keys}
                  WHERE b.tenant = :tenant AND b.term = k.term AND b.bucket = k.bucket"""),
         # The rows' bytes as one bytea cut at their offsets: an array of bytea is sent as escaped text (psycopg), a
@@ -171,7 +172,7 @@ def _write(conn: Connection, names: Postings, tenant: str, terms: Mapping[str, _
     ordered = sorted(keys)
     params = {"tenant": tenant, "terms": [k[0] for k in ordered], "buckets": [k[1] for k in ordered]}
     held: dict[str, list[np.ndarray]] = {}
-    for row in conn.execute(sql.read, params):
+    for row in binary_rows(conn, sql.read, params):
         held.setdefault(row.term, []).append(unpack(row.postings))
     rows: list[tuple[str, int, bytes]] = []
     for term in sorted(terms):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -69,6 +70,7 @@ def main() -> None:
     finally:
         redis.stop()
         pg.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def run(iterations: int) -> None:

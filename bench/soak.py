@@ -16,9 +16,10 @@ yet taken by a worker). At the end, once the projections have caught up, every a
 (GET /v1/memories/{id}: a lost write is one that is not there) and a sample is recalled by its own text.
 
     python -m bench.soak [--minutes 30] [--writes-per-s 100] [--recalls-per-s 20] [--in-flight 16] [--agents 10]
-                         [--output F]
+                         [--output F] [--keep-data-dir]
 
 Prints per-minute rows, writes bench/results/soak-<stamp>.json and three PNG charts beside it (bench/soak_report.py).
+The stack's data dir is removed at the end unless --keep-data-dir.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import contextlib
 import os
 import random
+import shutil
 import socket
 import tempfile
 import threading
@@ -62,13 +64,14 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def up_stack() -> Iterator[Any]:
-    """`engramlog up`'s Stack on a temp data dir and a free port, every server embedded; stopped on exit."""
+def up_stack(keep_data_dir: bool = False) -> Iterator[Any]:
+    """`engramlog up`'s Stack on a temp data dir and a free port, every server embedded; stopped on exit, and its
+    data dir removed (a soak's store is hundreds of MB) unless `keep_data_dir`."""
     for name in ("DATABASE_URL", "REDIS_URL"):  # the embedded servers, never one from the environment
         os.environ.pop(name, None)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("ENGRAMLOG_LOG_LEVEL", "warning")
-    os.environ["ENGRAMLOG_DATA_DIR"] = tempfile.mkdtemp(prefix="engramlog-soak-")
+    data_dir = os.environ["ENGRAMLOG_DATA_DIR"] = tempfile.mkdtemp(prefix="engramlog-soak-")
     os.environ["ENGRAMLOG_PORT"] = str(_free_port())
     from infra.logging import configure_logging
     from infra.settings import Settings
@@ -82,6 +85,8 @@ def up_stack() -> Iterator[Any]:
         yield stack
     finally:
         stack.stop()
+        if not keep_data_dir:
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _label(proc: psutil.Process, seen: Counter[str]) -> str:
@@ -263,12 +268,12 @@ def check_writes(http: httpx.Client, acked: list[dict[str, Any]], recall_sample:
 
 
 def run(minutes_: float, writes_per_s: float, recalls_per_s: float, in_flight: int, agents: int,
-        warmup_s: float, recall_sample: int) -> dict[str, Any]:
+        warmup_s: float, recall_sample: int, keep_data_dir: bool = False) -> dict[str, Any]:
     from sqlalchemy import create_engine
 
     seconds = minutes_ * 60
     t_start = time.perf_counter()
-    with up_stack() as stack:
+    with up_stack(keep_data_dir) as stack:
         started_s = time.perf_counter() - t_start
         print(f"stack up in {started_s:.0f}s at {stack.api_url} (data dir {stack.data_dir})", flush=True)
         engine = create_engine(stack.database_url, pool_size=1)
@@ -344,10 +349,12 @@ def main() -> None:
     parser.add_argument("--warmup-s", type=float, default=60.0, help="left out of the RSS slope (default 60)")
     parser.add_argument("--recall-sample", type=int, default=200, help="acknowledged writes recalled at the end")
     parser.add_argument("--output", type=Path, help="the JSON result (default bench/results/soak-<stamp>.json)")
+    parser.add_argument("--keep-data-dir", action="store_true",
+                        help="keep the stack's data dir (its database, logs) after the run; removed by default")
     args = parser.parse_args()
     print(machine_line(machine()), flush=True)
     result = run(args.minutes, args.writes_per_s, args.recalls_per_s, args.in_flight, args.agents, args.warmup_s,
-                 args.recall_sample)
+                 args.recall_sample, args.keep_data_dir)
     name = stamp()
     path = save_result("soak", result, args.output or RESULTS_DIR / f"soak-{name}.json")
     pngs = charts([Sample(**s) for s in result["samples"]], result["per_minute"], path.parent, path.stem)

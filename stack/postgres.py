@@ -19,7 +19,7 @@ from pathlib import Path
 import structlog
 
 from infra import lifeline
-from stack.private_dir import ensure_private_dir, fallback_dir
+from stack.private_dir import ensure_private_dir, fallback_dir, remove_fallback_dir
 from stack.search_grant import grant_search
 
 log = structlog.get_logger(__name__)
@@ -145,12 +145,14 @@ class EmbeddedPostgres:
         self._psql("CREATE EXTENSION IF NOT EXISTS vector", db=DB_NAME)
 
     def stop(self, timeout_s: float = 10) -> None:
-        if not self.process or self.process.poll() is not None:
+        if not self.process:
             return
-        self.process.send_signal(2)  # SIGINT: fast shutdown, consistent on disk
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        log.info("postgres.stopped")
+        if self.process.poll() is None:
+            self.process.send_signal(2)  # SIGINT: fast shutdown, consistent on disk
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            log.info("postgres.stopped")
+        remove_fallback_dir(self.socket_dir)

@@ -7,6 +7,7 @@ is accepted only when it is a real directory (not a link), owned by us, and open
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -19,6 +20,16 @@ def fallback_dir(name: str, key: Path) -> Path:
     """The temp-dir home of a socket whose path under `key` would be too long: one per data dir, not per process."""
     digest = hashlib.sha256(str(key).encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / f"engramlog-{name}-{digest}"
+
+
+def remove_fallback_dir(path: Path) -> None:
+    """Remove a socket's temp-dir home (fallback_dir) once its server has stopped and taken its socket away, so a
+    stack on a long data dir leaves nothing in the shared temp dir. One that still holds anything (a server killed
+    before it could remove its socket) stays, and the next start accepts it; a socket dir inside the data dir is not
+    touched."""
+    if path.parent == Path(tempfile.gettempdir()) and path.name.startswith("engramlog-"):
+        with contextlib.suppress(OSError):
+            path.rmdir()
 
 
 def ensure_private_dir(path: Path, what: str, owners: Collection[int] = ()) -> None:

@@ -18,7 +18,7 @@ import redis
 import structlog
 
 from infra import lifeline
-from stack.private_dir import ensure_private_dir, fallback_dir
+from stack.private_dir import ensure_private_dir, fallback_dir, remove_fallback_dir
 
 log = structlog.get_logger(__name__)
 
@@ -81,12 +81,14 @@ class EmbeddedRedis:
         raise RuntimeError("redis-server did not become ready in time")
 
     def stop(self, timeout_s: float = 10) -> None:
-        if not self.process or self.process.poll() is not None:
+        if not self.process:
             return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        log.info("redis.stopped")
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            log.info("redis.stopped")
+        remove_fallback_dir(self.socket.parent)

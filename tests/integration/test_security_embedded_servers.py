@@ -103,7 +103,9 @@ def test_the_redis_fallback_socket_is_in_a_private_directory_of_this_user(tmp_pa
             assert not _as_nobody_connects(redis.socket)
     finally:
         redis.stop()
+        removed = not home.exists()  # the server took its socket away, and the stop its home in the shared temp dir
         shutil.rmtree(home, ignore_errors=True)
+    assert removed
 
 
 def _plant(home: Path, how: str, tmp_path: Path) -> None:

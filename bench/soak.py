@@ -90,10 +90,15 @@ def up_stack(keep_data_dir: bool = False) -> Iterator[Any]:
 
 
 def _label(proc: psutil.Process, seen: Counter[str]) -> str:
-    """A stable name for a process of the stack: api, worker-master, worker-1.., postgres, redis."""
+    """A stable name for a process of the stack: api (api-1.. under uvicorn's supervisor when there are several),
+    worker-master, worker-1.., postgres, redis."""
     cmd = " ".join(proc.cmdline())
     if "uvicorn" in cmd:
         return "api"
+    parent = proc.parent()
+    if parent is not None and "uvicorn" in " ".join(parent.cmdline()) and "spawn_main" in cmd:
+        seen["api"] += 1
+        return f"api-{seen['api']}"
     if "dramatiq" in cmd:
         parent = proc.parent()
         if parent is not None and "dramatiq" in " ".join(parent.cmdline()):
@@ -310,6 +315,7 @@ def run(minutes_: float, writes_per_s: float, recalls_per_s: float, in_flight: i
     rows = minutes(load.calls, samples, ran)
     return {"machine": machine(), "stack": "stack.up.Stack (engramlog up): embedded PostgreSQL + pgvector, "
             "redis-server, one Dramatiq worker (1 process, 2 threads), uvicorn API over HTTP on loopback",
+            "api_processes": int(os.environ.get("ENGRAMLOG_API_PROCESSES", "1")),
             "minutes": minutes_, "seconds_ran": round(ran, 1), "stack_start_s": round(started_s, 1),
             "target": {"writes_per_s": writes_per_s, "recalls_per_s": recalls_per_s,
                        "in_flight_cap_per_kind": in_flight, "agents": agents},

@@ -1,6 +1,7 @@
 """Running the service (registered by cli/main.py):
 
-    engramlog up [--data-dir DIR] [--port N] [--workers N]   PostgreSQL, Redis, migrations, workers and the API
+    engramlog up [--data-dir DIR] [--port N] [--workers N] [--api-processes N]
+                                                             PostgreSQL, Redis, migrations, workers and the API
     engramlog migrate                                        the database migrations, against DATABASE_URL
 """
 
@@ -21,7 +22,9 @@ DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Stack data dir
 def up(data_dir: DataDir = None,
        port: Annotated[int | None, typer.Option(help="API port [env ENGRAMLOG_PORT; 8000]")] = None,
        workers: Annotated[int | None, typer.Option(
-           min=1, help="Worker processes sharing the projections [env ENGRAMLOG_WORKERS; 1]")] = None) -> None:
+           min=1, help="Worker processes sharing the projections [env ENGRAMLOG_WORKERS; 1]")] = None,
+       api_processes: Annotated[int | None, typer.Option(
+           min=1, help="API processes (uvicorn workers) [env ENGRAMLOG_API_PROCESSES; 1]")] = None) -> None:
     """Run PostgreSQL, Redis, migrations, workers and the API in the foreground until Ctrl-C."""
     if data_dir is not None:
         os.environ["ENGRAMLOG_DATA_DIR"] = str(data_dir)
@@ -29,6 +32,8 @@ def up(data_dir: DataDir = None,
         os.environ["ENGRAMLOG_PORT"] = str(port)
     if workers is not None:
         os.environ["ENGRAMLOG_WORKERS"] = str(workers)
+    if api_processes is not None:
+        os.environ["ENGRAMLOG_API_PROCESSES"] = str(api_processes)
     from infra.logging import configure_logging
     from infra.settings import Settings
     from stack.up import StackError, run_foreground

@@ -122,12 +122,13 @@ class Stack:
 
     def commands(self) -> dict[str, list[str]]:
         """The supervised children, in start order."""
+        api_processes = self.settings.stack.api_processes
         return {
             "worker": [sys.executable, "-m", "dramatiq", "workers.main", "--processes", str(self.workers),
                        "--threads", str(self.threads), "--queues", "projections", "ingest", "lifecycle"],
             "api": [sys.executable, "-m", "uvicorn", "api.main:app", "--host", self.host, "--port",
                     str(self.settings.stack.port), "--timeout-keep-alive", str(self.settings.stack.keep_alive_s),
-                    "--log-level", "warning"],
+                    *(["--workers", str(api_processes)] if api_processes > 1 else []), "--log-level", "warning"],
         }
 
     def start_child(self, name: str, now: float | None = None) -> subprocess.Popen[bytes]:

@@ -22,6 +22,11 @@ class StackSettings:
     # balancers 60 s): at uvicorn's 5 s a client reusing a connection idle just under 5 s raced the server's close,
     # and a loaded machine lost that race (the soak's ReadErrors). 75 s is nginx's default.
     keep_alive_s: int = field(default_factory=lambda: _at_least("ENGRAMLOG_KEEP_ALIVE_S", "75", 1))
+    # API processes `engramlog up` runs (uvicorn --workers; `engramlog up --api-processes N`). One interpreter holds
+    # at most one core (its GIL): under the soak's load it was the bound at 0.92 of a core while the machine had
+    # more. Each process loads its own embedding model (~550 MB RSS); the per-process limits (position waiters, deep
+    # recall's capacity) are each process's.
+    api_processes: int = field(default_factory=lambda: _at_least("ENGRAMLOG_API_PROCESSES", "1", 1))
     # `engramlog up`'s stop: each child gets this long after its stop signal, then SIGKILL (stack/up.py).
     stop_grace_s: float = field(default_factory=lambda: _positive("ENGRAMLOG_STOP_GRACE_S", "10"))
     # How long `engramlog up` waits for /healthz. Its children are watched meanwhile (one that dies fails the start

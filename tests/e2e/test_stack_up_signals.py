@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 from conftest import ROOT, wait_until
@@ -88,10 +89,20 @@ def test_a_stop_signal_whose_exception_was_swallowed_still_stops_start_up_and_su
         stack.wait()
 
 
-def test_a_sigkilled_up_takes_every_child_with_it(tmp_path: Path) -> None:
+def _api_processes(started: list[psutil.Process]) -> list[psutil.Process]:
+    """The processes serving the API: uvicorn itself, or the ones its supervisor spawned when it runs several."""
+    uvicorn = [p for p in started if "uvicorn" in " ".join(p.cmdline())]
+    spawned = [p for p in started if "spawn_main" in " ".join(p.cmdline()) and p.ppid() in {u.pid for u in uvicorn}]
+    return spawned or uvicorn
+
+
+@pytest.mark.parametrize("api_processes", [1, 2])
+def test_a_sigkilled_up_takes_every_child_with_it(tmp_path: Path, api_processes: int) -> None:
     """`up` SIGKILLed by its caller (no handler runs): PostgreSQL, Redis, the worker (master and worker processes)
-    and the API die with it, by their parent-death signal (infra/lifeline.py)."""
+    and the API (uvicorn, and the processes its supervisor runs with --api-processes) die with it, by their
+    parent-death signal (infra/lifeline.py)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["ENGRAMLOG_API_PROCESSES"] = str(api_processes)
     data_dir = tmp_path / "stack"
     _seed_models(data_dir)
     port = _free_port()
@@ -102,6 +113,13 @@ def test_a_sigkilled_up_takes_every_child_with_it(tmp_path: Path) -> None:
         started = _processes_of(data_dir)
         names = " ".join(" ".join(p.cmdline()) for p in started)
         assert all(n in names for n in ("postgres", "redis-server", "dramatiq", "uvicorn")), names
+        assert len(_api_processes(started)) == api_processes, names
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:  # each on any of them
+            written = http.post("/v1/memories", json={"content": "the stack remembers kingfishers", "agent_id": "k"})
+            assert written.status_code == 201
+            answer = http.post("/v1/recall", json={"query": "kingfishers", "agent_id": "k",
+                                                   "min_position": written.json()["position"]})
+            assert answer.status_code == 200 and answer.json()["results"][0]["content"].endswith("kingfishers")
         killed_at = time.monotonic()
         proc.kill()
         proc.wait(30)

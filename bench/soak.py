@@ -96,12 +96,12 @@ def _label(proc: psutil.Process, seen: Counter[str]) -> str:
     if "uvicorn" in cmd:
         return "api"
     parent = proc.parent()
-    if parent is not None and "uvicorn" in " ".join(parent.cmdline()) and "spawn_main" in cmd:
+    parent_cmd = "" if parent is None else " ".join(parent.cmdline())
+    if "uvicorn" in parent_cmd and "spawn_main" in cmd:
         seen["api"] += 1
         return f"api-{seen['api']}"
     if "dramatiq" in cmd:
-        parent = proc.parent()
-        if parent is not None and "dramatiq" in " ".join(parent.cmdline()):
+        if "dramatiq" in parent_cmd:
             seen["worker"] += 1
             return f"worker-{seen['worker']}"
         return "worker-master"
@@ -312,10 +312,11 @@ def run(minutes_: float, writes_per_s: float, recalls_per_s: float, in_flight: i
         engine.dispose()
         queue.close()
         restarts = {name: r.crashes for name, r in stack._restarts.items()}
+        api_processes = stack.settings.stack.api_processes
     rows = minutes(load.calls, samples, ran)
     return {"machine": machine(), "stack": "stack.up.Stack (engramlog up): embedded PostgreSQL + pgvector, "
             "redis-server, one Dramatiq worker (1 process, 2 threads), uvicorn API over HTTP on loopback",
-            "api_processes": int(os.environ.get("ENGRAMLOG_API_PROCESSES", "1")),
+            "api_processes": api_processes,
             "minutes": minutes_, "seconds_ran": round(ran, 1), "stack_start_s": round(started_s, 1),
             "target": {"writes_per_s": writes_per_s, "recalls_per_s": recalls_per_s,
                        "in_flight_cap_per_kind": in_flight, "agents": agents},

@@ -21,6 +21,7 @@ import structlog
 from infra import lifeline
 from stack.private_dir import ensure_private_dir, fallback_dir, remove_fallback_dir
 from stack.search_grant import grant_search
+from stack.stop import stop_child
 
 log = structlog.get_logger(__name__)
 
@@ -147,12 +148,6 @@ class EmbeddedPostgres:
     def stop(self, timeout_s: float = 10) -> None:
         if not self.process:
             return
-        if self.process.poll() is None:
-            self.process.send_signal(2)  # SIGINT: fast shutdown, consistent on disk
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if stop_child(self.process, signal.SIGINT, timeout_s):  # SIGINT: fast shutdown, consistent on disk
             log.info("postgres.stopped")
         remove_fallback_dir(self.socket_dir)

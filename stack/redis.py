@@ -19,6 +19,7 @@ import structlog
 
 from infra import lifeline
 from stack.private_dir import ensure_private_dir, fallback_dir, remove_fallback_dir
+from stack.stop import stop_child
 
 log = structlog.get_logger(__name__)
 
@@ -83,12 +84,6 @@ class EmbeddedRedis:
     def stop(self, timeout_s: float = 10) -> None:
         if not self.process:
             return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if stop_child(self.process, signal.SIGTERM, timeout_s):
             log.info("redis.stopped")
         remove_fallback_dir(self.socket.parent)

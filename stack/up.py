@@ -29,6 +29,7 @@ from migrations.runner import upgrade_to_head
 from stack.postgres import EmbeddedPostgres
 from stack.redis import EmbeddedRedis
 from stack.state import LOCK_FILE, write_stack_state
+from stack.stop import stop_child
 
 log = structlog.get_logger(__name__)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -234,15 +235,8 @@ class Stack:
         self.stopping = True
         for name in ("api", "worker"):
             proc = self.children.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.terminate()
-            try:
-                proc.wait(self.settings.stack.stop_grace_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.info("stopped", process=name)
+            if proc is not None and stop_child(proc, signal.SIGTERM, self.settings.stack.stop_grace_s):
+                log.info("stopped", process=name)
         if self.redis:
             self.redis.stop(self.settings.stack.stop_grace_s)
         if self.postgres:
